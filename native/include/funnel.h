@@ -1,0 +1,313 @@
+/*
+ * funnel.h: the one public C header of funnel.
+ *
+ * funnel turns a reduce task's shuffle partitions (Arrow IPC bytes in host
+ * memory) into ONE columnar table in device memory: a handful of driver
+ * calls, at most one host-to-device copy per partition, one concat launch.
+ *
+ *   struct funnel_device *dev;  funnel_device_open("auto", &dev, &err);
+ *   struct funnel_reader *rd;   funnel_reader_create(dev, NULL, 0, &rd, &err);
+ *   struct funnel_table *t;     funnel_reader_read_async(rd, parts, n, 0, &t, &err);
+ *   ... the caller may do other work; the copies and the concat run ...
+ *   funnel_table_wait(t, &err); funnel_table_column(t, 0, &col); ...
+ *   funnel_table_free(t); funnel_reader_free(rd); funnel_device_close(dev);
+ *
+ * Errors: every fallible function returns a funnel_status (FUNNEL_OK is 0)
+ * and takes a `struct funnel_error *` last, which may be NULL. On failure it
+ * holds the code, a message, and where known the partition, the column and
+ * the byte offset within the partition that failed. Output parameters are
+ * left untouched on failure and nothing is leaked.
+ *
+ * Threads: a device and a reader may be used from any thread. One reader
+ * runs one read at a time per thread that calls it; concurrent reads on one
+ * reader are allowed and are ordered on the reader's stream. A table may be
+ * waited on and inspected from any thread, but freed once.
+ */
+#ifndef FUNNEL_H
+#define FUNNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FUNNEL_BUILDING)
+#define FUNNEL_API __attribute__((visibility("default")))
+#else
+#define FUNNEL_API
+#endif
+
+#define FUNNEL_VERSION_MAJOR 0
+#define FUNNEL_VERSION_MINOR 1
+
+/* ---------------------------------------------------------------- errors */
+
+enum funnel_code {
+  FUNNEL_OK = 0,
+  /* The caller broke the API's contract (NULL pointer, bad index, ...). */
+  FUNNEL_ERR_INVALID_ARGUMENT = 1,
+  /* A partition's bytes are not valid Arrow IPC (truncated, corrupt
+   * flatbuffer, buffers outside the body, ...). */
+  FUNNEL_ERR_MALFORMED = 2,
+  /* Valid Arrow that funnel does not handle yet: a type (dictionary, list,
+   * struct, view types, ...), compressed bodies, big-endian data. */
+  FUNNEL_ERR_UNSUPPORTED = 3,
+  /* A partition's schema differs from the first one's (or the reader's). */
+  FUNNEL_ERR_SCHEMA_MISMATCH = 4,
+  /* No partition holds a schema and the reader was given none. */
+  FUNNEL_ERR_NO_SCHEMA = 5,
+  /* A size does not fit: a 32-bit offset column over 2^31-1 bytes, ... */
+  FUNNEL_ERR_LIMIT = 6,
+  /* Host memory could not be allocated. */
+  FUNNEL_ERR_HOST_OUT_OF_MEMORY = 7,
+  /* Device memory could not be allocated: free some and retry. */
+  FUNNEL_ERR_DEVICE_OUT_OF_MEMORY = 8,
+  /* A device call failed; the message names the call and the error. */
+  FUNNEL_ERR_DEVICE = 9,
+  /* The requested backend has no driver or device on this host. */
+  FUNNEL_ERR_NO_DEVICE = 10,
+  /* A sticky device error: the context is unusable, the process must
+   * not use the device again. */
+  FUNNEL_ERR_FATAL = 11
+};
+
+typedef int funnel_status;
+
+#define FUNNEL_ERROR_MESSAGE_SIZE 512
+
+struct funnel_error {
+  int code;          /* an enum funnel_code */
+  int64_t partition; /* index of the partition at fault, or -1 */
+  int64_t column;    /* index of the column at fault, or -1 */
+  int64_t offset;    /* byte offset within that partition, or -1 */
+  char message[FUNNEL_ERROR_MESSAGE_SIZE]; /* NUL-terminated, one line */
+};
+
+/* The name of a code ("FUNNEL_ERR_MALFORMED"); never NULL. */
+FUNNEL_API const char *funnel_code_name(int code);
+
+/* ----------------------------------------------------------------- types */
+
+enum funnel_type_id {
+  FUNNEL_TYPE_INT8 = 1,
+  FUNNEL_TYPE_INT16,
+  FUNNEL_TYPE_INT32,
+  FUNNEL_TYPE_INT64,
+  FUNNEL_TYPE_UINT8,
+  FUNNEL_TYPE_UINT16,
+  FUNNEL_TYPE_UINT32,
+  FUNNEL_TYPE_UINT64,
+  FUNNEL_TYPE_FLOAT32,
+  FUNNEL_TYPE_FLOAT64,
+  FUNNEL_TYPE_BOOL,
+  FUNNEL_TYPE_DATE32,
+  FUNNEL_TYPE_DATE64,
+  FUNNEL_TYPE_TIMESTAMP,
+  FUNNEL_TYPE_DECIMAL128,
+  FUNNEL_TYPE_UTF8,
+  FUNNEL_TYPE_BINARY,
+  FUNNEL_TYPE_LARGE_UTF8,
+  FUNNEL_TYPE_LARGE_BINARY,
+  FUNNEL_TYPE_FIXED_SIZE_BINARY
+};
+
+enum funnel_time_unit {
+  FUNNEL_TIME_SECOND = 0,
+  FUNNEL_TIME_MILLISECOND = 1,
+  FUNNEL_TIME_MICROSECOND = 2,
+  FUNNEL_TIME_NANOSECOND = 3
+};
+
+/* The name of a type id ("int64", "large_utf8"); never NULL. */
+FUNNEL_API const char *funnel_type_name(int type_id);
+
+/* A buffer of a result column. `address` is a device address (on the cpu
+ * backend, host memory owned by the table); `size` is the number of
+ * meaningful bytes (the allocation is padded to 64 bytes). */
+struct funnel_buffer {
+  uint64_t address;
+  int64_t size;
+};
+
+/* One column of a result table, in Arrow layout. Pointers stay valid until
+ * the table is freed. */
+struct funnel_column {
+  const char *name;       /* UTF-8, NUL-terminated */
+  int type_id;            /* an enum funnel_type_id */
+  int nullable;           /* the field's nullability in the schema */
+  int byte_width;         /* bytes per value for fixed-width types; 0 for
+                             bool (bit-packed) and variable-width types */
+  int offset_width;       /* 4 or 8 for utf8/binary and their large forms */
+  int time_unit;          /* timestamp: enum funnel_time_unit */
+  const char *timezone;   /* timestamp: "" when none */
+  int decimal_precision;  /* decimal128 */
+  int decimal_scale;      /* decimal128 */
+  int64_t length;         /* rows */
+  int64_t null_count;     /* from the partitions' headers */
+  struct funnel_buffer validity; /* size 0 when null_count is 0 */
+  struct funnel_buffer offsets;  /* (length + 1) * offset_width bytes */
+  struct funnel_buffer data;     /* values; bool: bit-packed */
+};
+
+/* ---------------------------------------------------------------- device */
+
+struct funnel_device;
+
+/* Opens a backend. `kind` is "auto" (cuda when a CUDA driver and device are
+ * present, else cpu), "cpu" or "cuda". Asking for "cuda" on a host without
+ * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The device is
+ * thread-safe; close it after every reader and table made from it. */
+FUNNEL_API funnel_status funnel_device_open(const char *kind,
+                                            struct funnel_device **out,
+                                            struct funnel_error *error);
+
+/* The backend actually opened: "cpu" or "cuda". */
+FUNNEL_API const char *funnel_device_backend(const struct funnel_device *dev);
+
+/* Closes a device opened by funnel_device_open. NULL is a no-op. */
+FUNNEL_API void funnel_device_close(struct funnel_device *dev);
+
+/* Creates a stream of the device's backend (cpu: a worker thread; cuda: a
+ * non-blocking CUstream) that the caller owns and may pass to
+ * funnel_reader_read_async. Destroying it first completes the work queued on
+ * it. */
+FUNNEL_API funnel_status funnel_device_stream_create(struct funnel_device *dev,
+                                                     uintptr_t *out,
+                                                     struct funnel_error *error);
+FUNNEL_API void funnel_device_stream_destroy(struct funnel_device *dev,
+                                             uintptr_t stream);
+
+/* ---------------------------------------------------------------- reader */
+
+struct funnel_reader;
+struct funnel_table;
+
+/* Creates a reader. `schema`/`schema_length` optionally give the schema
+ * once, as Arrow IPC bytes whose first message is a Schema (an encapsulated
+ * Schema message, or the start of a stream): partitions may then be bare
+ * RecordBatch messages, and a read whose partitions are all empty gives an
+ * empty table of that schema. The bytes are copied; the caller may free
+ * them on return. Without a schema (NULL, 0), the first partition that holds
+ * one defines it. */
+FUNNEL_API funnel_status funnel_reader_create(struct funnel_device *dev,
+                                              const void *schema,
+                                              size_t schema_length,
+                                              struct funnel_reader **out,
+                                              struct funnel_error *error);
+
+/* Frees a reader. Tables it made stay valid. NULL is a no-op. */
+FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
+
+/* One shuffle partition in host memory: Arrow IPC streaming-format bytes,
+ * either a whole stream (Schema message, RecordBatch messages, optional
+ * end-of-stream marker) or bare RecordBatch messages when the reader has the
+ * schema. A zero-length partition is an empty shuffle block: no rows. */
+struct funnel_partition {
+  const void *data;
+  size_t length;
+};
+
+/* Reads `count` partitions, in order, into one table, asynchronously.
+ *
+ * Parses and plans on the calling thread (no device call), then enqueues on
+ * `stream` (0: the reader's own stream) at most one host-to-device copy per
+ * non-empty partition, one copy of the segment table and one concat launch,
+ * records an event and returns without waiting.
+ *
+ * Async contract: the memory of every partition (and the `parts` array is
+ * copied, so only the bytes it points to) must stay valid and unchanged
+ * until funnel_table_wait has returned for the table, or the table has been
+ * freed. Errors in the input are found before anything is enqueued: on
+ * failure nothing was enqueued and the partitions may be released at once.
+ *
+ * On success *out is a table the caller frees with funnel_table_free. Its
+ * shape (rows, columns, null counts, sizes) is known at once; its buffers
+ * hold the data only after funnel_table_wait. */
+FUNNEL_API funnel_status funnel_reader_read_async(
+    struct funnel_reader *reader, const struct funnel_partition *parts,
+    size_t count, uintptr_t stream, struct funnel_table **out,
+    struct funnel_error *error);
+
+/* ----------------------------------------------------------------- table */
+
+struct funnel_table;
+
+/* Blocks until the table's copies and concat have completed. After it
+ * returns FUNNEL_OK, the read's partitions may be released and the column
+ * buffers hold the data. Idempotent; any thread. */
+FUNNEL_API funnel_status funnel_table_wait(struct funnel_table *table,
+                                           struct funnel_error *error);
+
+/* 1 when the work of the read has completed, 0 while it is in flight. Never
+ * blocks. */
+FUNNEL_API int funnel_table_is_ready(struct funnel_table *table);
+
+FUNNEL_API int64_t funnel_table_num_rows(const struct funnel_table *table);
+FUNNEL_API int funnel_table_num_columns(const struct funnel_table *table);
+
+/* Describes column `index`. Valid at once; the buffers hold data only after
+ * funnel_table_wait. */
+FUNNEL_API funnel_status funnel_table_column(const struct funnel_table *table,
+                                             int index,
+                                             struct funnel_column *out,
+                                             struct funnel_error *error);
+
+/* The schema of the table as an encapsulated Arrow IPC Schema message
+ * (the bytes the schema came in). Valid until the table is freed. */
+FUNNEL_API const void *funnel_table_schema_ipc(const struct funnel_table *table,
+                                               size_t *length);
+
+/* Where a column is copied back to: host pointers of at least the sizes of
+ * the column's buffers (funnel_table_column); NULL skips that buffer. */
+struct funnel_host_column {
+  void *validity;
+  void *offsets;
+  void *data;
+};
+
+/* Copies every column back to host memory, in one pass (every size is known
+ * from the plan), and waits for the copy. Waits for the read first.
+ * `columns` has funnel_table_num_columns entries. */
+FUNNEL_API funnel_status funnel_table_copy_to_host(
+    struct funnel_table *table, const struct funnel_host_column *columns,
+    struct funnel_error *error);
+
+/* What a read did, counted from the calls actually made. */
+struct funnel_read_stats {
+  int64_t partitions;        /* partitions given */
+  int64_t empty_partitions;  /* zero-byte partitions (empty shuffle blocks) */
+  int64_t batches;           /* RecordBatch messages read */
+  int64_t rows;
+  int64_t columns;
+  int64_t column_sets;       /* groups of columns concatenated by one launch */
+  int64_t segments;          /* entries of the segment table */
+  int64_t h2d_copies;        /* host-to-device copies enqueued */
+  int64_t bytes_h2d;         /* bytes those copies moved */
+  int64_t concat_launches;
+  int64_t device_allocs;     /* device allocations made by the read */
+  int64_t pinned_allocs;     /* pinned host allocations made by the read */
+  int64_t syncs_in_read;     /* stream/context synchronizations inside read */
+  int64_t device_calls_parse; /* backend calls made while parsing */
+  int64_t device_calls_plan;  /* backend calls made while planning */
+  int64_t device_calls_submit;/* backend calls made while submitting */
+  int64_t bytes_out;         /* bytes of the result's buffers */
+  int64_t parse_ns;          /* host time of each phase */
+  int64_t plan_ns;
+  int64_t submit_ns;
+};
+
+FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,
+                                            struct funnel_read_stats *out,
+                                            struct funnel_error *error);
+
+/* Waits for the table's work if it is still in flight, then frees its
+ * device memory. NULL is a no-op. */
+FUNNEL_API void funnel_table_free(struct funnel_table *table);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FUNNEL_H */

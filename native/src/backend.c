@@ -1,0 +1,102 @@
+/* backend.c: the only callers of the backend vtable. */
+#include "backend.h"
+
+static _Thread_local struct funnel__calls calls;
+
+struct funnel__calls funnel__calls_now(void) { return calls; }
+
+#define MISSING(be, slot) \
+  FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "backend %s has no %s", (be)->name, slot)
+
+int funnel__dev_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                      struct funnel_error *error) {
+  calls.calls++;
+  calls.allocs++;
+  return be->alloc(be, size, out, error);
+}
+
+void funnel__dev_free(struct funnel_backend *be, uint64_t ptr) {
+  if (ptr == 0) return;
+  calls.calls++;
+  be->free(be, ptr);
+}
+
+int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,
+                           struct funnel_error *error) {
+  if (be->host_alloc == NULL) return MISSING(be, "host_alloc");
+  calls.calls++;
+  calls.host_allocs++;
+  return be->host_alloc(be, size, out, error);
+}
+
+void funnel__dev_host_free(struct funnel_backend *be, void *ptr) {
+  if (ptr == NULL || be->host_free == NULL) return;
+  calls.calls++;
+  be->host_free(be, ptr);
+}
+
+int funnel__dev_stream_create(struct funnel_backend *be, void **out,
+                              struct funnel_error *error) {
+  calls.calls++;
+  return be->stream_create(be, out, error);
+}
+
+void funnel__dev_stream_destroy(struct funnel_backend *be, void *stream) {
+  if (stream == NULL) return;
+  calls.calls++;
+  be->stream_destroy(be, stream);
+}
+
+int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const void *src,
+                               size_t size, void *stream, struct funnel_error *error) {
+  calls.calls++;
+  calls.h2d_copies++;
+  calls.bytes_h2d += (int64_t)size;
+  return be->copy_h2d_async(be, dst, src, size, stream, error);
+}
+
+int funnel__dev_copy_d2h_async(struct funnel_backend *be, void *dst, uint64_t src,
+                               size_t size, void *stream, struct funnel_error *error) {
+  calls.calls++;
+  calls.d2h_copies++;
+  calls.bytes_d2h += (int64_t)size;
+  return be->copy_d2h_async(be, dst, src, size, stream, error);
+}
+
+int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int64_t count,
+                              void *stream, struct funnel_error *error) {
+  calls.calls++;
+  calls.launches++;
+  return be->launch_concat(be, segments, count, stream, error);
+}
+
+int funnel__dev_event_create(struct funnel_backend *be, void **out,
+                             struct funnel_error *error) {
+  calls.calls++;
+  return be->event_create(be, out, error);
+}
+
+int funnel__dev_event_record(struct funnel_backend *be, void *event, void *stream,
+                             struct funnel_error *error) {
+  calls.calls++;
+  return be->event_record(be, event, stream, error);
+}
+
+int funnel__dev_event_query(struct funnel_backend *be, void *event, int *done,
+                            struct funnel_error *error) {
+  calls.calls++;
+  return be->event_query(be, event, done, error);
+}
+
+int funnel__dev_event_wait(struct funnel_backend *be, void *event,
+                           struct funnel_error *error) {
+  calls.calls++;
+  calls.syncs++;
+  return be->event_wait(be, event, error);
+}
+
+void funnel__dev_event_destroy(struct funnel_backend *be, void *event) {
+  if (event == NULL) return;
+  calls.calls++;
+  be->event_destroy(be, event);
+}

@@ -1,0 +1,103 @@
+/* backend.h: the device backend vtable (cpu, cuda) and the thin wrappers
+ * through which everything else calls it.
+ *
+ * Shape after SQLite's VFS: a version, a name, function pointers, private
+ * data. Only the funnel__dev_* wrappers below call through the pointers;
+ * they count every call (so the per-read stats are counted, not assumed)
+ * and supply defaults for empty slots. Device addresses are uint64_t. */
+#ifndef FUNNEL_BACKEND_H
+#define FUNNEL_BACKEND_H
+
+#include "internal.h"
+#include "segment.h"
+
+#define FUNNEL_BACKEND_VERSION 1
+
+struct funnel_backend {
+  int version;
+  const char *name;
+  void *private_data;
+
+  int (*alloc)(struct funnel_backend *be, size_t size, uint64_t *out,
+               struct funnel_error *error);
+  void (*free)(struct funnel_backend *be, uint64_t ptr);
+  /* page-locked host memory (cpu: ordinary aligned memory) */
+  int (*host_alloc)(struct funnel_backend *be, size_t size, void **out,
+                    struct funnel_error *error);
+  void (*host_free)(struct funnel_backend *be, void *ptr);
+
+  int (*stream_create)(struct funnel_backend *be, void **out,
+                       struct funnel_error *error);
+  void (*stream_destroy)(struct funnel_backend *be, void *stream);
+
+  /* `src` must stay valid until an event recorded after it completes */
+  int (*copy_h2d_async)(struct funnel_backend *be, uint64_t dst, const void *src,
+                        size_t size, void *stream, struct funnel_error *error);
+  int (*copy_d2h_async)(struct funnel_backend *be, void *dst, uint64_t src,
+                        size_t size, void *stream, struct funnel_error *error);
+  /* runs the `count` segments at device address `segments` */
+  int (*launch_concat)(struct funnel_backend *be, uint64_t segments, int64_t count,
+                       void *stream, struct funnel_error *error);
+
+  int (*event_create)(struct funnel_backend *be, void **out, struct funnel_error *error);
+  int (*event_record)(struct funnel_backend *be, void *event, void *stream,
+                      struct funnel_error *error);
+  /* *done = 1 when everything before the last record has completed */
+  int (*event_query)(struct funnel_backend *be, void *event, int *done,
+                     struct funnel_error *error);
+  int (*event_wait)(struct funnel_backend *be, void *event, struct funnel_error *error);
+  void (*event_destroy)(struct funnel_backend *be, void *event);
+
+  void (*release)(struct funnel_backend *be);
+};
+
+/* The backends. Each fills `be` or returns an error (cuda:
+ * FUNNEL_ERR_NO_DEVICE when there is no driver or device). */
+int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error);
+int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error);
+
+/* Calls made through the wrappers by the calling thread, so a read can
+ * count what it did by taking the difference around each phase. */
+struct funnel__calls {
+  int64_t calls;
+  int64_t allocs;
+  int64_t host_allocs;
+  int64_t h2d_copies;
+  int64_t bytes_h2d;
+  int64_t d2h_copies;
+  int64_t bytes_d2h;
+  int64_t launches;
+  int64_t syncs; /* event waits */
+};
+struct funnel__calls funnel__calls_now(void);
+
+int funnel__dev_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                      struct funnel_error *error);
+void funnel__dev_free(struct funnel_backend *be, uint64_t ptr);
+int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,
+                           struct funnel_error *error);
+void funnel__dev_host_free(struct funnel_backend *be, void *ptr);
+int funnel__dev_stream_create(struct funnel_backend *be, void **out,
+                              struct funnel_error *error);
+void funnel__dev_stream_destroy(struct funnel_backend *be, void *stream);
+int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const void *src,
+                               size_t size, void *stream, struct funnel_error *error);
+int funnel__dev_copy_d2h_async(struct funnel_backend *be, void *dst, uint64_t src,
+                               size_t size, void *stream, struct funnel_error *error);
+int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int64_t count,
+                              void *stream, struct funnel_error *error);
+int funnel__dev_event_create(struct funnel_backend *be, void **out,
+                             struct funnel_error *error);
+int funnel__dev_event_record(struct funnel_backend *be, void *event, void *stream,
+                             struct funnel_error *error);
+int funnel__dev_event_query(struct funnel_backend *be, void *event, int *done,
+                            struct funnel_error *error);
+int funnel__dev_event_wait(struct funnel_backend *be, void *event,
+                           struct funnel_error *error);
+void funnel__dev_event_destroy(struct funnel_backend *be, void *event);
+
+/* The partition-map concat, as the cpu backend runs it: every segment in
+ * order. The reference for every other backend's kernel. */
+void funnel__concat_segments(const struct funnel__segment *segments, int64_t count);
+
+#endif

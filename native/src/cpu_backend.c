@@ -1,0 +1,252 @@
+/* cpu_backend.c: the reference backend. "Device memory" is aligned host
+ * memory; a stream is a worker thread draining a FIFO, so copies and
+ * launches really run after the call that enqueued them returns, and a
+ * caller that frees a source too early is caught (by ASan, by wrong
+ * output). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+enum task_kind { TASK_COPY, TASK_CONCAT, TASK_SIGNAL, TASK_STOP };
+
+struct event {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int64_t recorded; /* records made */
+  int64_t done;     /* records completed */
+};
+
+struct task {
+  struct task *next;
+  enum task_kind kind;
+  void *dst;
+  const void *src;
+  size_t size;
+  int64_t count;
+  struct event *event;
+  int64_t seq;
+};
+
+struct stream {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct task *head, *tail;
+};
+
+static void *worker(void *arg) {
+  struct stream *s = arg;
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    while (s->head == NULL) pthread_cond_wait(&s->cv, &s->mu);
+    struct task *t = s->head;
+    s->head = t->next;
+    if (s->head == NULL) s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+
+    enum task_kind kind = t->kind;
+    switch (kind) {
+      case TASK_COPY:
+        memcpy(t->dst, t->src, t->size);
+        break;
+      case TASK_CONCAT:
+        funnel__concat_segments(t->src, t->count);
+        break;
+      case TASK_SIGNAL:
+        pthread_mutex_lock(&t->event->mu);
+        if (t->seq > t->event->done) t->event->done = t->seq;
+        pthread_cond_broadcast(&t->event->cv);
+        pthread_mutex_unlock(&t->event->mu);
+        break;
+      case TASK_STOP:
+        break;
+    }
+    free(t);
+    if (kind == TASK_STOP) return NULL;
+  }
+}
+
+static int enqueue(struct stream *s, struct task *t, struct funnel_error *error) {
+  if (s == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "cpu backend: no stream");
+  struct task *copy = malloc(sizeof(*copy));
+  if (copy == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cpu backend: out of host memory for a stream task");
+  *copy = *t;
+  copy->next = NULL;
+  pthread_mutex_lock(&s->mu);
+  if (s->tail) s->tail->next = copy; else s->head = copy;
+  s->tail = copy;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  return FUNNEL_OK;
+}
+
+static int cpu_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                     struct funnel_error *error) {
+  (void)be;
+  size_t rounded = (size + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
+  void *p = aligned_alloc(FUNNEL__ALIGN, rounded ? rounded : FUNNEL__ALIGN);
+  if (p == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY,
+                      "cpu backend: cannot allocate %zu bytes of device memory", size);
+  *out = (uint64_t)(uintptr_t)p;
+  return FUNNEL_OK;
+}
+
+static void cpu_free(struct funnel_backend *be, uint64_t ptr) {
+  (void)be;
+  free((void *)(uintptr_t)ptr);
+}
+
+static int cpu_host_alloc(struct funnel_backend *be, size_t size, void **out,
+                          struct funnel_error *error) {
+  (void)be;
+  size_t rounded = (size + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
+  void *p = aligned_alloc(FUNNEL__ALIGN, rounded ? rounded : FUNNEL__ALIGN);
+  if (p == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
+                      "cpu backend: cannot allocate %zu bytes of pinned memory", size);
+  *out = p;
+  return FUNNEL_OK;
+}
+
+static void cpu_host_free(struct funnel_backend *be, void *ptr) {
+  (void)be;
+  free(ptr);
+}
+
+static int cpu_stream_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
+  (void)be;
+  struct stream *s = calloc(1, sizeof(*s));
+  if (s == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cpu backend: out of host memory");
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  if (pthread_create(&s->thread, NULL, worker, s) != 0) {
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "cpu backend: cannot start a stream thread");
+  }
+  *out = s;
+  return FUNNEL_OK;
+}
+
+static void cpu_stream_destroy(struct funnel_backend *be, void *stream) {
+  (void)be;
+  struct stream *s = stream;
+  struct task stop = {.kind = TASK_STOP};
+  /* the work already queued finishes first; if the stop task cannot be
+   * allocated the thread is left running rather than freed under it */
+  if (enqueue(s, &stop, NULL) != FUNNEL_OK) return;
+  pthread_join(s->thread, NULL);
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+static int cpu_copy_h2d(struct funnel_backend *be, uint64_t dst, const void *src, size_t size,
+                        void *stream, struct funnel_error *error) {
+  (void)be;
+  struct task t = {.kind = TASK_COPY, .dst = (void *)(uintptr_t)dst, .src = src, .size = size};
+  return enqueue(stream, &t, error);
+}
+
+static int cpu_copy_d2h(struct funnel_backend *be, void *dst, uint64_t src, size_t size,
+                        void *stream, struct funnel_error *error) {
+  (void)be;
+  struct task t = {.kind = TASK_COPY, .dst = dst, .src = (const void *)(uintptr_t)src, .size = size};
+  return enqueue(stream, &t, error);
+}
+
+static int cpu_launch(struct funnel_backend *be, uint64_t segments, int64_t count, void *stream,
+                      struct funnel_error *error) {
+  (void)be;
+  struct task t = {.kind = TASK_CONCAT, .src = (const void *)(uintptr_t)segments, .count = count};
+  return enqueue(stream, &t, error);
+}
+
+static int cpu_event_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
+  (void)be;
+  struct event *e = calloc(1, sizeof(*e));
+  if (e == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cpu backend: out of host memory");
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->cv, NULL);
+  *out = e;
+  return FUNNEL_OK;
+}
+
+static int cpu_event_record(struct funnel_backend *be, void *event, void *stream,
+                            struct funnel_error *error) {
+  (void)be;
+  struct event *e = event;
+  pthread_mutex_lock(&e->mu);
+  int64_t seq = ++e->recorded;
+  pthread_mutex_unlock(&e->mu);
+  struct task t = {.kind = TASK_SIGNAL, .event = e, .seq = seq};
+  int st = enqueue(stream, &t, error);
+  if (st != FUNNEL_OK) {
+    pthread_mutex_lock(&e->mu);
+    e->recorded--; /* nothing will complete this record */
+    pthread_mutex_unlock(&e->mu);
+  }
+  return st;
+}
+
+static int cpu_event_query(struct funnel_backend *be, void *event, int *done,
+                           struct funnel_error *error) {
+  (void)be;
+  (void)error;
+  struct event *e = event;
+  pthread_mutex_lock(&e->mu);
+  *done = e->done >= e->recorded;
+  pthread_mutex_unlock(&e->mu);
+  return FUNNEL_OK;
+}
+
+static int cpu_event_wait(struct funnel_backend *be, void *event, struct funnel_error *error) {
+  (void)be;
+  (void)error;
+  struct event *e = event;
+  pthread_mutex_lock(&e->mu);
+  int64_t target = e->recorded;
+  while (e->done < target) pthread_cond_wait(&e->cv, &e->mu);
+  pthread_mutex_unlock(&e->mu);
+  return FUNNEL_OK;
+}
+
+static void cpu_event_destroy(struct funnel_backend *be, void *event) {
+  (void)be;
+  struct event *e = event;
+  /* a pending signal task still points at the event */
+  cpu_event_wait(be, e, NULL);
+  pthread_cond_destroy(&e->cv);
+  pthread_mutex_destroy(&e->mu);
+  free(e);
+}
+
+static void cpu_release(struct funnel_backend *be) { be->release = NULL; }
+
+int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error) {
+  (void)error;
+  memset(be, 0, sizeof(*be));
+  be->version = FUNNEL_BACKEND_VERSION;
+  be->name = "cpu";
+  be->alloc = cpu_alloc;
+  be->free = cpu_free;
+  be->host_alloc = cpu_host_alloc;
+  be->host_free = cpu_host_free;
+  be->stream_create = cpu_stream_create;
+  be->stream_destroy = cpu_stream_destroy;
+  be->copy_h2d_async = cpu_copy_h2d;
+  be->copy_d2h_async = cpu_copy_d2h;
+  be->launch_concat = cpu_launch;
+  be->event_create = cpu_event_create;
+  be->event_record = cpu_event_record;
+  be->event_query = cpu_event_query;
+  be->event_wait = cpu_event_wait;
+  be->event_destroy = cpu_event_destroy;
+  be->release = cpu_release;
+  return FUNNEL_OK;
+}

@@ -1,0 +1,691 @@
+/* format.c: Arrow IPC streaming format, read by hand.
+ *
+ * Flatbuffers: a table at `pos` starts with an int32 soffset to its vtable
+ * (vtable = pos - soffset); the vtable is uint16 {vtable size, table size,
+ * field offsets...}; a field offset of 0 means "absent, use the default".
+ * Offsets to other objects (tables, vectors, strings) are uint32, relative
+ * to where they are stored. Every access below goes through `struct fbr`,
+ * whose sticky `bad` flag turns any out-of-bounds read into one error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "funnel reads little-endian Arrow data on little-endian hosts only"
+#endif
+
+/* ------------------------------------------------------------ flatbuffer */
+
+struct fbr {
+  const uint8_t *p;
+  uint32_t n;
+  bool bad;
+};
+
+struct fbt {
+  uint32_t pos;    /* table start */
+  uint32_t vt;     /* vtable start */
+  uint16_t vt_len;
+  uint16_t t_len;
+};
+
+static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static bool fb_in(struct fbr *r, uint64_t pos, uint64_t size) {
+  if (pos > r->n || size > r->n - pos) r->bad = true;
+  return !r->bad;
+}
+
+static struct fbt fb_table_at(struct fbr *r, uint32_t pos) {
+  struct fbt t = {0, 0, 0, 0};
+  if (!fb_in(r, pos, 4)) return t;
+  int64_t vt = (int64_t)pos - (int32_t)rd32(r->p + pos);
+  if (vt < 0 || !fb_in(r, (uint64_t)vt, 4)) return t;
+  uint16_t vt_len = rd16(r->p + vt), t_len = rd16(r->p + vt + 2);
+  if (vt_len < 4 || (vt_len & 1) || !fb_in(r, (uint64_t)vt, vt_len) || t_len < 4 ||
+      !fb_in(r, pos, t_len)) {
+    r->bad = true;
+    return t;
+  }
+  t.pos = pos;
+  t.vt = (uint32_t)vt;
+  t.vt_len = vt_len;
+  t.t_len = t_len;
+  return t;
+}
+
+/* Absolute position of field `slot` of size `size`, or 0 when absent. */
+static uint32_t fb_field(struct fbr *r, struct fbt t, int slot, uint32_t size) {
+  if (r->bad) return 0;
+  uint32_t at = 4 + 2 * (uint32_t)slot;
+  if (at + 2 > t.vt_len) return 0;
+  uint16_t off = rd16(r->p + t.vt + at);
+  if (off == 0) return 0;
+  if ((uint32_t)off + size > t.t_len) {
+    r->bad = true;
+    return 0;
+  }
+  return t.pos + off;
+}
+
+static int64_t fb_i64(struct fbr *r, struct fbt t, int slot, int64_t dflt) {
+  uint32_t at = fb_field(r, t, slot, 8);
+  return at ? (int64_t)rd64(r->p + at) : dflt;
+}
+static int32_t fb_i32(struct fbr *r, struct fbt t, int slot, int32_t dflt) {
+  uint32_t at = fb_field(r, t, slot, 4);
+  return at ? (int32_t)rd32(r->p + at) : dflt;
+}
+static int16_t fb_i16(struct fbr *r, struct fbt t, int slot, int16_t dflt) {
+  uint32_t at = fb_field(r, t, slot, 2);
+  return at ? (int16_t)rd16(r->p + at) : dflt;
+}
+static uint8_t fb_u8(struct fbr *r, struct fbt t, int slot, uint8_t dflt) {
+  uint32_t at = fb_field(r, t, slot, 1);
+  return at ? r->p[at] : dflt;
+}
+
+/* Follows the uoffset in field `slot`: absolute position of the object, or
+ * 0 when the field is absent. */
+static uint32_t fb_ref(struct fbr *r, struct fbt t, int slot) {
+  uint32_t at = fb_field(r, t, slot, 4);
+  if (at == 0) return 0;
+  uint64_t target = (uint64_t)at + rd32(r->p + at);
+  if (!fb_in(r, target, 4)) return 0;
+  return (uint32_t)target;
+}
+
+/* A vector in field `slot`: position of its first element and its length,
+ * checked to fit. Absent: count 0. */
+static uint32_t fb_vector(struct fbr *r, struct fbt t, int slot, uint32_t elem,
+                          uint32_t *count) {
+  *count = 0;
+  uint32_t v = fb_ref(r, t, slot);
+  if (v == 0) return 0;
+  uint32_t n = rd32(r->p + v);
+  if (!fb_in(r, (uint64_t)v + 4, (uint64_t)n * elem)) return 0;
+  *count = n;
+  return v + 4;
+}
+
+/* The table that element `i` of a vector of tables points to. */
+static struct fbt fb_vector_table(struct fbr *r, uint32_t first, uint32_t i) {
+  uint32_t at = first + 4 * i;
+  uint64_t target = (uint64_t)at + rd32(r->p + at);
+  struct fbt none = {0, 0, 0, 0};
+  if (!fb_in(r, target, 4)) return none;
+  return fb_table_at(r, (uint32_t)target);
+}
+
+static const char *fb_string_copy(struct fbr *r, struct fbt t, int slot,
+                                  struct funnel__arena *arena) {
+  uint32_t len = 0;
+  uint32_t at = fb_vector(r, t, slot, 1, &len);
+  char *s = funnel__arena_alloc(arena, (size_t)len + 1);
+  if (s == NULL) return NULL;
+  if (len > 0) memcpy(s, r->p + at, len);
+  s[len] = '\0';
+  return s;
+}
+
+/* "partition 3" or "reader schema", for messages about a schema */
+static const char *where(int64_t index, char buf[32]) {
+  if (index < 0) return "reader schema";
+  snprintf(buf, 32, "partition %lld", (long long)index);
+  return buf;
+}
+
+/* ---------------------------------------------------------------- framing */
+
+enum { HDR_NONE = 0, HDR_SCHEMA = 1, HDR_DICTIONARY = 2, HDR_RECORD_BATCH = 3,
+       HDR_TENSOR = 4, HDR_SPARSE_TENSOR = 5 };
+
+static const char *header_name(int h) {
+  switch (h) {
+    case HDR_SCHEMA: return "Schema";
+    case HDR_DICTIONARY: return "DictionaryBatch";
+    case HDR_RECORD_BATCH: return "RecordBatch";
+    case HDR_TENSOR: return "Tensor";
+    case HDR_SPARSE_TENSOR: return "SparseTensor";
+    default: return "unknown";
+  }
+}
+
+struct message {
+  int64_t offset;       /* message start */
+  int64_t meta;         /* flatbuffer start */
+  int64_t meta_length;
+  int64_t body;
+  int64_t body_length;
+  int64_t end;          /* where the next message starts */
+  bool eos;
+  int header_type;
+  struct fbr fb;
+  struct fbt header;
+};
+
+/* Reads the message at `pos`. `index` is the partition, for errors. */
+static int message_read(const uint8_t *bytes, int64_t length, int64_t pos,
+                        int64_t index, struct message *m,
+                        struct funnel_error *error) {
+  char wbuf[32];
+  memset(m, 0, sizeof(*m));
+  m->offset = pos;
+  int64_t left = length - pos;
+  if (left < 4)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
+                             "%s: truncated message header at offset %lld "
+                             "(%lld bytes left, need at least 4)",
+                             where(index, wbuf), (long long)pos, (long long)left);
+  int64_t hdr = 4;
+  int32_t meta_len = (int32_t)rd32(bytes + pos);
+  if (rd32(bytes + pos) == 0xFFFFFFFFu) {
+    if (left < 8)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
+                               "%s: truncated message header at offset %lld "
+                               "(continuation marker without a length)",
+                               where(index, wbuf), (long long)pos);
+    meta_len = (int32_t)rd32(bytes + pos + 4);
+    hdr = 8;
+  }
+  if (meta_len == 0) {
+    m->eos = true;
+    m->end = pos + hdr;
+    return FUNNEL_OK;
+  }
+  if (meta_len < 0 || meta_len > left - hdr)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
+                             "%s: message at offset %lld declares %d bytes of "
+                             "metadata but %lld bytes follow",
+                             where(index, wbuf), (long long)pos, (int)meta_len,
+                             (long long)(left - hdr));
+  m->meta = pos + hdr;
+  m->meta_length = meta_len;
+  m->fb.p = bytes + m->meta;
+  m->fb.n = (uint32_t)meta_len;
+
+  struct fbr *r = &m->fb;
+  struct fbt msg = {0, 0, 0, 0};
+  if (fb_in(r, 0, 4)) msg = fb_table_at(r, rd32(r->p));
+  int16_t version = fb_i16(r, msg, 0, 0);
+  m->header_type = fb_u8(r, msg, 1, 0);
+  uint32_t header = fb_ref(r, msg, 2);
+  m->body_length = fb_i64(r, msg, 3, 0);
+  if (!r->bad && header != 0) m->header = fb_table_at(r, header);
+  if (r->bad || header == 0)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
+                             "%s: corrupt Message flatbuffer at offset %lld "
+                             "(%lld bytes of metadata)",
+                             where(index, wbuf), (long long)pos, (long long)meta_len);
+  if (version < 3) /* MetadataVersion V4 is 3 */
+    return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, pos,
+                             "%s: message at offset %lld has metadata version "
+                             "V%d; funnel reads V4 and later",
+                             where(index, wbuf), (long long)pos, version + 1);
+  m->body = m->meta + meta_len;
+  if (m->body_length < 0 || m->body_length > length - m->body)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
+                             "%s: %s message at offset %lld has a %lld-byte body "
+                             "but only %lld bytes follow",
+                             where(index, wbuf), header_name(m->header_type), (long long)pos,
+                             (long long)m->body_length, (long long)(length - m->body));
+  m->end = m->body + m->body_length;
+  return FUNNEL_OK;
+}
+
+/* ----------------------------------------------------------------- schema */
+
+enum {
+  T_NONE = 0, T_NULL, T_INT, T_FLOAT, T_BINARY, T_UTF8, T_BOOL, T_DECIMAL,
+  T_DATE, T_TIME, T_TIMESTAMP, T_INTERVAL, T_LIST, T_STRUCT, T_UNION,
+  T_FIXED_SIZE_BINARY, T_FIXED_SIZE_LIST, T_MAP, T_DURATION, T_LARGE_BINARY,
+  T_LARGE_UTF8, T_LARGE_LIST, T_RUN_END_ENCODED, T_BINARY_VIEW, T_UTF8_VIEW,
+  T_LIST_VIEW, T_LARGE_LIST_VIEW
+};
+
+static const char *const arrow_type_names[] = {
+  "NONE", "Null", "Int", "FloatingPoint", "Binary", "Utf8", "Bool", "Decimal",
+  "Date", "Time", "Timestamp", "Interval", "List", "Struct", "Union",
+  "FixedSizeBinary", "FixedSizeList", "Map", "Duration", "LargeBinary",
+  "LargeUtf8", "LargeList", "RunEndEncoded", "BinaryView", "Utf8View",
+  "ListView", "LargeListView"};
+
+#define FIELD_ERROR(code, fmt, ...)                                    \
+  funnel__error_set(error, (code), index, column, offset,              \
+                    "%s: column %d '%s': " fmt, where(index, wbuf), column, f->name, __VA_ARGS__)
+
+/* Fills `f` from a Field table. `index` is the partition (-1: the reader's
+ * schema), `offset` the message's offset, for errors. */
+static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
+                       int64_t offset, struct funnel__arena *arena,
+                       struct funnel__field *f, struct funnel_error *error) {
+  char wbuf[32];
+  memset(f, 0, sizeof(*f));
+  f->name = fb_string_copy(r, ft, 0, arena);
+  f->nullable = fb_u8(r, ft, 1, 0) != 0;
+  int tt = fb_u8(r, ft, 2, T_NONE);
+  uint32_t type_pos = fb_ref(r, ft, 3);
+  uint32_t dict_pos = fb_ref(r, ft, 4);
+  uint32_t n_children = 0;
+  (void)fb_vector(r, ft, 5, 4, &n_children);
+  struct fbt ty = {0, 0, 0, 0};
+  if (!r->bad && type_pos != 0) ty = fb_table_at(r, type_pos);
+  f->timezone = "";
+  if (f->name == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  if (r->bad)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, column, offset,
+                             "%s: corrupt Field flatbuffer for column %d",
+                             where(index, wbuf), column);
+  const char *tname = tt >= 0 && tt <= T_LARGE_LIST_VIEW ? arrow_type_names[tt] : "unknown";
+  if (dict_pos != 0)
+    return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "dictionary-encoded %s is not supported", tname);
+
+  int64_t bits = 0;
+  switch (tt) {
+    case T_INT: {
+      bits = fb_i32(r, ty, 0, 0);
+      bool is_signed = fb_u8(r, ty, 1, 0) != 0;
+      static const int ids[2][4] = {
+          {FUNNEL_TYPE_UINT8, FUNNEL_TYPE_UINT16, FUNNEL_TYPE_UINT32, FUNNEL_TYPE_UINT64},
+          {FUNNEL_TYPE_INT8, FUNNEL_TYPE_INT16, FUNNEL_TYPE_INT32, FUNNEL_TYPE_INT64}};
+      int k = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : bits == 64 ? 3 : -1;
+      if (k < 0) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "Int with bit width %lld", (long long)bits);
+      f->type_id = ids[is_signed][k];
+      f->byte_width = (int)(bits / 8);
+      break;
+    }
+    case T_FLOAT: {
+      int precision = fb_i16(r, ty, 0, 0);
+      if (precision == 1) { f->type_id = FUNNEL_TYPE_FLOAT32; f->byte_width = 4; }
+      else if (precision == 2) { f->type_id = FUNNEL_TYPE_FLOAT64; f->byte_width = 8; }
+      else if (precision == 0) return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "type %s is not supported", "float16");
+      else return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "FloatingPoint with precision %d", precision);
+      break;
+    }
+    case T_BOOL: f->type_id = FUNNEL_TYPE_BOOL; break;
+    case T_DATE: {
+      int unit = fb_i16(r, ty, 0, 1);
+      if (unit == 0) { f->type_id = FUNNEL_TYPE_DATE32; f->byte_width = 4; }
+      else if (unit == 1) { f->type_id = FUNNEL_TYPE_DATE64; f->byte_width = 8; }
+      else return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "Date with unit %d", unit);
+      break;
+    }
+    case T_TIMESTAMP: {
+      int unit = fb_i16(r, ty, 0, 0);
+      if (unit < 0 || unit > 3) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "Timestamp with unit %d", unit);
+      f->type_id = FUNNEL_TYPE_TIMESTAMP;
+      f->byte_width = 8;
+      f->time_unit = unit;
+      f->timezone = fb_string_copy(r, ty, 1, arena);
+      if (f->timezone == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+      break;
+    }
+    case T_DECIMAL: {
+      f->precision = fb_i32(r, ty, 0, 0);
+      f->scale = fb_i32(r, ty, 1, 0);
+      bits = fb_i32(r, ty, 2, 128);
+      if (bits != 128)
+        return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "type decimal%lld is not supported", (long long)bits);
+      f->type_id = FUNNEL_TYPE_DECIMAL128;
+      f->byte_width = 16;
+      break;
+    }
+    case T_FIXED_SIZE_BINARY: {
+      int32_t w = fb_i32(r, ty, 0, 0);
+      if (w < 0) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "FixedSizeBinary with byte width %d", (int)w);
+      f->type_id = FUNNEL_TYPE_FIXED_SIZE_BINARY;
+      f->byte_width = w;
+      break;
+    }
+    case T_UTF8: f->type_id = FUNNEL_TYPE_UTF8; f->offset_width = 4; break;
+    case T_BINARY: f->type_id = FUNNEL_TYPE_BINARY; f->offset_width = 4; break;
+    case T_LARGE_UTF8: f->type_id = FUNNEL_TYPE_LARGE_UTF8; f->offset_width = 8; break;
+    case T_LARGE_BINARY: f->type_id = FUNNEL_TYPE_LARGE_BINARY; f->offset_width = 8; break;
+    default:
+      if (tt == T_NONE || tt > T_LARGE_LIST_VIEW)
+        return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "unknown type tag %d", tt);
+      return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "type %s is not supported", tname);
+  }
+  if (r->bad)
+    return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "corrupt %s type table", tname);
+  if (n_children != 0)
+    return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "%s field has %u children", tname, n_children);
+  f->n_buffers = f->offset_width != 0 ? 3 : 2;
+  return FUNNEL_OK;
+}
+
+/* Parses the Schema header of message `m`. */
+static int schema_from_message(const uint8_t *bytes, const struct message *m,
+                               int64_t index, struct funnel__arena *arena,
+                               struct funnel__schema *out,
+                               struct funnel_error *error) {
+  char wbuf[32];
+  struct fbr r = m->fb;
+  int16_t endianness = fb_i16(&r, m->header, 0, 0);
+  uint32_t n = 0;
+  uint32_t first = fb_vector(&r, m->header, 1, 4, &n);
+  if (r.bad)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
+                             "%s: corrupt Schema flatbuffer at offset %lld",
+                             where(index, wbuf), (long long)m->offset);
+  if (endianness != 0)
+    return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, m->offset,
+                             "%s: big-endian data is not supported", where(index, wbuf));
+  if (n > INT32_MAX / 4)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
+                             "%s: Schema with %u fields", where(index, wbuf), n);
+  struct funnel__field *fields = funnel__arena_calloc(arena, n ? n : 1, sizeof(*fields));
+  uint8_t *ipc = funnel__arena_alloc(arena, (size_t)(m->end - m->offset));
+  if (fields == NULL || ipc == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (uint32_t i = 0; i < n; i++) {
+    struct fbt ft = fb_vector_table(&r, first, i);
+    if (r.bad)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, (int64_t)i, m->offset,
+                               "%s: corrupt Field flatbuffer for column %u",
+                               where(index, wbuf), i);
+    FUNNEL_RETURN_NOT_OK(field_parse(&r, ft, (int)i, index, m->offset, arena, &fields[i], error));
+  }
+  memcpy(ipc, bytes + m->offset, (size_t)(m->end - m->offset));
+  out->n_fields = (int)n;
+  out->fields = fields;
+  out->ipc = ipc;
+  out->ipc_length = m->end - m->offset;
+  return FUNNEL_OK;
+}
+
+int funnel__schema_parse(const uint8_t *bytes, int64_t length,
+                         struct funnel__arena *arena, struct funnel__schema *out,
+                         struct funnel_error *error) {
+  struct message m;
+  FUNNEL_RETURN_NOT_OK(message_read(bytes, length, 0, -1, &m, error));
+  if (m.eos || m.header_type != HDR_SCHEMA)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "reader schema: the first message is %s, not a Schema",
+                      m.eos ? "an end-of-stream marker" : header_name(m.header_type));
+  return schema_from_message(bytes, &m, -1, arena, out, error);
+}
+
+/* -------------------------------------------------------------- partition */
+
+static int batch_from_message(const struct message *m, int64_t index,
+                              struct funnel__batch *b, struct funnel_error *error) {
+  struct fbr r = m->fb;
+  b->message_offset = m->offset;
+  b->rows = fb_i64(&r, m->header, 0, 0);
+  uint32_t n_nodes = 0, n_buffers = 0;
+  uint32_t nodes = fb_vector(&r, m->header, 1, 16, &n_nodes);
+  uint32_t buffers = fb_vector(&r, m->header, 2, 16, &n_buffers);
+  uint32_t compression = fb_ref(&r, m->header, 3);
+  if (r.bad)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
+                             "partition %lld: corrupt RecordBatch flatbuffer at offset %lld",
+                             (long long)index, (long long)m->offset);
+  if (compression != 0) {
+    struct fbt ct = fb_table_at(&r, compression);
+    int codec = fb_u8(&r, ct, 0, 0);
+    return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, m->offset,
+                             "partition %lld: RecordBatch at offset %lld has a compressed body "
+                             "(%s), which is not supported",
+                             (long long)index, (long long)m->offset,
+                             codec == 0 ? "LZ4_FRAME" : codec == 1 ? "ZSTD" : "unknown codec");
+  }
+  if (b->rows < 0)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
+                             "partition %lld: RecordBatch at offset %lld has length %lld",
+                             (long long)index, (long long)m->offset, (long long)b->rows);
+  b->body = m->body;
+  b->body_length = m->body_length;
+  b->n_nodes = (int32_t)n_nodes;
+  b->n_buffers = (int32_t)n_buffers;
+  b->nodes = r.p + nodes;
+  b->buffers = r.p + buffers;
+  for (uint32_t i = 0; i < n_buffers; i++) {
+    int64_t off = (int64_t)rd64(b->buffers + 16 * i);
+    int64_t len = (int64_t)rd64(b->buffers + 16 * i + 8);
+    int64_t end;
+    if (off < 0 || len < 0 || funnel__add_overflows(off, len, &end) || end > b->body_length)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
+                               "partition %lld: RecordBatch at offset %lld: buffer %u "
+                               "(offset %lld, length %lld) is outside the %lld-byte body",
+                               (long long)index, (long long)m->offset, i, (long long)off,
+                               (long long)len, (long long)b->body_length);
+  }
+  return FUNNEL_OK;
+}
+
+int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
+                            struct funnel__arena *arena, struct funnel__partition *out,
+                            struct funnel_error *error) {
+  memset(out, 0, sizeof(*out));
+  out->bytes = bytes;
+  out->length = length;
+  out->schema_offset = -1;
+  int64_t capacity = 0;
+  int64_t pos = 0;
+  while (pos < length) {
+    struct message m;
+    FUNNEL_RETURN_NOT_OK(message_read(bytes, length, pos, index, &m, error));
+    pos = m.end;
+    if (m.eos) continue; /* another stream may follow */
+    switch (m.header_type) {
+      case HDR_SCHEMA: {
+        struct funnel__schema *s = funnel__arena_alloc(arena, sizeof(*s));
+        if (s == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+        FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, s, error));
+        if (out->schema == NULL) {
+          out->schema = s;
+          out->schema_offset = m.offset;
+        } else {
+          char why[256];
+          if (funnel__schema_diff(out->schema, s, why, sizeof(why)) >= 0)
+            return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, -1, m.offset,
+                                     "partition %lld: the Schema at offset %lld differs from "
+                                     "the partition's first: %s",
+                                     (long long)index, (long long)m.offset, why);
+        }
+        break;
+      }
+      case HDR_RECORD_BATCH: {
+        if (out->n_batches == capacity) {
+          int64_t cap = capacity ? 2 * capacity : 4;
+          struct funnel__batch *nb = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nb));
+          if (nb == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+          if (out->n_batches) memcpy(nb, out->batches, (size_t)out->n_batches * sizeof(*nb));
+          out->batches = nb;
+          capacity = cap;
+        }
+        struct funnel__batch *b = &out->batches[out->n_batches];
+        memset(b, 0, sizeof(*b));
+        FUNNEL_RETURN_NOT_OK(batch_from_message(&m, index, b, error));
+        if (funnel__add_overflows(out->rows, b->rows, &out->rows))
+          return funnel__error_set(error, FUNNEL_ERR_LIMIT, index, -1, m.offset,
+                                   "partition %lld: row count overflows", (long long)index);
+        out->n_batches++;
+        break;
+      }
+      case HDR_DICTIONARY:
+        return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, m.offset,
+                                 "partition %lld: DictionaryBatch at offset %lld: dictionary "
+                                 "encoding is not supported",
+                                 (long long)index, (long long)m.offset);
+      default:
+        return funnel__error_set(error, m.header_type == HDR_TENSOR || m.header_type == HDR_SPARSE_TENSOR
+                                            ? FUNNEL_ERR_UNSUPPORTED : FUNNEL_ERR_MALFORMED,
+                                 index, -1, m.offset,
+                                 "partition %lld: message at offset %lld has header type %d (%s), "
+                                 "expected Schema or RecordBatch",
+                                 (long long)index, (long long)m.offset, m.header_type,
+                                 header_name(m.header_type));
+    }
+  }
+  return FUNNEL_OK;
+}
+
+/* ------------------------------------------------------------------- bind */
+
+#define BIND_ERROR(code, at, fmt, ...)                                                  \
+  funnel__error_set(error, (code), index, (int64_t)i, (at),                              \
+                    "partition %lld: RecordBatch at offset %lld, column %d '%s': " fmt, \
+                    (long long)index, (long long)batch->message_offset, i, f->name, __VA_ARGS__)
+
+int funnel__batch_bind(const struct funnel__schema *schema,
+                       const struct funnel__partition *part, struct funnel__batch *batch,
+                       int64_t index, struct funnel__arena *arena,
+                       struct funnel_error *error) {
+  int64_t want_buffers = 0;
+  for (int i = 0; i < schema->n_fields; i++) want_buffers += schema->fields[i].n_buffers;
+  if (batch->n_nodes != schema->n_fields || batch->n_buffers != want_buffers)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, batch->message_offset,
+                             "partition %lld: RecordBatch at offset %lld has %d field nodes and "
+                             "%d buffers; the schema's %d columns need %d and %lld",
+                             (long long)index, (long long)batch->message_offset, batch->n_nodes,
+                             batch->n_buffers, schema->n_fields, schema->n_fields,
+                             (long long)want_buffers);
+  batch->pieces = funnel__arena_calloc(arena, (size_t)(schema->n_fields ? schema->n_fields : 1),
+                                       sizeof(struct funnel__piece));
+  if (batch->pieces == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  const uint8_t *buf = batch->buffers;
+  for (int i = 0; i < schema->n_fields; i++) {
+    const struct funnel__field *f = &schema->fields[i];
+    struct funnel__piece *p = &batch->pieces[i];
+    p->length = (int64_t)rd64(batch->nodes + 16 * i);
+    p->null_count = (int64_t)rd64(batch->nodes + 16 * i + 8);
+    p->validity = p->offsets = p->data = -1;
+    if (p->length != batch->rows)
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
+                        "field node length %lld differs from the batch length %lld",
+                        (long long)p->length, (long long)batch->rows);
+    if (p->null_count < 0 || p->null_count > p->length)
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
+                        "null count %lld for %lld rows", (long long)p->null_count,
+                        (long long)p->length);
+    int64_t off[3], len[3];
+    for (int k = 0; k < f->n_buffers; k++) {
+      off[k] = batch->body + (int64_t)rd64(buf + 16 * k);
+      len[k] = (int64_t)rd64(buf + 16 * k + 8);
+    }
+    buf += 16 * f->n_buffers;
+    int64_t bitmap_bytes = (p->length + 7) / 8;
+    if (p->null_count > 0) {
+      if (len[0] < bitmap_bytes)
+        return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[0],
+                          "validity buffer of %lld bytes at offset %lld, %lld rows need %lld",
+                          (long long)len[0], (long long)off[0], (long long)p->length,
+                          (long long)bitmap_bytes);
+      p->validity = off[0];
+    }
+    if (f->offset_width == 0) {
+      int64_t need = bitmap_bytes;
+      if (f->type_id != FUNNEL_TYPE_BOOL &&
+          funnel__mul_overflows(p->length, f->byte_width, &need))
+        return BIND_ERROR(FUNNEL_ERR_LIMIT, off[1], "%lld rows overflow", (long long)p->length);
+      if (len[1] < need)
+        return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],
+                          "data buffer of %lld bytes at offset %lld, %lld rows need %lld",
+                          (long long)len[1], (long long)off[1], (long long)p->length,
+                          (long long)need);
+      p->data = off[1];
+      continue;
+    }
+    p->offsets = off[1];
+    p->data = off[2];
+    if (p->length == 0) continue; /* the offsets buffer may be empty */
+    int64_t need;
+    if (funnel__mul_overflows(p->length + 1, f->offset_width, &need) || len[1] < need)
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],
+                        "offsets buffer of %lld bytes at offset %lld, %lld rows need %lld",
+                        (long long)len[1], (long long)off[1], (long long)p->length,
+                        (long long)(p->length + 1) * f->offset_width);
+    const uint8_t *o = part->bytes + off[1];
+    int64_t last_at = p->length * f->offset_width;
+    if (f->offset_width == 4) {
+      p->first_offset = (int32_t)rd32(o);
+      p->last_offset = (int32_t)rd32(o + last_at);
+    } else {
+      p->first_offset = (int64_t)rd64(o);
+      p->last_offset = (int64_t)rd64(o + last_at);
+    }
+    if (p->first_offset < 0 || p->last_offset < p->first_offset || p->last_offset > len[2])
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],
+                        "offsets run from %lld to %lld, data buffer has %lld bytes",
+                        (long long)p->first_offset, (long long)p->last_offset,
+                        (long long)len[2]);
+  }
+  return FUNNEL_OK;
+}
+
+/* ------------------------------------------------------------------ types */
+
+void funnel__field_type_string(const struct funnel__field *f, char *buf, size_t size) {
+  static const char *const units[] = {"s", "ms", "us", "ns"};
+  switch (f->type_id) {
+    case FUNNEL_TYPE_TIMESTAMP:
+      if (f->timezone[0])
+        snprintf(buf, size, "timestamp[%s, tz=%s]", units[f->time_unit], f->timezone);
+      else
+        snprintf(buf, size, "timestamp[%s]", units[f->time_unit]);
+      break;
+    case FUNNEL_TYPE_DECIMAL128:
+      snprintf(buf, size, "decimal128(%d, %d)", f->precision, f->scale);
+      break;
+    case FUNNEL_TYPE_FIXED_SIZE_BINARY:
+      snprintf(buf, size, "fixed_size_binary[%d]", f->byte_width);
+      break;
+    default:
+      snprintf(buf, size, "%s", funnel_type_name(f->type_id));
+  }
+}
+
+const char *funnel_type_name(int type_id) {
+  switch (type_id) {
+    case FUNNEL_TYPE_INT8: return "int8";
+    case FUNNEL_TYPE_INT16: return "int16";
+    case FUNNEL_TYPE_INT32: return "int32";
+    case FUNNEL_TYPE_INT64: return "int64";
+    case FUNNEL_TYPE_UINT8: return "uint8";
+    case FUNNEL_TYPE_UINT16: return "uint16";
+    case FUNNEL_TYPE_UINT32: return "uint32";
+    case FUNNEL_TYPE_UINT64: return "uint64";
+    case FUNNEL_TYPE_FLOAT32: return "float32";
+    case FUNNEL_TYPE_FLOAT64: return "float64";
+    case FUNNEL_TYPE_BOOL: return "bool";
+    case FUNNEL_TYPE_DATE32: return "date32";
+    case FUNNEL_TYPE_DATE64: return "date64";
+    case FUNNEL_TYPE_TIMESTAMP: return "timestamp";
+    case FUNNEL_TYPE_DECIMAL128: return "decimal128";
+    case FUNNEL_TYPE_UTF8: return "utf8";
+    case FUNNEL_TYPE_BINARY: return "binary";
+    case FUNNEL_TYPE_LARGE_UTF8: return "large_utf8";
+    case FUNNEL_TYPE_LARGE_BINARY: return "large_binary";
+    case FUNNEL_TYPE_FIXED_SIZE_BINARY: return "fixed_size_binary";
+    default: return "unknown";
+  }
+}
+
+int funnel__schema_diff(const struct funnel__schema *a, const struct funnel__schema *b,
+                        char *why, size_t why_size) {
+  int n = a->n_fields < b->n_fields ? a->n_fields : b->n_fields;
+  for (int i = 0; i < n; i++) {
+    const struct funnel__field *x = &a->fields[i], *y = &b->fields[i];
+    char tx[96], ty[96];
+    funnel__field_type_string(x, tx, sizeof(tx));
+    funnel__field_type_string(y, ty, sizeof(ty));
+    bool same = strcmp(x->name, y->name) == 0 && strcmp(tx, ty) == 0 &&
+                x->nullable == y->nullable;
+    if (same) continue;
+    if (why != NULL)
+      snprintf(why, why_size, "column %d is '%s' %s%s, expected '%s' %s%s", i, y->name, ty,
+               y->nullable ? "" : " not null", x->name, tx, x->nullable ? "" : " not null");
+    return i;
+  }
+  if (a->n_fields != b->n_fields) {
+    if (why != NULL)
+      snprintf(why, why_size, "%d columns, expected %d", b->n_fields, a->n_fields);
+    return n;
+  }
+  return -1;
+}

@@ -1,0 +1,101 @@
+/* format.h: Arrow IPC streaming format, read by hand. Host only: nothing
+ * here knows a backend, so parsing cannot make a device call.
+ *
+ * Every read of the bytes is bounds-checked against the message (metadata)
+ * and the partition (bodies). Offsets reported in errors are byte offsets
+ * within the partition. */
+#ifndef FUNNEL_FORMAT_H
+#define FUNNEL_FORMAT_H
+
+#include "internal.h"
+
+struct funnel__field {
+  const char *name;      /* NUL-terminated copy */
+  int type_id;           /* enum funnel_type_id */
+  int nullable;
+  int byte_width;        /* fixed width: bytes per value; else 0 */
+  int offset_width;      /* var width: 4 or 8; else 0 */
+  int time_unit;         /* timestamp */
+  const char *timezone;  /* timestamp: "" when none */
+  int precision, scale;  /* decimal128 */
+  int n_buffers;         /* IPC buffers per field: 2 (fixed, bool) or 3 */
+};
+
+struct funnel__schema {
+  int n_fields;
+  struct funnel__field *fields;
+  const uint8_t *ipc;    /* the encapsulated Schema message, copied */
+  int64_t ipc_length;
+};
+
+/* One column of one record batch, bound to the schema. Offsets are
+ * absolute byte offsets within the partition; -1 when absent. */
+struct funnel__piece {
+  int64_t length;
+  int64_t null_count;
+  int64_t validity;      /* -1 when the piece is all valid */
+  int64_t offsets;       /* var width */
+  int64_t data;
+  int64_t first_offset;  /* var width: offsets[0] and offsets[length] */
+  int64_t last_offset;
+};
+
+struct funnel__batch {
+  int64_t message_offset; /* where the message starts, for errors */
+  int64_t rows;
+  int64_t body;           /* body start within the partition */
+  int64_t body_length;
+  int32_t n_nodes, n_buffers;
+  const uint8_t *nodes;   /* FieldNode structs: {int64 length, null_count} */
+  const uint8_t *buffers; /* Buffer structs: {int64 offset, length} */
+  struct funnel__piece *pieces; /* n_fields, filled by funnel__batch_bind */
+};
+
+struct funnel__partition {
+  const uint8_t *bytes;
+  int64_t length;
+  const struct funnel__schema *schema; /* its Schema message, or NULL */
+  int64_t schema_offset;
+  int64_t n_batches;
+  struct funnel__batch *batches;
+  int64_t rows;
+};
+
+/* Parses an encapsulated Schema message at the start of `bytes` (a Schema
+ * message or the beginning of a stream) into `out`, allocated in `arena`
+ * (the message bytes are copied there too). */
+int funnel__schema_parse(const uint8_t *bytes, int64_t length,
+                         struct funnel__arena *arena,
+                         struct funnel__schema *out,
+                         struct funnel_error *error);
+
+/* Splits partition `index` into its messages: an optional Schema, then
+ * RecordBatch messages, up to an optional end-of-stream marker (several
+ * streams may follow each other; their schemas must be equal). Checks the
+ * framing, every flatbuffer access, and that every buffer lies inside its
+ * body. Batches are bound to a schema later, by funnel__batch_bind. */
+int funnel__partition_parse(const uint8_t *bytes, int64_t length,
+                            int64_t index, struct funnel__arena *arena,
+                            struct funnel__partition *out,
+                            struct funnel_error *error);
+
+/* Binds a parsed batch to `schema`: node and buffer counts, lengths, null
+ * counts, buffer sizes against the types, first and last string offsets. */
+int funnel__batch_bind(const struct funnel__schema *schema,
+                       const struct funnel__partition *part,
+                       struct funnel__batch *batch, int64_t index,
+                       struct funnel__arena *arena,
+                       struct funnel_error *error);
+
+/* Index of the first field where `a` and `b` differ (name, type, type
+ * parameters, nullability), n_fields when only the field counts differ, or
+ * -1 when they are equal. `why` (may be NULL) gets a description. */
+int funnel__schema_diff(const struct funnel__schema *a,
+                        const struct funnel__schema *b, char *why,
+                        size_t why_size);
+
+/* "int64", "timestamp[us, tz=UTC]", ... into buf. */
+void funnel__field_type_string(const struct funnel__field *f, char *buf,
+                               size_t size);
+
+#endif

@@ -1,0 +1,53 @@
+/* internal.h: what every file of native/src shares: errors, checked
+ * arithmetic, a bump arena. Cross-file internals are named funnel__x. */
+#ifndef FUNNEL_INTERNAL_H
+#define FUNNEL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "funnel.h"
+
+#define FUNNEL__ALIGN 64
+
+/* Fills `error` (which may be NULL) and returns `code`. `partition`,
+ * `column`, `offset` are -1 when not known. */
+__attribute__((format(printf, 6, 7)))
+int funnel__error_set(struct funnel_error *error, int code, int64_t partition,
+                      int64_t column, int64_t offset, const char *fmt, ...);
+
+/* Clears `error` to FUNNEL_OK. */
+void funnel__error_clear(struct funnel_error *error);
+
+#define FUNNEL_RETURN_NOT_OK(expr)        \
+  do {                                    \
+    int funnel__st = (expr);              \
+    if (funnel__st != FUNNEL_OK) return funnel__st; \
+  } while (0)
+
+#define FUNNEL_ERR(error, code, ...) \
+  funnel__error_set((error), (code), -1, -1, -1, __VA_ARGS__)
+
+static inline bool funnel__add_overflows(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_add_overflow(a, b, out);
+}
+static inline bool funnel__mul_overflows(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+static inline int64_t funnel__align_up(int64_t n, int64_t a) {
+  return (n + a - 1) / a * a;
+}
+
+int64_t funnel__now_ns(void);
+
+/* A bump allocator for one read's host bookkeeping: many small allocations,
+ * one free. */
+struct funnel__arena {
+  struct funnel__arena_block *head;
+};
+void *funnel__arena_alloc(struct funnel__arena *arena, size_t size);
+void *funnel__arena_calloc(struct funnel__arena *arena, size_t n, size_t size);
+void funnel__arena_free(struct funnel__arena *arena);
+
+#endif

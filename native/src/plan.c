@@ -1,0 +1,204 @@
+/* plan.c: schema checks, exclusive scans, output layout, segment table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+static int64_t bitmap_bytes(int64_t rows) { return (rows + 7) / 8; }
+
+/* Reserves `size` bytes at a 64-byte boundary of a layout; returns the
+ * offset. */
+static int64_t carve(int64_t *cursor, int64_t size) {
+  int64_t at = *cursor;
+  *cursor = funnel__align_up(at + size, FUNNEL__ALIGN);
+  return at;
+}
+
+static int pick_schema(const struct funnel__schema **schema, struct funnel__partition *parts,
+                       int64_t n_parts, struct funnel_error *error) {
+  for (int64_t p = 0; p < n_parts && *schema == NULL; p++) {
+    if (parts[p].schema != NULL) *schema = parts[p].schema;
+    else if (parts[p].n_batches > 0)
+      return funnel__error_set(error, FUNNEL_ERR_NO_SCHEMA, p, -1, parts[p].batches[0].message_offset,
+                               "partition %lld: RecordBatch before any Schema, and the reader "
+                               "was given no schema", (long long)p);
+  }
+  if (*schema == NULL)
+    return funnel__error_set(error, FUNNEL_ERR_NO_SCHEMA, -1, -1, -1,
+                             "no schema: none of the %lld partitions holds a Schema message and "
+                             "the reader was given no schema", (long long)n_parts);
+  return FUNNEL_OK;
+}
+
+int funnel__plan_build(const struct funnel__schema *schema, struct funnel__partition *parts,
+                       int64_t n_parts, struct funnel__arena *arena, struct funnel__plan *out,
+                       struct funnel_error *error) {
+  memset(out, 0, sizeof(*out));
+  const bool from_reader = schema != NULL;
+  FUNNEL_RETURN_NOT_OK(pick_schema(&schema, parts, n_parts, error));
+  char source[64] = "the reader's schema";
+  for (int64_t p = 0; !from_reader && p < n_parts; p++)
+    if (parts[p].schema == schema) {
+      snprintf(source, sizeof(source), "partition %lld's", (long long)p);
+      break;
+    }
+  const int n_cols = schema->n_fields;
+  struct funnel__out_column *cols = funnel__arena_calloc(arena, (size_t)(n_cols ? n_cols : 1), sizeof(*cols));
+  int64_t *chars = funnel__arena_calloc(arena, (size_t)(n_cols ? n_cols : 1), sizeof(int64_t));
+  int64_t *copy_offset = funnel__arena_calloc(arena, (size_t)(n_parts ? n_parts : 1), sizeof(int64_t));
+  if (cols == NULL || chars == NULL || copy_offset == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+
+  int64_t rows = 0, batches = 0, pieces = 0, scratch = 0, n_copies = 0;
+  for (int64_t p = 0; p < n_parts; p++) {
+    struct funnel__partition *part = &parts[p];
+    copy_offset[p] = -1;
+    if (part->schema != NULL && part->schema != schema) {
+      char why[256];
+      int at = funnel__schema_diff(schema, part->schema, why, sizeof(why));
+      if (at >= 0)
+        return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, p, at, part->schema_offset,
+                                 "partition %lld: schema differs from %s: %s", (long long)p,
+                                 source, why);
+    }
+    for (int64_t b = 0; b < part->n_batches; b++) {
+      struct funnel__batch *batch = &part->batches[b];
+      FUNNEL_RETURN_NOT_OK(funnel__batch_bind(schema, part, batch, p, arena, error));
+      if (batch->rows == 0) continue;
+      for (int c = 0; c < n_cols; c++) {
+        const struct funnel__piece *pc = &batch->pieces[c];
+        cols[c].null_count += pc->null_count;
+        chars[c] += pc->last_offset - pc->first_offset;
+      }
+      pieces++;
+      batches++;
+      if (funnel__add_overflows(rows, batch->rows, &rows))
+        return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, -1, batch->message_offset,
+                                 "partition %lld: the total row count overflows", (long long)p);
+    }
+    if (part->rows > 0) {
+      copy_offset[p] = carve(&scratch, part->length);
+      n_copies++;
+    }
+  }
+
+  int64_t size = 0;
+  for (int c = 0; c < n_cols; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    struct funnel__out_column *oc = &cols[c];
+    oc->validity = oc->offsets = oc->data = -1;
+    if (oc->null_count > 0) {
+      oc->validity_size = bitmap_bytes(rows);
+      oc->validity = carve(&size, oc->validity_size);
+    }
+    if (f->offset_width != 0) {
+      if (f->offset_width == 4 && chars[c] > INT32_MAX)
+        return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                                 "column %d '%s': %lld bytes of %s data overflow its 32-bit "
+                                 "offsets; write the column as %s",
+                                 c, f->name, (long long)chars[c], funnel_type_name(f->type_id),
+                                 f->type_id == FUNNEL_TYPE_UTF8 ? "large_utf8" : "large_binary");
+      oc->offsets_size = (rows + 1) * f->offset_width;
+      oc->offsets = carve(&size, oc->offsets_size);
+      oc->data_size = chars[c];
+    } else if (f->type_id == FUNNEL_TYPE_BOOL) {
+      oc->data_size = bitmap_bytes(rows);
+    } else if (funnel__mul_overflows(rows, f->byte_width, &oc->data_size)) {
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                               "column %d '%s': %lld rows overflow", c, f->name, (long long)rows);
+    }
+    oc->data = carve(&size, oc->data_size);
+  }
+
+  /* at most, per column: a validity and two data segments per piece, a
+   * padding segment for each bit buffer or the final offset */
+  int64_t max_segments = pieces * n_cols * 3 + (int64_t)n_cols * 2;
+  out->segments_offset = carve(&scratch, max_segments * (int64_t)sizeof(struct funnel__segment));
+  out->schema = schema;
+  out->parts = parts;
+  out->n_parts = n_parts;
+  out->rows = rows;
+  out->batches = batches;
+  out->columns = cols;
+  out->out_size = size;
+  out->copy_offset = copy_offset;
+  out->n_copies = n_copies;
+  out->max_segments = max_segments;
+  out->scratch_size = scratch;
+  return FUNNEL_OK;
+}
+
+int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_base,
+                              uint64_t out_base, struct funnel__segment *out) {
+  int64_t n = 0;
+  const int64_t rows = plan->rows;
+  for (int c = 0; c < plan->schema->n_fields; c++) {
+    const struct funnel__field *f = &plan->schema->fields[c];
+    const struct funnel__out_column *oc = &plan->columns[c];
+    const uint64_t validity = out_base + (uint64_t)oc->validity;
+    const uint64_t offsets = out_base + (uint64_t)oc->offsets;
+    const uint64_t data = out_base + (uint64_t)oc->data;
+    int64_t row = 0, char_base = 0;
+    for (int64_t p = 0; p < plan->n_parts; p++) {
+      const struct funnel__partition *part = &plan->parts[p];
+      const uint64_t in = scratch_base + (uint64_t)plan->copy_offset[p];
+      for (int64_t b = 0; b < part->n_batches; b++) {
+        const struct funnel__piece *pc = &part->batches[b].pieces[c];
+        const int64_t len = pc->length;
+        if (len == 0) continue;
+        if (oc->null_count > 0) {
+          struct funnel__segment s = {.dst = validity, .count = (uint64_t)len,
+                                      .dst_bit = (uint64_t)row};
+          if (pc->validity >= 0) {
+            s.kind = FUNNEL_SEG_BITS;
+            s.src = in + (uint64_t)pc->validity;
+          } else {
+            s.kind = FUNNEL_SEG_ONES;
+          }
+          out[n++] = s;
+        }
+        if (f->offset_width != 0) {
+          out[n++] = (struct funnel__segment){
+              .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
+              .src = in + (uint64_t)pc->offsets,
+              .dst = offsets + (uint64_t)(row * f->offset_width),
+              .count = (uint64_t)len,
+              .value = char_base - pc->first_offset};
+          int64_t bytes = pc->last_offset - pc->first_offset;
+          if (bytes > 0)
+            out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
+                                                .src = in + (uint64_t)(pc->data + pc->first_offset),
+                                                .dst = data + (uint64_t)char_base,
+                                                .count = (uint64_t)bytes};
+          char_base += bytes;
+        } else if (f->type_id == FUNNEL_TYPE_BOOL) {
+          out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_BITS,
+                                              .src = in + (uint64_t)pc->data,
+                                              .dst = data,
+                                              .dst_bit = (uint64_t)row,
+                                              .count = (uint64_t)len};
+        } else if (f->byte_width > 0) {
+          out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
+                                              .src = in + (uint64_t)pc->data,
+                                              .dst = data + (uint64_t)(row * f->byte_width),
+                                              .count = (uint64_t)(len * f->byte_width)};
+        }
+        row += len;
+      }
+    }
+    const int64_t pad = oc->validity_size * 8 - rows; /* bits after the last row */
+    if (oc->null_count > 0 && pad > 0)
+      out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = validity,
+                                          .dst_bit = (uint64_t)rows, .count = (uint64_t)pad};
+    if (f->type_id == FUNNEL_TYPE_BOOL && oc->data_size * 8 > rows)
+      out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = data,
+                                          .dst_bit = (uint64_t)rows,
+                                          .count = (uint64_t)(oc->data_size * 8 - rows)};
+    if (f->offset_width != 0)
+      out[n++] = (struct funnel__segment){
+          .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
+          .dst = offsets + (uint64_t)(rows * f->offset_width),
+          .value = char_base};
+  }
+  return n;
+}

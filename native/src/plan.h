@@ -1,0 +1,49 @@
+/* plan.h: from parsed partitions to sizes and the segment table. Host only:
+ * nothing here knows a backend, so planning cannot make a device call. */
+#ifndef FUNNEL_PLAN_H
+#define FUNNEL_PLAN_H
+
+#include "format.h"
+#include "segment.h"
+
+/* Where one output column's buffers go, as byte offsets within the read's
+ * output allocation (-1 when absent), and their meaningful sizes. */
+struct funnel__out_column {
+  int64_t null_count;
+  int64_t validity, validity_size;
+  int64_t offsets, offsets_size;
+  int64_t data, data_size;
+};
+
+struct funnel__plan {
+  const struct funnel__schema *schema;
+  const struct funnel__partition *parts;
+  int64_t n_parts;
+  int64_t rows;
+  int64_t batches;
+  struct funnel__out_column *columns; /* schema->n_fields */
+  int64_t out_size;       /* bytes of the output allocation */
+  /* the input scratch allocation: the partitions that hold rows, each at
+   * its offset (-1: not copied), then the segment table */
+  int64_t *copy_offset;
+  int64_t n_copies;
+  int64_t segments_offset;
+  int64_t max_segments;   /* room reserved for the segment table */
+  int64_t scratch_size;
+};
+
+/* Checks every partition's schema against `schema` (the reader's, or when
+ * NULL the first partition's that has one), binds every batch, sums null
+ * counts and string bytes, lays out the output and the scratch. `parts`
+ * have been through funnel__partition_parse. */
+int funnel__plan_build(const struct funnel__schema *schema,
+                       struct funnel__partition *parts, int64_t n_parts,
+                       struct funnel__arena *arena, struct funnel__plan *out,
+                       struct funnel_error *error);
+
+/* Writes the segment table for the given device bases into `out` (room for
+ * plan->max_segments) and returns the number of segments. */
+int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_base,
+                              uint64_t out_base, struct funnel__segment *out);
+
+#endif

@@ -1,0 +1,409 @@
+/* reader.c: the public API. A read is three phases, each in its own
+ * function: parse (format.c), plan (plan.c), submit (here, the only phase
+ * that talks to the backend). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "plan.h"
+
+struct funnel_device {
+  struct funnel_backend be;
+  void *stream; /* for copies back to the host */
+};
+
+struct funnel_reader {
+  struct funnel_device *dev;
+  void *stream;
+  struct funnel__arena arena;
+  struct funnel__schema *schema; /* NULL when not given */
+};
+
+struct funnel_table {
+  struct funnel_device *dev;
+  struct funnel__arena arena; /* schema, partitions, plan, host segments */
+  struct funnel__plan plan;
+  uint64_t out;     /* device: the columns' buffers */
+  uint64_t scratch; /* device: partition copies and the segment table */
+  void *event;      /* NULL when nothing was enqueued */
+  pthread_mutex_t mu;
+  int done;         /* the event has completed and scratch is freed */
+  struct funnel_read_stats stats;
+};
+
+#define CHECK_ARG(cond, what) \
+  if (!(cond)) return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "%s", what)
+
+/* ----------------------------------------------------------------- device */
+
+funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
+                                 struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(kind != NULL && out != NULL, "funnel_device_open: kind and out must not be NULL");
+  bool want_cuda = strcmp(kind, "cuda") == 0, want_cpu = strcmp(kind, "cpu") == 0;
+  if (!want_cuda && !want_cpu && strcmp(kind, "auto") != 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "unknown backend '%s': expected auto, cpu or cuda", kind);
+  struct funnel_device *dev = calloc(1, sizeof(*dev));
+  if (dev == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  int st = FUNNEL_ERR_NO_DEVICE;
+  if (!want_cpu) {
+    struct funnel_error probe;
+    st = funnel__cuda_backend_init(&dev->be, &probe);
+    if (st != FUNNEL_OK && want_cuda) {
+      if (error != NULL) *error = probe;
+      free(dev);
+      return st;
+    }
+  }
+  if (st != FUNNEL_OK) st = funnel__cpu_backend_init(&dev->be, error);
+  if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &dev->stream, error);
+  if (st != FUNNEL_OK) {
+    if (dev->be.release) dev->be.release(&dev->be);
+    free(dev);
+    return st;
+  }
+  *out = dev;
+  return FUNNEL_OK;
+}
+
+const char *funnel_device_backend(const struct funnel_device *dev) {
+  return dev ? dev->be.name : "none";
+}
+
+void funnel_device_close(struct funnel_device *dev) {
+  if (dev == NULL) return;
+  funnel__dev_stream_destroy(&dev->be, dev->stream);
+  if (dev->be.release) dev->be.release(&dev->be);
+  free(dev);
+}
+
+funnel_status funnel_device_stream_create(struct funnel_device *dev, uintptr_t *out,
+                                          struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(dev != NULL && out != NULL, "funnel_device_stream_create: NULL argument");
+  void *s = NULL;
+  FUNNEL_RETURN_NOT_OK(funnel__dev_stream_create(&dev->be, &s, error));
+  *out = (uintptr_t)s;
+  return FUNNEL_OK;
+}
+
+void funnel_device_stream_destroy(struct funnel_device *dev, uintptr_t stream) {
+  if (dev != NULL) funnel__dev_stream_destroy(&dev->be, (void *)stream);
+}
+
+/* ----------------------------------------------------------------- reader */
+
+funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema,
+                                   size_t schema_length, struct funnel_reader **out,
+                                   struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(dev != NULL && out != NULL, "funnel_reader_create: dev and out must not be NULL");
+  CHECK_ARG(schema != NULL || schema_length == 0, "funnel_reader_create: schema is NULL but its length is not 0");
+  CHECK_ARG(schema_length <= INT64_MAX, "funnel_reader_create: schema length too large");
+  struct funnel_reader *r = calloc(1, sizeof(*r));
+  if (r == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  r->dev = dev;
+  int st = FUNNEL_OK;
+  if (schema_length > 0) {
+    r->schema = funnel__arena_alloc(&r->arena, sizeof(*r->schema));
+    st = r->schema ? funnel__schema_parse(schema, (int64_t)schema_length, &r->arena, r->schema, error)
+                   : FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  }
+  if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &r->stream, error);
+  if (st != FUNNEL_OK) {
+    funnel__arena_free(&r->arena);
+    free(r);
+    return st;
+  }
+  *out = r;
+  return FUNNEL_OK;
+}
+
+void funnel_reader_free(struct funnel_reader *reader) {
+  if (reader == NULL) return;
+  /* completes the work queued on the stream: tables in flight stay valid */
+  funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
+  funnel__arena_free(&reader->arena);
+  free(reader);
+}
+
+/* ------------------------------------------------------------------- read */
+
+static int parse_all(const struct funnel_partition *parts, size_t count,
+                     struct funnel_table *t, struct funnel__partition **out,
+                     struct funnel_error *error) {
+  struct funnel__partition *pv = funnel__arena_calloc(&t->arena, count ? count : 1, sizeof(*pv));
+  if (pv == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (size_t i = 0; i < count; i++) {
+    if (parts[i].length == 0) {
+      t->stats.empty_partitions++;
+      continue;
+    }
+    if (parts[i].data == NULL || parts[i].length > INT64_MAX)
+      return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, (int64_t)i, -1, -1,
+                               "partition %zu: NULL data with length %zu", i, parts[i].length);
+    FUNNEL_RETURN_NOT_OK(funnel__partition_parse(parts[i].data, (int64_t)parts[i].length,
+                                                 (int64_t)i, &t->arena, &pv[i], error));
+  }
+  *out = pv;
+  return FUNNEL_OK;
+}
+
+/* Enqueues the copies, the segment table and the launch, records the
+ * event. On failure after something was enqueued, waits for it, so the
+ * caller can free everything. */
+static int submit(struct funnel_table *t, void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const struct funnel__plan *plan = &t->plan;
+  int st = FUNNEL_OK;
+  if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, &t->out, error);
+  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)plan->scratch_size, &t->scratch, error);
+  struct funnel__segment *segs = NULL;
+  if (st == FUNNEL_OK) {
+    segs = funnel__arena_alloc(&t->arena, (size_t)(plan->max_segments ? plan->max_segments : 1) *
+                                               sizeof(*segs));
+    if (segs == NULL) st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  }
+  if (st != FUNNEL_OK) return st;
+  const int64_t n_segs = funnel__plan_segments(plan, t->scratch, t->out, segs);
+  t->stats.segments = n_segs;
+  if (n_segs == 0) return FUNNEL_OK; /* no columns: nothing to run */
+
+  bool enqueued = false;
+  for (int64_t p = 0; p < plan->n_parts && st == FUNNEL_OK; p++) {
+    if (plan->copy_offset[p] < 0) continue;
+    st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)plan->copy_offset[p],
+                                    plan->parts[p].bytes, (size_t)plan->parts[p].length, stream,
+                                    error);
+    enqueued |= st == FUNNEL_OK;
+  }
+  const uint64_t seg_dev = t->scratch + (uint64_t)plan->segments_offset;
+  if (st == FUNNEL_OK) {
+    st = funnel__dev_copy_h2d_async(be, seg_dev, segs, (size_t)n_segs * sizeof(*segs), stream, error);
+    enqueued |= st == FUNNEL_OK;
+  }
+  if (st == FUNNEL_OK) {
+    st = funnel__dev_launch_concat(be, seg_dev, n_segs, stream, error);
+    enqueued |= st == FUNNEL_OK;
+  }
+  if (st == FUNNEL_OK || enqueued) {
+    struct funnel_error ev_error;
+    int ev = funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
+    if (ev == FUNNEL_OK)
+      ev = funnel__dev_event_record(be, t->event, stream, st == FUNNEL_OK ? error : &ev_error);
+    if (st == FUNNEL_OK) st = ev;
+    if (st != FUNNEL_OK && enqueued && ev == FUNNEL_OK) {
+      funnel__dev_event_wait(be, t->event, &ev_error);
+    } else if (st != FUNNEL_OK && enqueued) {
+      /* cannot tell when the device is done with the scratch: leaking it
+       * is safe, freeing it is not */
+      t->scratch = 0;
+      t->out = 0;
+    }
+  }
+  return st;
+}
+
+static void table_release(struct funnel_table *t) {
+  struct funnel_backend *be = &t->dev->be;
+  if (t->event != NULL) {
+    funnel__dev_event_wait(be, t->event, NULL);
+    funnel__dev_event_destroy(be, t->event);
+  }
+  funnel__dev_free(be, t->scratch);
+  funnel__dev_free(be, t->out);
+  pthread_mutex_destroy(&t->mu);
+  funnel__arena_free(&t->arena);
+  free(t);
+}
+
+funnel_status funnel_reader_read_async(struct funnel_reader *reader,
+                                       const struct funnel_partition *parts, size_t count,
+                                       uintptr_t stream, struct funnel_table **out,
+                                       struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(reader != NULL && out != NULL, "funnel_reader_read_async: reader and out must not be NULL");
+  CHECK_ARG(parts != NULL || count == 0, "funnel_reader_read_async: parts is NULL");
+  struct funnel_table *t = calloc(1, sizeof(*t));
+  if (t == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  t->dev = reader->dev;
+  pthread_mutex_init(&t->mu, NULL);
+  t->stats.partitions = (int64_t)count;
+
+  const struct funnel__calls c0 = funnel__calls_now();
+  const int64_t t0 = funnel__now_ns();
+  struct funnel__partition *pv = NULL;
+  int st = parse_all(parts, count, t, &pv, error);
+  const struct funnel__calls c1 = funnel__calls_now();
+  const int64_t t1 = funnel__now_ns();
+
+  struct funnel__schema *schema = NULL;
+  if (st == FUNNEL_OK && reader->schema != NULL) {
+    /* the table keeps its own copy: it may outlive the reader */
+    schema = funnel__arena_alloc(&t->arena, sizeof(*schema));
+    st = schema ? funnel__schema_parse(reader->schema->ipc, reader->schema->ipc_length,
+                                       &t->arena, schema, error)
+                : FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  }
+  if (st == FUNNEL_OK) st = funnel__plan_build(schema, pv, (int64_t)count, &t->arena, &t->plan, error);
+  const struct funnel__calls c2 = funnel__calls_now();
+  const int64_t t2 = funnel__now_ns();
+
+  if (st == FUNNEL_OK) st = submit(t, stream ? (void *)stream : reader->stream, error);
+  const struct funnel__calls c3 = funnel__calls_now();
+  const int64_t t3 = funnel__now_ns();
+  if (st != FUNNEL_OK) {
+    table_release(t);
+    return st;
+  }
+
+  struct funnel_read_stats *s = &t->stats;
+  const struct funnel__plan *plan = &t->plan;
+  s->batches = plan->batches;
+  s->rows = plan->rows;
+  s->columns = plan->schema->n_fields;
+  s->column_sets = c3.launches - c2.launches > 0 ? 1 : 0;
+  s->h2d_copies = c3.h2d_copies - c0.h2d_copies;
+  s->bytes_h2d = c3.bytes_h2d - c0.bytes_h2d;
+  s->concat_launches = c3.launches - c0.launches;
+  s->device_allocs = c3.allocs - c0.allocs;
+  s->pinned_allocs = c3.host_allocs - c0.host_allocs;
+  s->syncs_in_read = c3.syncs - c0.syncs;
+  s->device_calls_parse = c1.calls - c0.calls;
+  s->device_calls_plan = c2.calls - c1.calls;
+  s->device_calls_submit = c3.calls - c2.calls;
+  for (int c = 0; c < plan->schema->n_fields; c++)
+    s->bytes_out += plan->columns[c].validity_size + plan->columns[c].offsets_size +
+                    plan->columns[c].data_size;
+  s->parse_ns = t1 - t0;
+  s->plan_ns = t2 - t1;
+  s->submit_ns = t3 - t2;
+  *out = t;
+  return FUNNEL_OK;
+}
+
+/* ------------------------------------------------------------------ table */
+
+funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(t != NULL, "funnel_table_wait: table is NULL");
+  pthread_mutex_lock(&t->mu);
+  int st = FUNNEL_OK;
+  if (!t->done) {
+    if (t->event != NULL) st = funnel__dev_event_wait(&t->dev->be, t->event, error);
+    if (st == FUNNEL_OK) {
+      /* the inputs are no longer needed on the device */
+      funnel__dev_free(&t->dev->be, t->scratch);
+      t->scratch = 0;
+      t->done = 1;
+    }
+  }
+  pthread_mutex_unlock(&t->mu);
+  return st;
+}
+
+int funnel_table_is_ready(struct funnel_table *t) {
+  if (t == NULL) return 0;
+  pthread_mutex_lock(&t->mu);
+  int done = t->done;
+  if (!done && t->event == NULL) done = 1;
+  if (!done && funnel__dev_event_query(&t->dev->be, t->event, &done, NULL) != FUNNEL_OK) done = 0;
+  pthread_mutex_unlock(&t->mu);
+  return done;
+}
+
+int64_t funnel_table_num_rows(const struct funnel_table *t) { return t ? t->plan.rows : 0; }
+
+int funnel_table_num_columns(const struct funnel_table *t) {
+  return t ? t->plan.schema->n_fields : 0;
+}
+
+static struct funnel_buffer buffer_at(const struct funnel_table *t, int64_t offset, int64_t size) {
+  struct funnel_buffer b = {0, 0};
+  if (offset >= 0 && t->out != 0) {
+    b.address = t->out + (uint64_t)offset;
+    b.size = size;
+  }
+  return b;
+}
+
+funnel_status funnel_table_column(const struct funnel_table *t, int index,
+                                  struct funnel_column *out, struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(t != NULL && out != NULL, "funnel_table_column: NULL argument");
+  if (index < 0 || index >= t->plan.schema->n_fields)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "column %d out of range [0, %d)", index,
+                      t->plan.schema->n_fields);
+  const struct funnel__field *f = &t->plan.schema->fields[index];
+  const struct funnel__out_column *oc = &t->plan.columns[index];
+  memset(out, 0, sizeof(*out));
+  out->name = f->name;
+  out->type_id = f->type_id;
+  out->nullable = f->nullable;
+  out->byte_width = f->byte_width;
+  out->offset_width = f->offset_width;
+  out->time_unit = f->time_unit;
+  out->timezone = f->timezone;
+  out->decimal_precision = f->precision;
+  out->decimal_scale = f->scale;
+  out->length = t->plan.rows;
+  out->null_count = oc->null_count;
+  out->validity = buffer_at(t, oc->validity, oc->validity_size);
+  out->offsets = buffer_at(t, oc->offsets, oc->offsets_size);
+  out->data = buffer_at(t, oc->data, oc->data_size);
+  return FUNNEL_OK;
+}
+
+const void *funnel_table_schema_ipc(const struct funnel_table *t, size_t *length) {
+  if (t == NULL) return NULL;
+  if (length != NULL) *length = (size_t)t->plan.schema->ipc_length;
+  return t->plan.schema->ipc;
+}
+
+funnel_status funnel_table_copy_to_host(struct funnel_table *t,
+                                        const struct funnel_host_column *columns,
+                                        struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(t != NULL && columns != NULL, "funnel_table_copy_to_host: NULL argument");
+  FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
+  struct funnel_backend *be = &t->dev->be;
+  void *stream = t->dev->stream;
+  bool enqueued = false;
+  int st = FUNNEL_OK;
+  for (int c = 0; c < t->plan.schema->n_fields && st == FUNNEL_OK; c++) {
+    const struct funnel__out_column *oc = &t->plan.columns[c];
+    const struct { void *dst; int64_t offset, size; } bufs[3] = {
+        {columns[c].validity, oc->validity, oc->validity_size},
+        {columns[c].offsets, oc->offsets, oc->offsets_size},
+        {columns[c].data, oc->data, oc->data_size}};
+    for (int k = 0; k < 3 && st == FUNNEL_OK; k++) {
+      if (bufs[k].dst == NULL || bufs[k].offset < 0 || bufs[k].size == 0) continue;
+      st = funnel__dev_copy_d2h_async(be, bufs[k].dst, t->out + (uint64_t)bufs[k].offset,
+                                      (size_t)bufs[k].size, stream, error);
+      enqueued |= st == FUNNEL_OK;
+    }
+  }
+  if (!enqueued) return st;
+  void *event = NULL;
+  struct funnel_error ev_error;
+  int ev = funnel__dev_event_create(be, &event, st == FUNNEL_OK ? error : &ev_error);
+  if (ev == FUNNEL_OK) ev = funnel__dev_event_record(be, event, stream, st == FUNNEL_OK ? error : &ev_error);
+  if (ev == FUNNEL_OK) ev = funnel__dev_event_wait(be, event, st == FUNNEL_OK ? error : &ev_error);
+  funnel__dev_event_destroy(be, event);
+  return st != FUNNEL_OK ? st : ev;
+}
+
+funnel_status funnel_table_stats(const struct funnel_table *t, struct funnel_read_stats *out,
+                                 struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(t != NULL && out != NULL, "funnel_table_stats: NULL argument");
+  *out = t->stats;
+  return FUNNEL_OK;
+}
+
+void funnel_table_free(struct funnel_table *t) {
+  if (t != NULL) table_release(t);
+}
