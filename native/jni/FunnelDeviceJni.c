@@ -1,0 +1,48 @@
+/* JNI glue for dev.funnel.FunnelDevice. */
+#include "jni_util.h"
+
+JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeOpen(JNIEnv *env, jclass cls, jstring kind) {
+  (void)cls;
+  const char *k = (*env)->GetStringUTFChars(env, kind, NULL);
+  if (k == NULL) return 0;
+  struct funnel_device *dev = NULL;
+  struct funnel_error error;
+  funnel_status st = funnel_device_open(k, &dev, &error);
+  (*env)->ReleaseStringUTFChars(env, kind, k);
+  if (st != FUNNEL_OK) {
+    funnel_jni_throw(env, &error);
+    return 0;
+  }
+  return FUNNEL_JNI_HANDLE(dev);
+}
+
+JNIEXPORT jstring JNICALL Java_dev_funnel_FunnelDevice_nativeBackend(JNIEnv *env, jclass cls, jlong h) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return NULL;
+  return (*env)->NewStringUTF(env, funnel_device_backend(FUNNEL_JNI_PTR(struct funnel_device, h)));
+}
+
+JNIEXPORT void JNICALL Java_dev_funnel_FunnelDevice_nativeClose(JNIEnv *env, jclass cls, jlong h) {
+  (void)env;
+  (void)cls;
+  funnel_device_close(FUNNEL_JNI_PTR(struct funnel_device, h));
+}
+
+JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeStreamCreate(JNIEnv *env, jclass cls, jlong h) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return 0;
+  uintptr_t s = 0;
+  struct funnel_error error;
+  if (funnel_device_stream_create(FUNNEL_JNI_PTR(struct funnel_device, h), &s, &error) != FUNNEL_OK) {
+    funnel_jni_throw(env, &error);
+    return 0;
+  }
+  return (jlong)s;
+}
+
+JNIEXPORT void JNICALL Java_dev_funnel_FunnelDevice_nativeStreamDestroy(JNIEnv *env, jclass cls, jlong h,
+                                                                  jlong stream) {
+  (void)env;
+  (void)cls;
+  funnel_device_stream_destroy(FUNNEL_JNI_PTR(struct funnel_device, h), (uintptr_t)stream);
+}

@@ -1,0 +1,210 @@
+package dev.funnel;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.Types.MinorType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * The result of a read: one table in device memory, in Arrow layout.
+ *
+ * <p>Its shape (rows, columns, null counts) is known at once; its data once the read's work has
+ * completed. Methods that need the data ({@link #toArrow}) wait for it; {@link #waitReady()} waits
+ * explicitly. Until then the table keeps the read's input buffers reachable. Closing waits for
+ * work in flight, then frees the device memory; close is idempotent.
+ */
+public final class DeviceTable implements AutoCloseable {
+  static {
+    NativeLibrary.load();
+  }
+
+  private long handle;
+  private ByteBuffer[] inputs; // kept reachable until the read's work completes
+  private final long numRows;
+  private final Schema schema;
+  private final List<DeviceColumn> columns;
+
+  DeviceTable(long handle, ByteBuffer[] inputs) {
+    this.handle = handle;
+    this.inputs = inputs;
+    try {
+      this.numRows = numRows(handle);
+      this.schema = readSchema(schemaIpc(handle));
+      long[] info = columns(handle);
+      List<Field> fields = schema.getFields();
+      List<DeviceColumn> cols = new ArrayList<>(fields.size());
+      for (int c = 0; c < fields.size(); c++) {
+        int o = 9 * c;
+        cols.add(
+            new DeviceColumn(
+                fields.get(c), info[o + 1], info[o + 2], info[o + 3], info[o + 4], info[o + 5],
+                info[o + 6], info[o + 7], info[o + 8]));
+      }
+      this.columns = Collections.unmodifiableList(cols);
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** Rows of the table. */
+  public long numRows() {
+    return numRows;
+  }
+
+  /** Columns of the table. */
+  public int numColumns() {
+    return columns.size();
+  }
+
+  /** The table's schema: the partitions' (or the reader's), as Arrow Java reads it. */
+  public Schema schema() {
+    return schema;
+  }
+
+  /** Column {@code i}. */
+  public DeviceColumn column(int i) {
+    return columns.get(i);
+  }
+
+  /** All columns, in schema order. */
+  public List<DeviceColumn> columns() {
+    return columns;
+  }
+
+  /** What the read did. */
+  public ReadStats stats() {
+    return ReadStats.of(stats(handle()));
+  }
+
+  /** True when the read's copies and concat have completed. Never blocks. */
+  public boolean isReady() {
+    return isReady(handle());
+  }
+
+  /** Blocks until the read's work has completed; the inputs are then released. */
+  public void waitReady() {
+    waitReady(handle());
+    synchronized (this) {
+      inputs = null;
+    }
+  }
+
+  /**
+   * Copies the table back into Arrow Java vectors allocated from {@code allocator}, in one pass.
+   * The caller closes the returned root.
+   *
+   * @throws IllegalStateException when the table has more rows than an Arrow Java vector holds
+   */
+  public VectorSchemaRoot toArrow(BufferAllocator allocator) {
+    if (numRows > Integer.MAX_VALUE) {
+      throw new IllegalStateException(
+          numRows + " rows do not fit in Arrow Java vectors (at most " + Integer.MAX_VALUE + ")");
+    }
+    waitReady();
+    List<ArrowBuf> buffers = new ArrayList<>();
+    List<ArrowFieldNode> nodes = new ArrayList<>();
+    long[] addresses = new long[3 * columns.size()];
+    try {
+      for (int c = 0; c < columns.size(); c++) {
+        DeviceColumn col = columns.get(c);
+        nodes.add(new ArrowFieldNode(col.length(), col.nullCount()));
+        addresses[3 * c] = add(buffers, allocator, col.validitySize());
+        if (hasOffsets(col.field())) {
+          addresses[3 * c + 1] = add(buffers, allocator, col.offsetsSize());
+        }
+        addresses[3 * c + 2] = add(buffers, allocator, col.dataSize());
+      }
+      copyToHost(handle(), addresses);
+      VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+      try (ArrowRecordBatch batch = new ArrowRecordBatch((int) numRows, nodes, buffers)) {
+        new VectorLoader(root).load(batch);
+      } catch (RuntimeException e) {
+        root.close();
+        throw e;
+      }
+      return root;
+    } finally {
+      for (ArrowBuf b : buffers) {
+        b.close();
+      }
+    }
+  }
+
+  private static long add(List<ArrowBuf> buffers, BufferAllocator allocator, long size) {
+    ArrowBuf b = allocator.buffer(size);
+    buffers.add(b);
+    return size > 0 ? b.memoryAddress() : 0;
+  }
+
+  private static boolean hasOffsets(Field field) {
+    MinorType t = org.apache.arrow.vector.types.Types.getMinorTypeForArrowType(field.getType());
+    return t == MinorType.VARCHAR
+        || t == MinorType.VARBINARY
+        || t == MinorType.LARGEVARCHAR
+        || t == MinorType.LARGEVARBINARY;
+  }
+
+  private long handle() {
+    long h = handle;
+    if (h == 0) {
+      throw new IllegalStateException("DeviceTable is closed");
+    }
+    return h;
+  }
+
+  /** Waits for work in flight, then frees the device memory. Idempotent. */
+  @Override
+  public synchronized void close() {
+    if (handle != 0) {
+      free(handle);
+      handle = 0;
+      inputs = null;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "DeviceTable[" + numRows + " rows, " + columns + "]";
+  }
+
+  private static Schema readSchema(byte[] ipc) {
+    try {
+      return MessageSerializer.deserializeSchema(
+          new ReadChannel(Channels.newChannel(new ByteArrayInputStream(ipc))));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static native void waitReady(long handle);
+
+  private static native boolean isReady(long handle);
+
+  private static native long numRows(long handle);
+
+  private static native long[] columns(long handle);
+
+  private static native byte[] schemaIpc(long handle);
+
+  private static native long[] stats(long handle);
+
+  private static native void copyToHost(long handle, long[] addresses);
+
+  private static native void free(long handle);
+}

@@ -1,0 +1,166 @@
+package dev.funnel;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.util.List;
+import java.util.Objects;
+import org.apache.arrow.vector.ipc.WriteChannel;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Reads a reduce task's shuffle partitions (Arrow IPC bytes in host memory) into one {@link
+ * DeviceTable}, with one native call for all of them.
+ *
+ * <p>A partition is Arrow IPC streaming-format bytes: a whole stream (Schema, RecordBatch
+ * messages, optional end-of-stream marker), or bare RecordBatch messages when the reader was given
+ * the schema. A zero-length partition is an empty shuffle block and contributes no rows.
+ *
+ * <p>Reads are asynchronous: {@code read} parses and plans on the calling thread, enqueues the
+ * copies and the concat, and returns. The partitions' memory must stay valid and unchanged until
+ * the table is ready ({@link DeviceTable#waitReady()}) or closed; the table keeps the ByteBuffers
+ * it was given reachable until then, but memory passed as raw addresses is the caller's to keep.
+ *
+ * <p>Thread-safe: concurrent reads are ordered on the reader's stream.
+ */
+public final class FunnelReader implements AutoCloseable {
+  static {
+    NativeLibrary.load();
+  }
+
+  private final FunnelDevice device;
+  private long handle;
+
+  /** A reader whose partitions carry their schema (whole IPC streams). */
+  public FunnelReader(FunnelDevice device) {
+    this(device, (byte[]) null);
+  }
+
+  /**
+   * A reader given the schema once: partitions may be bare RecordBatch messages, and a read of
+   * only empty partitions gives an empty table of this schema.
+   */
+  public FunnelReader(FunnelDevice device, Schema schema) {
+    this(device, serialize(Objects.requireNonNull(schema, "schema")));
+  }
+
+  private FunnelReader(FunnelDevice device, byte[] schemaIpc) {
+    this.device = Objects.requireNonNull(device, "device");
+    this.handle = create(device.handle(), schemaIpc);
+  }
+
+  /** The device this reader reads onto. */
+  public FunnelDevice device() {
+    return device;
+  }
+
+  /**
+   * Reads partitions held in direct ByteBuffers, each from its position to its limit, in order.
+   *
+   * @throws IllegalArgumentException when a buffer is null or not direct
+   * @throws InvalidPartitionException when a partition is not valid Arrow IPC, or is Arrow that
+   *     funnel does not read; nothing was enqueued and nothing leaked
+   */
+  public DeviceTable read(ByteBuffer... partitions) {
+    return read(0L, partitions);
+  }
+
+  /** {@link #read(ByteBuffer...)} on a list. */
+  public DeviceTable read(List<ByteBuffer> partitions) {
+    return read(0L, partitions.toArray(new ByteBuffer[0]));
+  }
+
+  /**
+   * {@link #read(ByteBuffer...)} on a caller's stream (0: the reader's own stream), such as one
+   * from {@link FunnelDevice#createStream()} or, on cuda, a CUstream handle.
+   */
+  public DeviceTable read(long stream, ByteBuffer... partitions) {
+    Objects.requireNonNull(partitions, "partitions");
+    int n = partitions.length;
+    long[] positions = new long[n];
+    long[] lengths = new long[n];
+    ByteBuffer[] held = partitions.clone();
+    for (int i = 0; i < n; i++) {
+      ByteBuffer b = held[i];
+      if (b == null) {
+        throw new IllegalArgumentException("partition " + i + " is null");
+      }
+      if (!b.isDirect()) {
+        throw new IllegalArgumentException(
+            "partition " + i + " is a heap ByteBuffer: funnel reads direct buffers only");
+      }
+      positions[i] = b.position();
+      lengths[i] = b.remaining();
+    }
+    long table = readBuffers(handle(), held, positions, lengths, stream);
+    return new DeviceTable(table, held);
+  }
+
+  /**
+   * Reads partitions given as host addresses and lengths. The memory must stay valid and unchanged
+   * until the returned table is ready or closed.
+   */
+  public DeviceTable read(long[] addresses, long[] lengths) {
+    return read(0L, addresses, lengths);
+  }
+
+  /** {@link #read(long[], long[])} on a caller's stream (0: the reader's own). */
+  public DeviceTable read(long stream, long[] addresses, long[] lengths) {
+    Objects.requireNonNull(addresses, "addresses");
+    Objects.requireNonNull(lengths, "lengths");
+    if (addresses.length != lengths.length) {
+      throw new IllegalArgumentException(
+          addresses.length + " addresses but " + lengths.length + " lengths");
+    }
+    for (int i = 0; i < lengths.length; i++) {
+      if (lengths[i] < 0) {
+        throw new IllegalArgumentException("partition " + i + " has length " + lengths[i]);
+      }
+      if (addresses[i] == 0 && lengths[i] > 0) {
+        throw new IllegalArgumentException("partition " + i + " has address 0");
+      }
+    }
+    long table = readAddresses(handle(), addresses.clone(), lengths.clone(), stream);
+    return new DeviceTable(table, null);
+  }
+
+  private long handle() {
+    long h = handle;
+    if (h == 0) {
+      throw new IllegalStateException("FunnelReader is closed");
+    }
+    return h;
+  }
+
+  /** Frees the reader. Tables it made stay valid. Idempotent. */
+  @Override
+  public synchronized void close() {
+    if (handle != 0) {
+      free(handle);
+      handle = 0;
+    }
+  }
+
+  private static byte[] serialize(Schema schema) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try {
+      MessageSerializer.serialize(new WriteChannel(Channels.newChannel(out)), schema);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+
+  private static native long create(long device, byte[] schemaIpc);
+
+  private static native void free(long handle);
+
+  private static native long readBuffers(
+      long handle, ByteBuffer[] buffers, long[] positions, long[] lengths, long stream);
+
+  private static native long readAddresses(
+      long handle, long[] addresses, long[] lengths, long stream);
+}

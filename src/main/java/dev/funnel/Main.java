@@ -1,0 +1,174 @@
+package dev.funnel;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+
+/**
+ * The command line.
+ *
+ * <pre>
+ * java -jar funnel.jar demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]
+ * java -jar funnel.jar concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...
+ * </pre>
+ */
+public final class Main {
+  private Main() {}
+
+  /** Thrown for a wrong command line; exits 2. */
+  static final class UsageException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    UsageException(String message) {
+      super(message);
+    }
+  }
+
+  static final String USAGE =
+      "usage: funnel demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]\n"
+          + "       funnel concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...";
+
+  public static void main(String[] args) {
+    System.exit(run(args, System.out, System.err));
+  }
+
+  /** Runs a command; returns the exit status. */
+  static int run(String[] args, PrintStream out, PrintStream err) {
+    if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help")) {
+      (args.length == 0 ? err : out).println(USAGE);
+      return args.length == 0 ? 2 : 0;
+    }
+    String[] rest = java.util.Arrays.copyOfRange(args, 1, args.length);
+    try {
+      switch (args[0]) {
+        case "concat":
+          return concat(rest, out, err);
+        case "demo":
+          return Demo.run(rest, out);
+        default:
+          throw new UsageException("unknown command '" + args[0] + "'");
+      }
+    } catch (UsageException e) {
+      err.println("funnel: " + e.getMessage());
+      err.println(USAGE);
+      return 2;
+    } catch (FunnelException e) {
+      err.println("funnel: " + oneLine(e.getMessage()));
+      return 1;
+    }
+  }
+
+  static String oneLine(String s) {
+    return s == null ? "" : s.replace('\n', ' ');
+  }
+
+  static String value(String[] args, int i) {
+    if (i + 1 >= args.length) {
+      throw new UsageException(args[i] + " needs a value");
+    }
+    return args[i + 1];
+  }
+
+  private static int concat(String[] args, PrintStream out, PrintStream err) {
+    String backend = "auto";
+    boolean stats = false;
+    Path output = null;
+    List<Path> inputs = new ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--backend":
+          backend = value(args, i++);
+          break;
+        case "--stats":
+          stats = true;
+          break;
+        case "-o":
+        case "--output":
+          output = Path.of(value(args, i++));
+          break;
+        default:
+          if (args[i].startsWith("-") && !args[i].equals("-")) {
+            throw new UsageException("unknown option " + args[i]);
+          }
+          inputs.add(Path.of(args[i]));
+      }
+    }
+    if (output == null) {
+      throw new UsageException("concat needs -o OUT.arrows");
+    }
+    if (inputs.isEmpty()) {
+      throw new UsageException("concat needs at least one input file");
+    }
+
+    List<ByteBuffer> partitions = new ArrayList<>();
+    for (Path in : inputs) {
+      try (FileChannel ch = FileChannel.open(in, StandardOpenOption.READ)) {
+        partitions.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
+      } catch (NoSuchFileException e) {
+        err.println("funnel: " + in + ": no such file");
+        return 1;
+      } catch (IOException e) {
+        err.println("funnel: " + in + ": " + oneLine(e.getMessage()));
+        return 1;
+      }
+    }
+
+    Path dir = output.toAbsolutePath().getParent();
+    Path tmp = null;
+    try (FunnelDevice device = FunnelDevice.open(backend);
+        FunnelReader reader = new FunnelReader(device);
+        BufferAllocator allocator = new RootAllocator()) {
+      ReadStats readStats;
+      try (DeviceTable table = reader.read(partitions);
+          VectorSchemaRoot root = table.toArrow(allocator)) {
+        readStats = table.stats();
+        tmp = Files.createTempFile(dir, "." + output.getFileName(), ".tmp");
+        try (OutputStream os = Files.newOutputStream(tmp);
+            ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(os))) {
+          writer.start();
+          writer.writeBatch();
+          writer.end();
+        }
+      }
+      Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      tmp = null;
+      if (stats) {
+        String json = readStats.toJson();
+        out.println("{\"backend\": \"" + device.backend() + "\", " + json.substring(1));
+      }
+      return 0;
+    } catch (FunnelException e) {
+      String where = "";
+      if (e.partition() >= 0 && e.partition() < inputs.size()) {
+        where = inputs.get((int) e.partition()) + ": ";
+      }
+      err.println("funnel: " + where + oneLine(e.getMessage()));
+      return 1;
+    } catch (IOException e) {
+      err.println("funnel: " + output + ": " + oneLine(e.toString()));
+      return 1;
+    } finally {
+      if (tmp != null) {
+        try {
+          Files.deleteIfExists(tmp);
+        } catch (IOException ignored) {
+          // the error that got us here is what the user needs to see
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,63 @@
+package dev.funnel;
+
+/**
+ * What one read did, counted from the calls actually made (funnel.h's {@code struct
+ * funnel_read_stats}).
+ *
+ * <p>The invariants of the design, which tests assert: {@code h2dCopies <= partitions + 1}, {@code
+ * concatLaunches <= columnSets}, {@code deviceCallsParse == 0}, {@code deviceCallsPlan == 0},
+ * {@code syncsInRead == 0}.
+ */
+public record ReadStats(
+    long partitions,
+    long emptyPartitions,
+    long batches,
+    long rows,
+    long columns,
+    long columnSets,
+    long segments,
+    long h2dCopies,
+    long bytesH2d,
+    long concatLaunches,
+    long deviceAllocs,
+    long pinnedAllocs,
+    long syncsInRead,
+    long deviceCallsParse,
+    long deviceCallsPlan,
+    long deviceCallsSubmit,
+    long bytesOut,
+    long parseNanos,
+    long planNanos,
+    long submitNanos) {
+
+  static ReadStats of(long[] v) {
+    return new ReadStats(
+        v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
+        v[14], v[15], v[16], v[17], v[18], v[19]);
+  }
+
+  /** One JSON object, snake_case keys as in funnel.h. */
+  public String toJson() {
+    return "{\"partitions\": " + partitions
+        + ", \"empty_partitions\": " + emptyPartitions
+        + ", \"batches\": " + batches
+        + ", \"rows\": " + rows
+        + ", \"columns\": " + columns
+        + ", \"column_sets\": " + columnSets
+        + ", \"segments\": " + segments
+        + ", \"h2d_copies\": " + h2dCopies
+        + ", \"bytes_h2d\": " + bytesH2d
+        + ", \"concat_launches\": " + concatLaunches
+        + ", \"device_allocs\": " + deviceAllocs
+        + ", \"pinned_allocs\": " + pinnedAllocs
+        + ", \"syncs_in_read\": " + syncsInRead
+        + ", \"device_calls_during_parse\": " + deviceCallsParse
+        + ", \"device_calls_during_plan\": " + deviceCallsPlan
+        + ", \"device_calls_during_submit\": " + deviceCallsSubmit
+        + ", \"bytes_out\": " + bytesOut
+        + ", \"parse_ns\": " + parseNanos
+        + ", \"plan_ns\": " + planNanos
+        + ", \"submit_ns\": " + submitNanos
+        + "}";
+  }
+}
