@@ -465,10 +465,24 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
   out->length = length;
   out->schema_offset = -1;
   int64_t capacity = 0;
-  int64_t pos = 0;
-  while (pos < length) {
+  int64_t pos = 0, end = length;
+  /* The IPC file format is a stream between the magic and the footer:
+   * "ARROW1", 2 bytes of padding, the stream, the footer, its int32 size,
+   * "ARROW1". A file written as a partition reads like its stream. */
+  static const char magic[6] = {'A', 'R', 'R', 'O', 'W', '1'};
+  if (length >= 8 && memcmp(bytes, magic, 6) == 0) {
+    int32_t footer = length >= 18 ? (int32_t)rd32(bytes + length - 10) : -1;
+    if (length < 18 || memcmp(bytes + length - 6, magic, 6) != 0 || footer < 0 ||
+        footer > length - 18)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, 0,
+                               "partition %lld: starts like an Arrow IPC file but has no valid "
+                               "footer (%lld bytes)", (long long)index, (long long)length);
+    pos = 8;
+    end = length - 10 - footer;
+  }
+  while (pos < end) {
     struct message m;
-    FUNNEL_RETURN_NOT_OK(message_read(bytes, length, pos, index, &m, error));
+    FUNNEL_RETURN_NOT_OK(message_read(bytes, end, pos, index, &m, error));
     pos = m.end;
     if (m.eos) continue; /* another stream may follow */
     switch (m.header_type) {
