@@ -1,0 +1,130 @@
+// concat.cu: the partition-map concat on the device. One launch runs a
+// whole segment table (segment.h): block b takes segment b and its threads
+// stride over it. Bit segments share boundary words with their neighbours,
+// so those two words are written with atomics that change only the
+// segment's own bits; every other word belongs to one segment.
+#include <stdint.h>
+
+extern "C" {
+#include "segment.h"
+}
+
+namespace {
+
+__device__ __forceinline__ uint32_t load_bits32(const uint8_t *src, uint64_t bit) {
+  // 32 bits starting at any bit: up to 5 bytes, read one by one because
+  // sources sit at any byte alignment
+  const uint8_t *p = src + (bit >> 3);
+  const unsigned shift = (unsigned)(bit & 7);
+  uint64_t v = (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+               (uint64_t)p[3] << 24;
+  if (shift) v |= (uint64_t)p[4] << 32;
+  return (uint32_t)(v >> shift);
+}
+
+// Bits [lo, hi) of a segment that lands in 32-bit output word w. Reads of
+// the source stay inside its count bits, rounded up to whole bytes.
+__device__ void write_word(uint32_t *dst, uint64_t w, uint64_t dst_bit, uint64_t count,
+                           const uint8_t *src, uint64_t src_bit, int kind) {
+  const uint64_t word_first = w * 32;
+  const uint64_t lo = word_first > dst_bit ? word_first : dst_bit;
+  const uint64_t end = dst_bit + count;
+  const uint64_t hi = word_first + 32 < end ? word_first + 32 : end;
+  const unsigned n = (unsigned)(hi - lo);
+  const unsigned at = (unsigned)(lo - word_first);
+  const uint32_t mask = (n == 32 ? 0xFFFFFFFFu : ((1u << n) - 1u)) << at;
+  uint32_t bits;
+  if (kind == FUNNEL_SEG_BITS) {
+    const uint64_t from = src_bit + (lo - dst_bit);
+    // never read past the source's last byte
+    const uint64_t src_end_byte = (src_bit + count + 7) >> 3;
+    uint32_t v;
+    if (((from >> 3) + 5) <= src_end_byte) {
+      v = load_bits32(src, from);
+    } else {
+      v = 0;
+      for (unsigned k = 0; k < n; k++) {
+        const uint64_t b = from + k;
+        v |= (uint32_t)((src[b >> 3] >> (b & 7)) & 1u) << k;
+      }
+    }
+    bits = (v << at) & mask;
+  } else {
+    bits = kind == FUNNEL_SEG_ONES ? mask : 0u;
+  }
+  if (mask == 0xFFFFFFFFu) {
+    dst[w] = bits;
+  } else {
+    atomicAnd(&dst[w], ~mask);
+    atomicOr(&dst[w], bits);
+  }
+}
+
+__device__ void run_bits(const funnel__segment &s) {
+  if (s.count == 0) return;
+  // dst is 64-byte aligned (the plan carves every output buffer so)
+  uint32_t *dst = (uint32_t *)(uintptr_t)s.dst;
+  const uint8_t *src = (const uint8_t *)(uintptr_t)s.src;
+  const uint64_t first = s.dst_bit / 32, last = (s.dst_bit + s.count - 1) / 32;
+  for (uint64_t w = first + threadIdx.x; w <= last; w += blockDim.x)
+    write_word(dst, w, s.dst_bit, s.count, src, s.src_bit, (int)s.kind);
+}
+
+__device__ void run_bytes(const funnel__segment &s) {
+  const uint8_t *src = (const uint8_t *)(uintptr_t)s.src;
+  uint8_t *dst = (uint8_t *)(uintptr_t)s.dst;
+  uint64_t n = s.count;
+  if (((s.src ^ s.dst) & 15) == 0) {
+    // same alignment: bytes up to a 16-byte boundary, then 16-byte words
+    const uint64_t head = (16 - (s.dst & 15)) & 15;
+    const uint64_t h = head < n ? head : n;
+    for (uint64_t i = threadIdx.x; i < h; i += blockDim.x) dst[i] = src[i];
+    const uint64_t words = (n - h) / 16;
+    const uint4 *s4 = (const uint4 *)(src + h);
+    uint4 *d4 = (uint4 *)(dst + h);
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) d4[i] = s4[i];
+    for (uint64_t i = h + words * 16 + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+  } else {
+    for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+  }
+}
+
+template <typename T>
+__device__ void run_offsets(const funnel__segment &s) {
+  const uint8_t *src = (const uint8_t *)(uintptr_t)s.src;
+  T *dst = (T *)(uintptr_t)s.dst;  // output offsets are aligned
+  const T delta = (T)s.value;
+  if ((s.src & (sizeof(T) - 1)) == 0) {
+    const T *in = (const T *)src;
+    for (uint64_t i = threadIdx.x; i < s.count; i += blockDim.x) dst[i] = in[i] + delta;
+  } else {
+    for (uint64_t i = threadIdx.x; i < s.count; i += blockDim.x) {
+      T v = 0;
+      for (unsigned k = 0; k < sizeof(T); k++) v |= (T)src[i * sizeof(T) + k] << (8 * k);
+      dst[i] = v + delta;
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_t count) {
+  for (int64_t i = blockIdx.x; i < count; i += gridDim.x) {
+    const funnel__segment s = segments[i];
+    switch (s.kind) {
+      case FUNNEL_SEG_BYTES: run_bytes(s); break;
+      case FUNNEL_SEG_BITS:
+      case FUNNEL_SEG_ONES:
+      case FUNNEL_SEG_ZEROS: run_bits(s); break;
+      case FUNNEL_SEG_OFFSETS32: run_offsets<int32_t>(s); break;
+      case FUNNEL_SEG_OFFSETS64: run_offsets<int64_t>(s); break;
+      case FUNNEL_SEG_PUT32:
+        if (threadIdx.x == 0) *(int32_t *)(uintptr_t)s.dst = (int32_t)s.value;
+        break;
+      case FUNNEL_SEG_PUT64:
+        if (threadIdx.x == 0) *(int64_t *)(uintptr_t)s.dst = s.value;
+        break;
+      default: break;
+    }
+  }
+}

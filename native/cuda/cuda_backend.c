@@ -1,0 +1,323 @@
+/* cuda_backend.c: the backend on the CUDA Driver API.
+ *
+ * The driver is loaded at run time (dlopen("libcuda.so.1"), every entry
+ * point through cuGetProcAddress at the ABI version funnel was written
+ * for), so libfunnel.so has no link-time CUDA dependency and loads on hosts
+ * without a GPU. The device's primary context is used, so cudf, RMM and
+ * other CUDA users in the same JVM share it; it is made current on entry to
+ * every call (JVM threads carry none) and the caller's is restored on exit.
+ * Nothing here synchronizes a device, a context or a stream except
+ * event_wait, which is the caller's explicit wait. */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+/* the kernels, a fatbin embedded by the build (fatbin.S) */
+extern const unsigned char funnel__fatbin[];
+
+/* CUDA version whose ABI each entry point is requested at */
+#define ABI 12000
+
+#define DRIVER_FUNCTIONS(X)                                                  \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)       \
+  X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuGetErrorName) X(cuGetErrorString) \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)             \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuMemcpyHtoDAsync)                \
+  X(cuMemcpyDtoHAsync) X(cuModuleLoadData) X(cuModuleUnload)               \
+  X(cuModuleGetFunction) X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) \
+  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy)
+
+struct cuda {
+  void *lib;
+#define DECLARE(name) __typeof__(&name) name;
+  DRIVER_FUNCTIONS(DECLARE)
+#undef DECLARE
+  CUdevice device;
+  CUcontext ctx;
+  CUmodule module;
+  CUfunction concat;
+  int fatal; /* a sticky error was seen: the context is unusable */
+  char device_name[128];
+};
+
+/* Turns a CUresult into a status naming the call. */
+static int check(struct cuda *cu, CUresult r, const char *call, struct funnel_error *error) {
+  if (r == CUDA_SUCCESS) return FUNNEL_OK;
+  const char *name = NULL, *text = NULL;
+  if (cu->cuGetErrorName) cu->cuGetErrorName(r, &name);
+  if (cu->cuGetErrorString) cu->cuGetErrorString(r, &text);
+  int code = FUNNEL_ERR_DEVICE;
+  switch (r) {
+    case CUDA_ERROR_OUT_OF_MEMORY: code = FUNNEL_ERR_DEVICE_OUT_OF_MEMORY; break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+      cu->fatal = 1;
+      code = FUNNEL_ERR_FATAL;
+      break;
+    default: break;
+  }
+  return FUNNEL_ERR(error, code, "[%s] %s: %s%s", call, name ? name : "CUDA_ERROR_UNKNOWN",
+                    text ? text : "unknown error",
+                    code == FUNNEL_ERR_FATAL ? " (sticky: the CUDA context is unusable, restart "
+                                               "the process)" : "");
+}
+
+#define CU(call, args) check(cu, cu->call args, #call, error)
+
+/* Makes the primary context current for the duration of a call. */
+static int enter(struct cuda *cu, struct funnel_error *error) {
+  if (cu->fatal)
+    return FUNNEL_ERR(error, FUNNEL_ERR_FATAL,
+                      "cuda backend: an earlier sticky CUDA error left the context unusable");
+  return CU(cuCtxPushCurrent, (cu->ctx));
+}
+
+static void leave(struct cuda *cu) {
+  CUcontext popped;
+  cu->cuCtxPopCurrent(&popped);
+}
+
+#define CUDA(be) ((struct cuda *)(be)->private_data)
+
+static int cuda_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                      struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUdeviceptr p = 0;
+  CUresult r = cu->cuMemAlloc(&p, size ? size : 1);
+  leave(cu);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY,
+                      "[cuMemAlloc] CUDA_ERROR_OUT_OF_MEMORY: cannot allocate %zu bytes of device "
+                      "memory", size);
+  int st = check(cu, r, "cuMemAlloc", error);
+  if (st == FUNNEL_OK) *out = (uint64_t)p;
+  return st;
+}
+
+static void cuda_free(struct funnel_backend *be, uint64_t ptr) {
+  struct cuda *cu = CUDA(be);
+  if (enter(cu, NULL) != FUNNEL_OK) return;
+  cu->cuMemFree((CUdeviceptr)ptr);
+  leave(cu);
+}
+
+static int cuda_host_alloc(struct funnel_backend *be, size_t size, void **out,
+                           struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuMemHostAlloc, (out, size ? size : 1, CU_MEMHOSTALLOC_PORTABLE));
+  leave(cu);
+  return st;
+}
+
+static void cuda_host_free(struct funnel_backend *be, void *ptr) {
+  struct cuda *cu = CUDA(be);
+  if (enter(cu, NULL) != FUNNEL_OK) return;
+  cu->cuMemFreeHost(ptr);
+  leave(cu);
+}
+
+static int cuda_stream_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUstream s = NULL;
+  int st = CU(cuStreamCreate, (&s, CU_STREAM_NON_BLOCKING));
+  leave(cu);
+  if (st == FUNNEL_OK) *out = s;
+  return st;
+}
+
+static void cuda_stream_destroy(struct funnel_backend *be, void *stream) {
+  struct cuda *cu = CUDA(be);
+  if (enter(cu, NULL) != FUNNEL_OK) return;
+  cu->cuStreamDestroy((CUstream)stream); /* queued work still completes */
+  leave(cu);
+}
+
+static int cuda_copy_h2d(struct funnel_backend *be, uint64_t dst, const void *src, size_t size,
+                         void *stream, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuMemcpyHtoDAsync, ((CUdeviceptr)dst, src, size, (CUstream)stream));
+  leave(cu);
+  return st;
+}
+
+static int cuda_copy_d2h(struct funnel_backend *be, void *dst, uint64_t src, size_t size,
+                         void *stream, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuMemcpyDtoHAsync, (dst, (CUdeviceptr)src, size, (CUstream)stream));
+  leave(cu);
+  return st;
+}
+
+#define CONCAT_THREADS 256
+#define CONCAT_MAX_BLOCKS 65535
+
+static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t count, void *stream,
+                       struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUdeviceptr segs = (CUdeviceptr)segments;
+  void *args[] = {&segs, &count};
+  unsigned blocks = count < CONCAT_MAX_BLOCKS ? (unsigned)count : CONCAT_MAX_BLOCKS;
+  int st = CU(cuLaunchKernel, (cu->concat, blocks ? blocks : 1, 1, 1, CONCAT_THREADS, 1, 1, 0,
+                               (CUstream)stream, args, NULL));
+  leave(cu);
+  return st;
+}
+
+static int cuda_event_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUevent e = NULL;
+  int st = CU(cuEventCreate, (&e, CU_EVENT_DISABLE_TIMING));
+  leave(cu);
+  if (st == FUNNEL_OK) *out = e;
+  return st;
+}
+
+static int cuda_event_record(struct funnel_backend *be, void *event, void *stream,
+                             struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuEventRecord, ((CUevent)event, (CUstream)stream));
+  leave(cu);
+  return st;
+}
+
+static int cuda_event_query(struct funnel_backend *be, void *event, int *done,
+                            struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUresult r = cu->cuEventQuery((CUevent)event);
+  leave(cu);
+  *done = r == CUDA_SUCCESS;
+  return r == CUDA_ERROR_NOT_READY ? FUNNEL_OK : check(cu, r, "cuEventQuery", error);
+}
+
+static int cuda_event_wait(struct funnel_backend *be, void *event, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuEventSynchronize, ((CUevent)event));
+  leave(cu);
+  return st;
+}
+
+static void cuda_event_destroy(struct funnel_backend *be, void *event) {
+  struct cuda *cu = CUDA(be);
+  if (enter(cu, NULL) != FUNNEL_OK) return;
+  cu->cuEventDestroy((CUevent)event);
+  leave(cu);
+}
+
+static void cuda_release(struct funnel_backend *be) {
+  struct cuda *cu = CUDA(be);
+  if (cu == NULL) return;
+  if (cu->module != NULL && enter(cu, NULL) == FUNNEL_OK) {
+    cu->cuModuleUnload(cu->module);
+    leave(cu);
+  }
+  if (cu->ctx != NULL) cu->cuDevicePrimaryCtxRelease(cu->device);
+  dlclose(cu->lib);
+  free(cu);
+  be->private_data = NULL;
+  be->release = NULL;
+}
+
+static int load_driver(struct cuda *cu, struct funnel_error *error) {
+  cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (cu->lib == NULL) {
+    const char *why = dlerror();
+    return FUNNEL_ERR(error, FUNNEL_ERR_NO_DEVICE, "cuda backend: no CUDA driver found (%s)",
+                      why ? why : "libcuda.so.1 not found");
+  }
+  typedef CUresult (*get_proc_t)(const char *, void **, int, cuuint64_t,
+                                 CUdriverProcAddressQueryResult *);
+  get_proc_t get_proc = NULL;
+  *(void **)&get_proc = dlsym(cu->lib, "cuGetProcAddress_v2");
+  if (get_proc == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_NO_DEVICE,
+                      "cuda backend: the CUDA driver is older than 12.0 (no cuGetProcAddress_v2)");
+#define RESOLVE(name)                                                                    \
+  {                                                                                      \
+    CUdriverProcAddressQueryResult found;                                                \
+    void *fn = NULL;                                                                     \
+    if (get_proc(#name, &fn, ABI, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS || \
+        fn == NULL)                                                                      \
+      return FUNNEL_ERR(error, FUNNEL_ERR_NO_DEVICE,                                     \
+                        "cuda backend: the CUDA driver has no %s", #name);               \
+    *(void **)&cu->name = fn;                                                            \
+  }
+  DRIVER_FUNCTIONS(RESOLVE)
+#undef RESOLVE
+  return FUNNEL_OK;
+}
+
+static int open_device(struct cuda *cu, struct funnel_error *error) {
+  CUresult r = cu->cuInit(0);
+  int count = 0;
+  if (r == CUDA_SUCCESS) r = cu->cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS || count == 0) {
+    const char *name = NULL;
+    if (r != CUDA_SUCCESS) cu->cuGetErrorName(r, &name);
+    return FUNNEL_ERR(error, FUNNEL_ERR_NO_DEVICE, "cuda backend: no CUDA device found (%s)",
+                      r != CUDA_SUCCESS && name ? name : "0 devices");
+  }
+  FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, 0)));
+  cu->cuDeviceGetName(cu->device_name, (int)sizeof(cu->device_name), cu->device);
+  FUNNEL_RETURN_NOT_OK(CU(cuDevicePrimaryCtxRetain, (&cu->ctx, cu->device)));
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuModuleLoadData, (&cu->module, funnel__fatbin));
+  if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->concat, cu->module, "funnel_concat"));
+  leave(cu);
+  return st;
+}
+
+int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error) {
+  struct cuda *cu = calloc(1, sizeof(*cu));
+  if (cu == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  memset(be, 0, sizeof(*be));
+  be->private_data = cu;
+  int st = load_driver(cu, error);
+  if (st == FUNNEL_OK) st = open_device(cu, error);
+  if (st != FUNNEL_OK) {
+    if (cu->ctx != NULL) cu->cuDevicePrimaryCtxRelease(cu->device);
+    if (cu->lib != NULL) dlclose(cu->lib);
+    free(cu);
+    be->private_data = NULL;
+    return st;
+  }
+  be->version = FUNNEL_BACKEND_VERSION;
+  be->name = "cuda";
+  be->alloc = cuda_alloc;
+  be->free = cuda_free;
+  be->host_alloc = cuda_host_alloc;
+  be->host_free = cuda_host_free;
+  be->stream_create = cuda_stream_create;
+  be->stream_destroy = cuda_stream_destroy;
+  be->copy_h2d_async = cuda_copy_h2d;
+  be->copy_d2h_async = cuda_copy_d2h;
+  be->launch_concat = cuda_launch;
+  be->event_create = cuda_event_create;
+  be->event_record = cuda_event_record;
+  be->event_query = cuda_event_query;
+  be->event_wait = cuda_event_wait;
+  be->event_destroy = cuda_event_destroy;
+  be->release = cuda_release;
+  return FUNNEL_OK;
+}
