@@ -304,6 +304,7 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   }
   be->version = FUNNEL_BACKEND_VERSION;
   be->name = "cuda";
+  be->stage_pageable = 1;
   be->alloc = cuda_alloc;
   be->free = cuda_free;
   be->host_alloc = cuda_host_alloc;

@@ -179,6 +179,19 @@ FUNNEL_API funnel_status funnel_device_stream_create(struct funnel_device *dev,
 FUNNEL_API void funnel_device_stream_destroy(struct funnel_device *dev,
                                              uintptr_t stream);
 
+/* Pinned (page-locked) host memory from the device's pool, which is
+ * allocated once, on first use, and reused: the caller can fetch partitions
+ * straight into it, and reads copy from it without staging. `size` bytes,
+ * 64-byte aligned. FUNNEL_ERR_HOST_OUT_OF_MEMORY when the pool cannot hold
+ * it (its size: FUNNEL_PINNED_POOL_BYTES in the environment, default 256 MiB
+ * on cuda, 64 MiB on cpu). Free it with funnel_device_pinned_free, passing
+ * the same size, once no read that was given it is in flight. */
+FUNNEL_API funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
+                                                    void **out, struct funnel_error *error);
+FUNNEL_API void funnel_device_pinned_free(struct funnel_device *dev, void *ptr, size_t size);
+/* Bytes of the pool in use (allocated by callers or staging reads). */
+FUNNEL_API int64_t funnel_device_pinned_in_use(struct funnel_device *dev);
+
 /* ---------------------------------------------------------------- reader */
 
 struct funnel_reader;
@@ -214,7 +227,9 @@ struct funnel_partition {
  * Parses and plans on the calling thread (no device call), then enqueues on
  * `stream` (0: the reader's own stream) at most one host-to-device copy per
  * non-empty partition, one copy of the segment table and one concat launch,
- * records an event and returns without waiting.
+ * records an event and returns without waiting. On cuda, a partition that
+ * is not in the pinned pool is first copied into it on the calling thread
+ * (staging), when the pool has room.
  *
  * Async contract: the memory of every partition (and the `parts` array is
  * copied, so only the bytes it points to) must stay valid and unchanged
@@ -296,6 +311,8 @@ struct funnel_read_stats {
   int64_t parse_ns;          /* host time of each phase */
   int64_t plan_ns;
   int64_t submit_ns;
+  int64_t staged_partitions; /* pageable partitions copied into the pinned pool first */
+  int64_t bytes_staged;
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -46,3 +46,37 @@ JNIEXPORT void JNICALL Java_dev_funnel_FunnelDevice_nativeStreamDestroy(JNIEnv *
   (void)cls;
   funnel_device_stream_destroy(FUNNEL_JNI_PTR(struct funnel_device, h), (uintptr_t)stream);
 }
+
+JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeAlloc(JNIEnv *env, jclass cls, jlong h,
+                                                              jlong size) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return 0;
+  void *p = NULL;
+  struct funnel_error error;
+  if (funnel_device_pinned_alloc(FUNNEL_JNI_PTR(struct funnel_device, h), (size_t)size, &p,
+                                 &error) != FUNNEL_OK) {
+    funnel_jni_throw(env, &error);
+    return 0;
+  }
+  return (jlong)(uintptr_t)p;
+}
+
+JNIEXPORT void JNICALL Java_dev_funnel_PinnedPool_nativeFree(JNIEnv *env, jclass cls, jlong h,
+                                                            jlong address, jlong size) {
+  (void)env;
+  (void)cls;
+  funnel_device_pinned_free(FUNNEL_JNI_PTR(struct funnel_device, h), (void *)(uintptr_t)address,
+                            (size_t)size);
+}
+
+JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeInUse(JNIEnv *env, jclass cls, jlong h) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return 0;
+  return (jlong)funnel_device_pinned_in_use(FUNNEL_JNI_PTR(struct funnel_device, h));
+}
+
+JNIEXPORT jobject JNICALL Java_dev_funnel_PinnedPool_nativeWrap(JNIEnv *env, jclass cls,
+                                                               jlong address, jlong size) {
+  (void)cls;
+  return (*env)->NewDirectByteBuffer(env, (void *)(uintptr_t)address, size);
+}

@@ -17,6 +17,8 @@ struct funnel_backend {
   int version;
   const char *name;
   void *private_data;
+  /* copies from pageable memory are slow: stage them in pinned memory */
+  int stage_pageable;
 
   int (*alloc)(struct funnel_backend *be, size_t size, uint64_t *out,
                struct funnel_error *error);

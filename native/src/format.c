@@ -43,7 +43,8 @@ static struct fbt fb_table_at(struct fbr *r, uint32_t pos) {
   struct fbt t = {0, 0, 0, 0};
   if (!fb_in(r, pos, 4)) return t;
   int64_t vt = (int64_t)pos - (int32_t)rd32(r->p + pos);
-  if (vt < 0 || !fb_in(r, (uint64_t)vt, 4)) return t;
+  if (vt < 0) r->bad = true;
+  if (r->bad || !fb_in(r, (uint64_t)vt, 4)) return t;
   uint16_t vt_len = rd16(r->p + vt), t_len = rd16(r->p + vt + 2);
   if (vt_len < 4 || (vt_len & 1) || !fb_in(r, (uint64_t)vt, vt_len) || t_len < 4 ||
       !fb_in(r, pos, t_len)) {
@@ -433,10 +434,13 @@ static int batch_from_message(const struct message *m, int64_t index,
                              (long long)index, (long long)m->offset,
                              codec == 0 ? "LZ4_FRAME" : codec == 1 ? "ZSTD" : "unknown codec");
   }
-  if (b->rows < 0)
-    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
-                             "partition %lld: RecordBatch at offset %lld has length %lld",
-                             (long long)index, (long long)m->offset, (long long)b->rows);
+  if (b->rows < 0 || b->rows > FUNNEL__MAX_ROWS)
+    return funnel__error_set(error, b->rows < 0 ? FUNNEL_ERR_MALFORMED : FUNNEL_ERR_LIMIT, index,
+                             -1, m->offset,
+                             "partition %lld: RecordBatch at offset %lld has length %lld (at most "
+                             "%lld rows are read)",
+                             (long long)index, (long long)m->offset, (long long)b->rows,
+                             (long long)FUNNEL__MAX_ROWS);
   b->body = m->body;
   b->body_length = m->body_length;
   b->n_nodes = (int32_t)n_nodes;
@@ -495,8 +499,9 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
           out->schema_offset = m.offset;
         } else {
           char why[256];
-          if (funnel__schema_diff(out->schema, s, why, sizeof(why)) >= 0)
-            return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, -1, m.offset,
+          int at = funnel__schema_diff(out->schema, s, why, sizeof(why));
+          if (at >= 0)
+            return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, at, m.offset,
                                      "partition %lld: the Schema at offset %lld differs from "
                                      "the partition's first: %s",
                                      (long long)index, (long long)m.offset, why);
@@ -540,6 +545,28 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
 }
 
 /* ------------------------------------------------------------------- bind */
+
+/* The first k in [1, n] with offsets[k] < offsets[k - 1], or -1. With the
+ * ends checked, non-decreasing offsets all lie inside the data buffer. */
+static int64_t first_decrease32(const uint8_t *o, int64_t n) {
+  int32_t prev = (int32_t)rd32(o);
+  for (int64_t k = 1; k <= n; k++) {
+    int32_t v = (int32_t)rd32(o + 4 * k);
+    if (v < prev) return k;
+    prev = v;
+  }
+  return -1;
+}
+
+static int64_t first_decrease64(const uint8_t *o, int64_t n) {
+  int64_t prev = (int64_t)rd64(o);
+  for (int64_t k = 1; k <= n; k++) {
+    int64_t v = (int64_t)rd64(o + 8 * k);
+    if (v < prev) return k;
+    prev = v;
+  }
+  return -1;
+}
 
 #define BIND_ERROR(code, at, fmt, ...)                                                  \
   funnel__error_set(error, (code), index, (int64_t)i, (at),                              \
@@ -628,6 +655,14 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                         "offsets run from %lld to %lld, data buffer has %lld bytes",
                         (long long)p->first_offset, (long long)p->last_offset,
                         (long long)len[2]);
+    /* every offset, not just the ends: the table handed on must be valid
+     * Arrow, whose consumers read values by these offsets */
+    const int64_t bad = f->offset_width == 4 ? first_decrease32(o, p->length)
+                                             : first_decrease64(o, p->length);
+    if (bad >= 0)
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1] + bad * f->offset_width,
+                        "offset %lld (at byte %lld) is smaller than the one before it",
+                        (long long)bad, (long long)(off[1] + bad * f->offset_width));
   }
   return FUNNEL_OK;
 }

@@ -11,6 +11,11 @@
 
 #define FUNNEL__ALIGN 64
 
+/* Rows in one batch, and in one table: far beyond any real input, and small
+ * enough that sizes derived from a row count (bitmaps, offsets, 16-byte
+ * values) cannot overflow int64. */
+#define FUNNEL__MAX_ROWS (INT64_MAX / 64)
+
 /* Fills `error` (which may be NULL) and returns `code`. `partition`,
  * `column`, `offset` are -1 when not known. */
 __attribute__((format(printf, 6, 7)))

@@ -64,6 +64,7 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
     for (int64_t b = 0; b < part->n_batches; b++) {
       struct funnel__batch *batch = &part->batches[b];
       FUNNEL_RETURN_NOT_OK(funnel__batch_bind(schema, part, batch, p, arena, error));
+      batches++;
       if (batch->rows == 0) continue;
       for (int c = 0; c < n_cols; c++) {
         const struct funnel__piece *pc = &batch->pieces[c];
@@ -71,10 +72,10 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
         chars[c] += pc->last_offset - pc->first_offset;
       }
       pieces++;
-      batches++;
-      if (funnel__add_overflows(rows, batch->rows, &rows))
+      if (funnel__add_overflows(rows, batch->rows, &rows) || rows > FUNNEL__MAX_ROWS)
         return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, -1, batch->message_offset,
-                                 "partition %lld: the total row count overflows", (long long)p);
+                                 "partition %lld: the table would have more than %lld rows",
+                                 (long long)p, (long long)FUNNEL__MAX_ROWS);
     }
     if (part->rows > 0) {
       copy_offset[p] = carve(&scratch, part->length);

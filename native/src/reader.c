@@ -8,10 +8,19 @@
 
 #include "backend.h"
 #include "plan.h"
+#include "pool.h"
 
 struct funnel_device {
   struct funnel_backend be;
   void *stream; /* for copies back to the host */
+  struct funnel__pool pool;
+  int stage_pageable;
+};
+
+/* pinned pool blocks a read holds until its work has completed */
+struct staged {
+  void *ptr;
+  int64_t size;
 };
 
 struct funnel_reader {
@@ -30,6 +39,8 @@ struct funnel_table {
   void *event;      /* NULL when nothing was enqueued */
   pthread_mutex_t mu;
   int done;         /* the event has completed and scratch is freed */
+  struct staged *staged;
+  int64_t n_staged;
   struct funnel_read_stats stats;
 };
 
@@ -65,6 +76,12 @@ funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
     free(dev);
     return st;
   }
+  const char *pool_bytes = getenv("FUNNEL_PINNED_POOL_BYTES");
+  const char *stage = getenv("FUNNEL_STAGE_PAGEABLE"); /* 1 or 0: force, for tests */
+  int64_t size = strcmp(dev->be.name, "cuda") == 0 ? 256 << 20 : 64 << 20;
+  if (pool_bytes != NULL && *pool_bytes) size = strtoll(pool_bytes, NULL, 10);
+  funnel__pool_init(&dev->pool, &dev->be, size > 0 ? size : 0);
+  dev->stage_pageable = stage != NULL && *stage ? atoi(stage) != 0 : dev->be.stage_pageable;
   *out = dev;
   return FUNNEL_OK;
 }
@@ -76,6 +93,7 @@ const char *funnel_device_backend(const struct funnel_device *dev) {
 void funnel_device_close(struct funnel_device *dev) {
   if (dev == NULL) return;
   funnel__dev_stream_destroy(&dev->be, dev->stream);
+  funnel__pool_release(&dev->pool);
   if (dev->be.release) dev->be.release(&dev->be);
   free(dev);
 }
@@ -92,6 +110,32 @@ funnel_status funnel_device_stream_create(struct funnel_device *dev, uintptr_t *
 
 void funnel_device_stream_destroy(struct funnel_device *dev, uintptr_t stream) {
   if (dev != NULL) funnel__dev_stream_destroy(&dev->be, (void *)stream);
+}
+
+funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size, void **out,
+                                         struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(dev != NULL && out != NULL, "funnel_device_pinned_alloc: NULL argument");
+  CHECK_ARG(size <= INT64_MAX, "funnel_device_pinned_alloc: size too large");
+  void *p = funnel__pool_alloc(&dev->pool, (int64_t)size);
+  if (p == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
+                      "the pinned pool (%lld bytes, %lld in use) cannot hold %zu more bytes",
+                      (long long)dev->pool.size, (long long)dev->pool.in_use, size);
+  *out = p;
+  return FUNNEL_OK;
+}
+
+void funnel_device_pinned_free(struct funnel_device *dev, void *ptr, size_t size) {
+  if (dev != NULL && ptr != NULL) funnel__pool_free(&dev->pool, ptr, (int64_t)size);
+}
+
+int64_t funnel_device_pinned_in_use(struct funnel_device *dev) {
+  if (dev == NULL) return 0;
+  pthread_mutex_lock(&dev->pool.mu);
+  int64_t n = dev->pool.in_use;
+  pthread_mutex_unlock(&dev->pool.mu);
+  return n;
 }
 
 /* ----------------------------------------------------------------- reader */
@@ -161,13 +205,18 @@ static int submit(struct funnel_table *t, void *stream, struct funnel_error *err
   int st = FUNNEL_OK;
   if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, &t->out, error);
   if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)plan->scratch_size, &t->scratch, error);
-  struct funnel__segment *segs = NULL;
-  if (st == FUNNEL_OK) {
-    segs = funnel__arena_alloc(&t->arena, (size_t)(plan->max_segments ? plan->max_segments : 1) *
-                                               sizeof(*segs));
-    if (segs == NULL) st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  }
+  struct funnel__pool *pool = &t->dev->pool;
+  t->staged = funnel__arena_calloc(&t->arena, (size_t)plan->n_copies + 1, sizeof(*t->staged));
+  if (t->staged == NULL && st == FUNNEL_OK)
+    st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   if (st != FUNNEL_OK) return st;
+  /* the segment table goes up from pinned memory when the pool has room */
+  const int64_t seg_bytes = (plan->max_segments ? plan->max_segments : 1) *
+                            (int64_t)sizeof(struct funnel__segment);
+  struct funnel__segment *segs = funnel__pool_alloc(pool, seg_bytes);
+  if (segs != NULL) t->staged[t->n_staged++] = (struct staged){segs, seg_bytes};
+  else segs = funnel__arena_alloc(&t->arena, (size_t)seg_bytes);
+  if (segs == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   const int64_t n_segs = funnel__plan_segments(plan, t->scratch, t->out, segs);
   t->stats.segments = n_segs;
   if (n_segs == 0) return FUNNEL_OK; /* no columns: nothing to run */
@@ -175,9 +224,20 @@ static int submit(struct funnel_table *t, void *stream, struct funnel_error *err
   bool enqueued = false;
   for (int64_t p = 0; p < plan->n_parts && st == FUNNEL_OK; p++) {
     if (plan->copy_offset[p] < 0) continue;
-    st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)plan->copy_offset[p],
-                                    plan->parts[p].bytes, (size_t)plan->parts[p].length, stream,
-                                    error);
+    const void *src = plan->parts[p].bytes;
+    const int64_t len = plan->parts[p].length;
+    if (t->dev->stage_pageable && !funnel__pool_contains(pool, src, len)) {
+      void *pinned = funnel__pool_alloc(pool, len); /* no room: the driver stages it */
+      if (pinned != NULL) {
+        memcpy(pinned, src, (size_t)len);
+        t->staged[t->n_staged++] = (struct staged){pinned, len};
+        t->stats.staged_partitions++;
+        t->stats.bytes_staged += len;
+        src = pinned;
+      }
+    }
+    st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)plan->copy_offset[p], src,
+                                    (size_t)len, stream, error);
     enqueued |= st == FUNNEL_OK;
   }
   const uint64_t seg_dev = t->scratch + (uint64_t)plan->segments_offset;
@@ -202,9 +262,16 @@ static int submit(struct funnel_table *t, void *stream, struct funnel_error *err
        * is safe, freeing it is not */
       t->scratch = 0;
       t->out = 0;
+      t->n_staged = 0;
     }
   }
   return st;
+}
+
+static void release_staged(struct funnel_table *t) {
+  for (int64_t i = 0; i < t->n_staged; i++)
+    funnel__pool_free(&t->dev->pool, t->staged[i].ptr, t->staged[i].size);
+  t->n_staged = 0;
 }
 
 static void table_release(struct funnel_table *t) {
@@ -213,6 +280,7 @@ static void table_release(struct funnel_table *t) {
     funnel__dev_event_wait(be, t->event, NULL);
     funnel__dev_event_destroy(be, t->event);
   }
+  release_staged(t);
   funnel__dev_free(be, t->scratch);
   funnel__dev_free(be, t->out);
   pthread_mutex_destroy(&t->mu);
@@ -298,6 +366,7 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
       /* the inputs are no longer needed on the device */
       funnel__dev_free(&t->dev->be, t->scratch);
       t->scratch = 0;
+      release_staged(t);
       t->done = 1;
     }
   }

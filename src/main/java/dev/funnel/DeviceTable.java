@@ -77,13 +77,19 @@ public final class DeviceTable implements AutoCloseable {
     return schema;
   }
 
-  /** Column {@code i}. */
+  /**
+   * Column {@code i}.
+   *
+   * @throws IllegalStateException when the table is closed (its addresses would be freed memory)
+   */
   public DeviceColumn column(int i) {
+    handle();
     return columns.get(i);
   }
 
-  /** All columns, in schema order. */
+  /** All columns, in schema order; {@link IllegalStateException} when the table is closed. */
   public List<DeviceColumn> columns() {
+    handle();
     return columns;
   }
 

@@ -11,10 +11,16 @@ public final class FunnelDevice implements AutoCloseable {
 
   private long handle;
   private final String backend;
+  private final PinnedPool pinnedPool = new PinnedPool(this);
 
   private FunnelDevice(long handle) {
     this.handle = handle;
     this.backend = nativeBackend(handle);
+  }
+
+  /** The device's pinned host memory pool. */
+  public PinnedPool pinnedPool() {
+    return pinnedPool;
   }
 
   /**

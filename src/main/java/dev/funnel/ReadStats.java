@@ -28,12 +28,14 @@ public record ReadStats(
     long bytesOut,
     long parseNanos,
     long planNanos,
-    long submitNanos) {
+    long submitNanos,
+    long stagedPartitions,
+    long bytesStaged) {
 
   static ReadStats of(long[] v) {
     return new ReadStats(
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
-        v[14], v[15], v[16], v[17], v[18], v[19]);
+        v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21]);
   }
 
   /** One JSON object, snake_case keys as in funnel.h. */
@@ -58,6 +60,8 @@ public record ReadStats(
         + ", \"parse_ns\": " + parseNanos
         + ", \"plan_ns\": " + planNanos
         + ", \"submit_ns\": " + submitNanos
+        + ", \"staged_partitions\": " + stagedPartitions
+        + ", \"bytes_staged\": " + bytesStaged
         + "}";
   }
 }

@@ -1,0 +1,35 @@
+/* pool.h: the pinned host pool of a device: one page-locked allocation,
+ * made once (the first time a read or a caller needs it; cuMemHostAlloc
+ * costs ~130 ms per 256 MiB) and carved by a first-fit free list. It
+ * stages pageable partitions and segment tables, and backs the buffers
+ * callers allocate to fetch partitions straight into pinned memory. */
+#ifndef FUNNEL_POOL_H
+#define FUNNEL_POOL_H
+
+#include <pthread.h>
+
+#include "backend.h"
+
+struct funnel__pool {
+  pthread_mutex_t mu;
+  struct funnel_backend *be;
+  uint8_t *base;           /* NULL until first use */
+  int64_t size;
+  int64_t in_use;
+  int failed;              /* the one allocation failed: do not retry per read */
+  struct funnel__pool_block *free_list; /* sorted by offset, coalesced */
+};
+
+void funnel__pool_init(struct funnel__pool *pool, struct funnel_backend *be, int64_t size);
+void funnel__pool_release(struct funnel__pool *pool);
+
+/* A block of at least `size` bytes, 64-byte aligned, or NULL when the pool
+ * cannot hold it (the caller then falls back; a NULL is not an error). */
+void *funnel__pool_alloc(struct funnel__pool *pool, int64_t size);
+void funnel__pool_free(struct funnel__pool *pool, void *ptr, int64_t size);
+
+/* Whether [ptr, ptr + size) lies inside the pool: memory the device reads
+ * without staging. */
+bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t size);
+
+#endif

@@ -1,0 +1,146 @@
+/* check.c: the native tests' harness (see check.h). */
+#include "check.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* After this many printed failures the rest are only counted, so a broken
+ * loop of 20000 cases stays readable. */
+#define MAX_PRINTED 40
+
+/* atomic: tests that read from several threads check from each of them */
+static atomic_long failures;
+static char context[256];
+
+long check_failures(void) { return failures; }
+
+void check_context(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(context, sizeof(context), fmt, ap);
+  va_end(ap);
+}
+
+static void vfail(const char *file, int line, const char *fmt, va_list ap) {
+  long n = ++failures;
+  if (n > MAX_PRINTED) {
+    if (n == MAX_PRINTED + 1) fprintf(stderr, "  (further failures are counted, not printed)\n");
+    return;
+  }
+  fprintf(stderr, "  %s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  if (context[0]) fprintf(stderr, "  [%s]", context);
+  fputc('\n', stderr);
+}
+
+void check_fail(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(file, line, fmt, ap);
+  va_end(ap);
+}
+
+int check_true_at(const char *file, int line, const char *expr, int ok) {
+  if (!ok) check_fail(file, line, "CHECK(%s) failed", expr);
+  return ok;
+}
+
+int check_eq_i64_at(const char *file, int line, const char *a_expr, const char *b_expr,
+                    int64_t a, int64_t b) {
+  if (a == b) return 1;
+  check_fail(file, line, "%s == %s failed: %lld != %lld", a_expr, b_expr, (long long)a,
+             (long long)b);
+  return 0;
+}
+
+int check_eq_str_at(const char *file, int line, const char *a_expr, const char *b_expr,
+                    const char *a, const char *b) {
+  if (a != NULL && b != NULL && strcmp(a, b) == 0) return 1;
+  check_fail(file, line, "%s == %s failed: \"%s\" != \"%s\"", a_expr, b_expr,
+             a ? a : "(null)", b ? b : "(null)");
+  return 0;
+}
+
+int check_mem_at(const char *file, int line, const char *a_expr, const char *b_expr,
+                 const void *a, const void *b, int64_t n) {
+  const uint8_t *x = a, *y = b;
+  for (int64_t i = 0; i < n; i++)
+    if (x[i] != y[i]) {
+      check_fail(file, line, "%s == %s failed: %lld bytes differ first at byte %lld: 0x%02x != 0x%02x",
+                 a_expr, b_expr, (long long)n, (long long)i, x[i], y[i]);
+      return 0;
+    }
+  return 1;
+}
+
+int check_status_at(const char *file, int line, const char *expr, int st, int expected,
+                    const struct funnel_error *err) {
+  if (st != expected) {
+    check_fail(file, line, "%s is %s, expected %s: \"%s\"", expr, funnel_code_name(st),
+               funnel_code_name(expected), err ? err->message : "(no error struct)");
+    return 0;
+  }
+  if (expected == FUNNEL_OK || err == NULL) return 1;
+  if (err->code != expected) {
+    check_fail(file, line, "%s: error.code is %s, expected %s", expr, funnel_code_name(err->code),
+               funnel_code_name(expected));
+    return 0;
+  }
+  if (err->message[0] == '\0') {
+    check_fail(file, line, "%s: %s with an empty message", expr, funnel_code_name(expected));
+    return 0;
+  }
+  return 1;
+}
+
+uint64_t check_rand(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t check_rand_below(uint64_t *state, uint64_t n) { return check_rand(state) % n; }
+
+int check_main(int argc, char **argv, const struct check_test *tests, size_t count) {
+  const char *filter = argc > 1 ? argv[1] : NULL;
+  int ran = 0, failed = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (filter != NULL && strstr(tests[i].name, filter) == NULL) continue;
+    long before = failures;
+    context[0] = '\0';
+    fprintf(stderr, "[ RUN  ] %s\n", tests[i].name);
+    tests[i].fn();
+    ran++;
+    if (failures != before) {
+      failed++;
+      fprintf(stderr, "[ FAIL ] %s (%ld failed checks)\n", tests[i].name, failures - before);
+    } else {
+      fprintf(stderr, "[   OK ] %s\n", tests[i].name);
+    }
+  }
+  fprintf(stderr, "%d tests, %d failed, %ld failed checks\n", ran, failed, check_failures());
+  if (ran == 0) {
+    fprintf(stderr, "no test matches '%s'\n", filter ? filter : "");
+    return 2;
+  }
+  return check_failures() != 0;
+}
+
+const char *check_backend(void) {
+  const char *k = getenv("FUNNEL_TEST_BACKEND");
+  return k != NULL && *k ? k : "cpu";
+}
+
+int check_device_open(struct funnel_device **out, struct funnel_error *err) {
+  int st = funnel_device_open(check_backend(), out, err);
+  if (st == FUNNEL_OK && strcmp(check_backend(), "auto") != 0 &&
+      strcmp(funnel_device_backend(*out), check_backend()) != 0) {
+    check_fail(__FILE__, __LINE__, "asked for backend %s, got %s", check_backend(),
+               funnel_device_backend(*out));
+  }
+  return st;
+}

@@ -1,0 +1,578 @@
+/* ipc_writer.c: see ipc_writer.h. Little-endian hosts only, like funnel. */
+#include "ipc_writer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (q == NULL) {
+    fprintf(stderr, "ipc_writer: out of memory\n");
+    abort();
+  }
+  return q;
+}
+
+/* ------------------------------------------------------------------ bytes */
+
+static void buf_reserve(struct iw_buf *b, size_t extra) {
+  if (b->cap - b->len >= extra) return;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap - b->len < extra) cap *= 2;
+  b->data = xrealloc(b->data, cap);
+  b->cap = cap;
+}
+
+void iw_buf_append(struct iw_buf *b, const void *bytes, size_t n) {
+  if (n == 0) return;
+  buf_reserve(b, n);
+  if (bytes != NULL) memcpy(b->data + b->len, bytes, n);
+  else memset(b->data + b->len, 0, n);
+  b->len += n;
+}
+
+void iw_buf_free(struct iw_buf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+uint8_t *iw_dup(const void *bytes, size_t n) {
+  uint8_t *p = xrealloc(NULL, n);
+  if (n) memcpy(p, bytes, n);
+  return p;
+}
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* Pads with zeros until len % align == 0, then reserves `size` zero bytes;
+ * returns where they start. */
+static size_t buf_alloc(struct iw_buf *b, size_t size, size_t align) {
+  while (b->len % align) iw_buf_append(b, NULL, 1);
+  size_t at = b->len;
+  iw_buf_append(b, NULL, size);
+  return at;
+}
+
+/* ------------------------------------------------------------- flatbuffer */
+
+enum { S_ABSENT = 0, S_U8, S_I16, S_I32, S_I64, S_REF };
+
+struct slot {
+  int kind;
+  int64_t value; /* scalars; a REF is patched later */
+};
+
+static size_t slot_size(int kind) {
+  switch (kind) {
+    case S_U8: return 1;
+    case S_I16: return 2;
+    case S_I32: case S_REF: return 4;
+    case S_I64: return 8;
+    default: return 0;
+  }
+}
+
+#define MAX_SLOTS 8
+
+/* Writes a vtable and then its table (soffset = table - vtable > 0).
+ * Fields are laid out largest first, each naturally aligned (the table
+ * starts 8-aligned). at[i] gets the absolute position of field i, 0 when
+ * absent. Returns the table's position. */
+static size_t fb_table(struct iw_buf *b, int n, const struct slot *s, size_t at[]) {
+  uint16_t off[MAX_SLOTS] = {0};
+  size_t cursor = 4; /* after the soffset */
+  for (size_t size = 8; size >= 1; size /= 2)
+    for (int i = 0; i < n; i++)
+      if (slot_size(s[i].kind) == size) {
+        cursor = (cursor + size - 1) / size * size;
+        off[i] = (uint16_t)cursor;
+        cursor += size;
+      }
+  size_t vt = buf_alloc(b, 4 + 2 * (size_t)n, 2);
+  put16(b->data + vt, (uint16_t)(4 + 2 * n));
+  put16(b->data + vt + 2, (uint16_t)cursor);
+  for (int i = 0; i < n; i++) put16(b->data + vt + 4 + 2 * i, off[i]);
+  size_t t = buf_alloc(b, cursor, 8);
+  put32(b->data + t, (uint32_t)(int32_t)(t - vt));
+  for (int i = 0; i < n; i++) {
+    at[i] = off[i] ? t + off[i] : 0;
+    uint8_t *p = b->data + t + off[i];
+    switch (s[i].kind) {
+      case S_U8: *p = (uint8_t)s[i].value; break;
+      case S_I16: put16(p, (uint16_t)s[i].value); break;
+      case S_I32: put32(p, (uint32_t)s[i].value); break;
+      case S_I64: put64(p, (uint64_t)s[i].value); break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+/* Points the uoffset at `at` to `target`, which must come after it. */
+static void fb_patch(struct iw_buf *b, size_t at, size_t target) {
+  if (target <= at) {
+    fprintf(stderr, "ipc_writer: uoffset at %zu to %zu does not point forward\n", at, target);
+    abort();
+  }
+  put32(b->data + at, (uint32_t)(target - at));
+}
+
+/* A vector of `count` elements of `elem` bytes whose first element is
+ * `align`-aligned (align >= 4). Returns the position of its length. */
+static size_t fb_vector(struct iw_buf *b, uint32_t count, size_t elem, size_t align) {
+  while ((b->len + 4) % align) iw_buf_append(b, NULL, 1);
+  size_t v = buf_alloc(b, 4 + count * elem, 4);
+  put32(b->data + v, count);
+  return v;
+}
+
+static size_t fb_string(struct iw_buf *b, const char *s) {
+  size_t n = strlen(s);
+  size_t v = buf_alloc(b, 4 + n + 1, 4);
+  put32(b->data + v, (uint32_t)n);
+  memcpy(b->data + v + 4, s, n);
+  return v;
+}
+
+static size_t fb_empty_table(struct iw_buf *b) {
+  size_t none[1];
+  return fb_table(b, 0, NULL, none);
+}
+
+/* ----------------------------------------------------------------- schema */
+
+int iw_value_width(const struct iw_field *f) {
+  switch (f->type) {
+    case FUNNEL_TYPE_INT8: case FUNNEL_TYPE_UINT8: return 1;
+    case FUNNEL_TYPE_INT16: case FUNNEL_TYPE_UINT16: return 2;
+    case FUNNEL_TYPE_INT32: case FUNNEL_TYPE_UINT32: case FUNNEL_TYPE_FLOAT32:
+    case FUNNEL_TYPE_DATE32: return 4;
+    case FUNNEL_TYPE_INT64: case FUNNEL_TYPE_UINT64: case FUNNEL_TYPE_FLOAT64:
+    case FUNNEL_TYPE_DATE64: case FUNNEL_TYPE_TIMESTAMP: return 8;
+    case FUNNEL_TYPE_DECIMAL128: return 16;
+    case FUNNEL_TYPE_FIXED_SIZE_BINARY: return f->byte_width;
+    default: return 0;
+  }
+}
+
+int iw_offset_width(const struct iw_field *f) {
+  switch (f->type) {
+    case FUNNEL_TYPE_UTF8: case FUNNEL_TYPE_BINARY: return 4;
+    case FUNNEL_TYPE_LARGE_UTF8: case FUNNEL_TYPE_LARGE_BINARY: return 8;
+    default: return 0;
+  }
+}
+
+int iw_buffer_count(const struct iw_field *f) { return iw_offset_width(f) ? 3 : 2; }
+
+static size_t int_table(struct iw_buf *b, int bits, int is_signed) {
+  size_t at[2];
+  struct slot s[2] = {{S_I32, bits}, {S_U8, is_signed}};
+  return fb_table(b, 2, s, at);
+}
+
+/* The Type union tag and table of `f`; returns the table's position. */
+static size_t type_table(struct iw_buf *b, const struct iw_field *f, int *tag) {
+  size_t at[3];
+  switch (f->type) {
+    case FUNNEL_TYPE_INT8: case FUNNEL_TYPE_INT16: case FUNNEL_TYPE_INT32: case FUNNEL_TYPE_INT64:
+      *tag = IW_TAG_INT;
+      return int_table(b, 8 * iw_value_width(f), 1);
+    case FUNNEL_TYPE_UINT8: case FUNNEL_TYPE_UINT16: case FUNNEL_TYPE_UINT32: case FUNNEL_TYPE_UINT64:
+      *tag = IW_TAG_INT;
+      return int_table(b, 8 * iw_value_width(f), 0);
+    case FUNNEL_TYPE_FLOAT32: case FUNNEL_TYPE_FLOAT64: case IW_TYPE_FLOAT16: {
+      *tag = IW_TAG_FLOATING_POINT;
+      int precision = f->type == IW_TYPE_FLOAT16 ? 0 : f->type == FUNNEL_TYPE_FLOAT32 ? 1 : 2;
+      struct slot s[1] = {{S_I16, precision}};
+      return fb_table(b, 1, s, at);
+    }
+    case FUNNEL_TYPE_BOOL: *tag = IW_TAG_BOOL; return fb_empty_table(b);
+    case FUNNEL_TYPE_DATE32: case FUNNEL_TYPE_DATE64: {
+      *tag = IW_TAG_DATE;
+      struct slot s[1] = {{S_I16, f->type == FUNNEL_TYPE_DATE32 ? 0 : 1}};
+      return fb_table(b, 1, s, at);
+    }
+    case FUNNEL_TYPE_TIMESTAMP: {
+      *tag = IW_TAG_TIMESTAMP;
+      struct slot s[2] = {{S_I16, f->time_unit}, {f->timezone ? S_REF : S_ABSENT, 0}};
+      size_t t = fb_table(b, 2, s, at);
+      if (f->timezone) fb_patch(b, at[1], fb_string(b, f->timezone));
+      return t;
+    }
+    case FUNNEL_TYPE_DECIMAL128: case IW_TYPE_DECIMAL256: {
+      *tag = IW_TAG_DECIMAL;
+      struct slot s[3] = {{S_I32, f->precision}, {S_I32, f->scale},
+                          {S_I32, f->type == IW_TYPE_DECIMAL256 ? 256 : 128}};
+      return fb_table(b, 3, s, at);
+    }
+    case FUNNEL_TYPE_FIXED_SIZE_BINARY: {
+      *tag = IW_TAG_FIXED_SIZE_BINARY;
+      struct slot s[1] = {{S_I32, f->byte_width}};
+      return fb_table(b, 1, s, at);
+    }
+    case FUNNEL_TYPE_UTF8: *tag = IW_TAG_UTF8; return fb_empty_table(b);
+    case FUNNEL_TYPE_BINARY: *tag = IW_TAG_BINARY; return fb_empty_table(b);
+    case FUNNEL_TYPE_LARGE_UTF8: *tag = IW_TAG_LARGE_UTF8; return fb_empty_table(b);
+    case FUNNEL_TYPE_LARGE_BINARY: *tag = IW_TAG_LARGE_BINARY; return fb_empty_table(b);
+    case IW_TYPE_LIST: *tag = IW_TAG_LIST; return fb_empty_table(b);
+    case IW_TYPE_STRUCT: *tag = IW_TAG_STRUCT; return fb_empty_table(b);
+    case IW_TYPE_UTF8_VIEW: *tag = IW_TAG_UTF8_VIEW; return fb_empty_table(b);
+    case IW_TYPE_RAW: *tag = f->raw_tag; return fb_empty_table(b);
+    default:
+      fprintf(stderr, "ipc_writer: unknown field type %d\n", f->type);
+      abort();
+  }
+}
+
+/* Writes a Field table and points the uoffset at `ref` to it. */
+static void field_table(struct iw_buf *b, size_t ref, const struct iw_field *f) {
+  /* List and Struct carry one int32 child, as Arrow writes them */
+  static const struct iw_field item = {.type = FUNNEL_TYPE_INT32, .name = "item", .nullable = 1};
+  static const struct iw_field a = {.type = FUNNEL_TYPE_INT32, .name = "a", .nullable = 1};
+  const struct iw_field *child =
+      f->type == IW_TYPE_LIST ? &item : f->type == IW_TYPE_STRUCT ? &a : NULL;
+  int tag = 0;
+  /* the tag is known only once the type table is written, so patch it */
+  size_t at[6];
+  struct slot s[6] = {{S_REF, 0}, {S_U8, f->nullable ? 1 : 0}, {S_U8, 0}, {S_REF, 0},
+                      {f->dictionary ? S_REF : S_ABSENT, 0}, {S_REF, 0}};
+  size_t t = fb_table(b, 6, s, at);
+  fb_patch(b, ref, t);
+  fb_patch(b, at[0], fb_string(b, f->name ? f->name : ""));
+  size_t ty = type_table(b, f, &tag);
+  b->data[at[2]] = (uint8_t)tag;
+  fb_patch(b, at[3], ty);
+  if (f->dictionary) {
+    size_t dat[3];
+    struct slot ds[3] = {{S_I64, 0}, {S_REF, 0}, {S_U8, 0}};
+    size_t d = fb_table(b, 3, ds, dat);
+    fb_patch(b, at[4], d);
+    fb_patch(b, dat[1], int_table(b, 32, 1));
+  }
+  size_t children = fb_vector(b, child ? 1 : 0, 4, 4);
+  fb_patch(b, at[5], children);
+  if (child) field_table(b, children + 4, child);
+}
+
+/* ---------------------------------------------------------------- message */
+
+/* Starts a Message flatbuffer in `meta`: the root uoffset, then the
+ * Message table. Returns the position of the header uoffset to patch. */
+static size_t message_begin(struct iw_buf *meta, const struct iw_options *o, int header_type,
+                            int64_t body_length, size_t at[4]) {
+  size_t root = buf_alloc(meta, 4, 4);
+  struct slot s[4] = {{S_I16, o && o->version ? o->version : 4}, {S_U8, header_type},
+                      {S_REF, 0}, {S_I64, body_length}};
+  size_t t = fb_table(meta, 4, s, at);
+  fb_patch(meta, root, t);
+  return at[2];
+}
+
+/* Appends prefix, metadata (padded so the body starts 8-aligned in `out`)
+ * and body; shifts the metadata-relative positions in `layout` to `out`. */
+static void message_frame(struct iw_buf *out, const struct iw_buf *meta, const uint8_t *body,
+                          size_t body_length, const struct iw_options *o, const size_t at[4],
+                          struct iw_layout *layout) {
+  const size_t prefix = o && o->legacy ? 4 : 8;
+  size_t start = out->len;
+  size_t meta_len = meta->len;
+  while ((start + prefix + meta_len) % 8) meta_len++;
+  uint8_t head[8];
+  put32(head, 0xFFFFFFFFu);
+  put32(head + 4, (uint32_t)meta_len);
+  iw_buf_append(out, prefix == 8 ? head : head + 4, prefix);
+  size_t m = out->len;
+  iw_buf_append(out, meta->data, meta->len);
+  iw_buf_append(out, NULL, meta_len - meta->len);
+  size_t body_at = out->len;
+  iw_buf_append(out, body, body_length);
+  if (layout != NULL) {
+    /* relative positions were filled by the caller; make them absolute */
+    size_t *rel[] = {&layout->length_field, &layout->nodes, &layout->buffers, &layout->fields};
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
+      if (*rel[i]) *rel[i] += m;
+    layout->message = start;
+    layout->metadata = m;
+    layout->metadata_length = meta_len;
+    layout->body = body_at;
+    layout->body_length = body_length;
+    layout->version_field = m + at[0];
+    layout->header_type_field = m + at[1];
+    layout->body_length_field = m + at[3];
+    uint32_t header;
+    memcpy(&header, meta->data + at[2], 4);
+    layout->header = m + at[2] + header;
+  }
+}
+
+/* Writes a Schema table and points the uoffset at `ref` to it; returns the
+ * position of its fields vector. */
+static size_t schema_table(struct iw_buf *b, size_t ref, const struct iw_schema *s) {
+  size_t sat[2];
+  struct slot ss[2] = {{s->big_endian ? S_I16 : S_ABSENT, s->big_endian ? 1 : 0}, {S_REF, 0}};
+  size_t t = fb_table(b, 2, ss, sat);
+  fb_patch(b, ref, t);
+  size_t fields = fb_vector(b, (uint32_t)s->n_fields, 4, 4);
+  fb_patch(b, sat[1], fields);
+  for (int i = 0; i < s->n_fields; i++) field_table(b, fields + 4 + 4 * (size_t)i, &s->fields[i]);
+  return fields;
+}
+
+void iw_schema_message(struct iw_buf *out, const struct iw_schema *s, const struct iw_options *o,
+                       struct iw_layout *layout) {
+  struct iw_buf meta = {0};
+  size_t at[4];
+  size_t header = message_begin(&meta, o, 1, 0, at);
+  struct iw_layout l = {0};
+  l.fields = schema_table(&meta, header, s);
+  message_frame(out, &meta, NULL, 0, o, at, &l);
+  if (layout != NULL) *layout = l;
+  iw_buf_free(&meta);
+}
+
+void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t length,
+                      const struct iw_column *cols, const struct iw_options *o,
+                      struct iw_layout *layout) {
+  /* the body first: it fixes bodyLength and the Buffer structs */
+  int n_buffers = 0;
+  for (int i = 0; i < s->n_fields; i++) n_buffers += iw_buffer_count(&s->fields[i]);
+  int64_t *boff = xrealloc(NULL, sizeof(int64_t) * 2 * (size_t)(n_buffers ? n_buffers : 1));
+  struct iw_buf body = {0};
+  int k = 0;
+  for (int i = 0; i < s->n_fields; i++) {
+    const struct iw_column *c = &cols[i];
+    const void *ptr[3] = {c->validity, c->data, NULL};
+    int64_t len[3] = {c->validity_length, c->data_length, 0};
+    if (iw_buffer_count(&s->fields[i]) == 3) {
+      ptr[1] = c->offsets;
+      len[1] = c->offsets_length;
+      ptr[2] = c->data;
+      len[2] = c->data_length;
+    }
+    for (int j = 0; j < iw_buffer_count(&s->fields[i]); j++, k++) {
+      boff[2 * k] = (int64_t)body.len;
+      boff[2 * k + 1] = len[j];
+      iw_buf_append(&body, ptr[j], (size_t)len[j]);
+      while (body.len % 8) iw_buf_append(&body, NULL, 1);
+    }
+  }
+
+  struct iw_buf meta = {0};
+  size_t at[4], rat[4];
+  size_t header = message_begin(&meta, o, 3, (int64_t)body.len, at);
+  int compressed = o && o->compression;
+  struct slot rs[4] = {{S_I64, length}, {S_REF, 0}, {S_REF, 0}, {compressed ? S_REF : S_ABSENT, 0}};
+  size_t t = fb_table(&meta, 4, rs, rat);
+  fb_patch(&meta, header, t);
+  size_t nodes = fb_vector(&meta, (uint32_t)s->n_fields, 16, 8);
+  fb_patch(&meta, rat[1], nodes);
+  for (int i = 0; i < s->n_fields; i++) {
+    put64(meta.data + nodes + 4 + 16 * (size_t)i, (uint64_t)cols[i].length);
+    put64(meta.data + nodes + 12 + 16 * (size_t)i, (uint64_t)cols[i].null_count);
+  }
+  size_t buffers = fb_vector(&meta, (uint32_t)n_buffers, 16, 8);
+  fb_patch(&meta, rat[2], buffers);
+  for (int j = 0; j < n_buffers; j++) {
+    put64(meta.data + buffers + 4 + 16 * (size_t)j, (uint64_t)boff[2 * j]);
+    put64(meta.data + buffers + 12 + 16 * (size_t)j, (uint64_t)boff[2 * j + 1]);
+  }
+  if (compressed) {
+    size_t cat[2];
+    struct slot cs[2] = {{S_U8, o->compression - 1}, {S_U8, 0}};
+    fb_patch(&meta, rat[3], fb_table(&meta, 2, cs, cat));
+  }
+  struct iw_layout l = {0};
+  l.length_field = rat[0];
+  l.nodes = nodes + 4;
+  l.buffers = buffers + 4;
+  message_frame(out, &meta, body.data, body.len, o, at, &l);
+  if (layout != NULL) *layout = l;
+  iw_buf_free(&meta);
+  iw_buf_free(&body);
+  free(boff);
+}
+
+void iw_dictionary_message(struct iw_buf *out, const struct iw_options *o,
+                           struct iw_layout *layout) {
+  struct iw_buf meta = {0};
+  size_t at[4], dat[3], rat[3];
+  size_t header = message_begin(&meta, o, 2, 0, at);
+  struct slot ds[3] = {{S_I64, 0}, {S_REF, 0}, {S_U8, 0}};
+  size_t d = fb_table(&meta, 3, ds, dat);
+  fb_patch(&meta, header, d);
+  struct slot rs[3] = {{S_I64, 0}, {S_REF, 0}, {S_REF, 0}};
+  size_t r = fb_table(&meta, 3, rs, rat);
+  fb_patch(&meta, dat[1], r);
+  fb_patch(&meta, rat[1], fb_vector(&meta, 0, 16, 8));
+  fb_patch(&meta, rat[2], fb_vector(&meta, 0, 16, 8));
+  struct iw_layout l = {0};
+  message_frame(out, &meta, NULL, 0, o, at, &l);
+  if (layout != NULL) *layout = l;
+  iw_buf_free(&meta);
+}
+
+void iw_eos(struct iw_buf *out, const struct iw_options *o) {
+  uint8_t eos[8];
+  put32(eos, 0xFFFFFFFFu);
+  put32(eos + 4, 0);
+  if (o && o->legacy) iw_buf_append(out, eos + 4, 4);
+  else iw_buf_append(out, eos, 8);
+}
+
+static const char arrow_magic[6] = {'A', 'R', 'R', 'O', 'W', '1'};
+
+void iw_file_begin(struct iw_buf *out) {
+  iw_buf_append(out, arrow_magic, 6);
+  iw_buf_append(out, NULL, 2);
+}
+
+void iw_file_end(struct iw_buf *out, const struct iw_schema *s, const struct iw_layout *batches,
+                 int n_batches) {
+  while (out->len % 8) iw_buf_append(out, NULL, 1);
+  struct iw_buf fb = {0};
+  size_t root = buf_alloc(&fb, 4, 4);
+  size_t at[4];
+  struct slot fs[4] = {{S_I16, 4}, {S_REF, 0}, {S_REF, 0}, {S_REF, 0}};
+  size_t t = fb_table(&fb, 4, fs, at);
+  fb_patch(&fb, root, t);
+  schema_table(&fb, at[1], s);
+  fb_patch(&fb, at[2], fb_vector(&fb, 0, 24, 8));
+  size_t blocks = fb_vector(&fb, (uint32_t)n_batches, 24, 8);
+  fb_patch(&fb, at[3], blocks);
+  for (int i = 0; i < n_batches; i++) {
+    /* Block {offset: long, metaDataLength: int, (4 bytes padding), bodyLength: long} */
+    uint8_t *p = fb.data + blocks + 4 + 24 * (size_t)i;
+    put64(p, (uint64_t)batches[i].message);
+    put32(p + 8, (uint32_t)(batches[i].body - batches[i].message));
+    put64(p + 16, (uint64_t)batches[i].body_length);
+  }
+  iw_buf_append(out, fb.data, fb.len);
+  uint8_t size[4];
+  put32(size, (uint32_t)fb.len);
+  iw_buf_append(out, size, 4);
+  iw_buf_append(out, arrow_magic, 6);
+  iw_buf_free(&fb);
+}
+
+/* ------------------------------------------------------------ test tables */
+
+void iw_col_random(struct iw_col *c, const struct iw_field *f, int64_t rows, int null_permille,
+                   uint64_t *rng) {
+  memset(c, 0, sizeof(*c));
+  c->field = *f;
+  c->rows = rows;
+  size_t n = (size_t)rows;
+  c->valid = xrealloc(NULL, n);
+  for (size_t r = 0; r < n; r++)
+    c->valid[r] = !f->nullable || (int)check_rand_below(rng, 1000) >= null_permille;
+  if (iw_offset_width(f)) {
+    c->ends = xrealloc(NULL, n * sizeof(int64_t));
+    int64_t total = 0;
+    for (size_t r = 0; r < n; r++) {
+      /* nulls are mostly empty, as writers make them, but not always */
+      int64_t len = (int64_t)check_rand_below(rng, 9);
+      if (!c->valid[r] && check_rand_below(rng, 4) != 0) len = 0;
+      total += len;
+      c->ends[r] = total;
+    }
+    c->chars = xrealloc(NULL, (size_t)total);
+    for (int64_t i = 0; i < total; i++) c->chars[i] = (uint8_t)('a' + check_rand_below(rng, 26));
+  } else if (f->type == FUNNEL_TYPE_BOOL) {
+    c->values = xrealloc(NULL, n);
+    for (size_t r = 0; r < n; r++) c->values[r] = (uint8_t)(check_rand(rng) & 1);
+  } else {
+    size_t bytes = n * (size_t)iw_value_width(f);
+    c->values = xrealloc(NULL, bytes);
+    for (size_t i = 0; i < bytes; i++) c->values[i] = (uint8_t)check_rand(rng);
+  }
+}
+
+void iw_col_free(struct iw_col *c) {
+  free(c->valid);
+  free(c->values);
+  free(c->ends);
+  free(c->chars);
+  memset(c, 0, sizeof(*c));
+}
+
+static uint64_t pick(const struct iw_encode *e, uint64_t n) {
+  return e->rng ? check_rand_below(e->rng, n) : 0;
+}
+
+/* A bitmap of bits[r0, r1) (one byte per bit in `bits`), with junk or
+ * zeros after the last bit. */
+static uint8_t *bitmap(const uint8_t *bits, int64_t r0, int64_t r1, const struct iw_encode *e,
+                       int64_t *size) {
+  int64_t n = r1 - r0;
+  *size = (n + 7) / 8;
+  uint8_t *p = xrealloc(NULL, (size_t)*size);
+  for (int64_t i = 0; i < *size; i++)
+    p[i] = e->junk_padding && e->rng ? (uint8_t)check_rand(e->rng) : 0;
+  for (int64_t r = 0; r < n; r++) {
+    uint8_t mask = (uint8_t)(1u << (r % 8));
+    if (bits == NULL || bits[r0 + r]) p[r / 8] |= mask;
+    else p[r / 8] &= (uint8_t)~mask;
+  }
+  return p;
+}
+
+void iw_batch_from_cols(struct iw_buf *out, const struct iw_schema *s, const struct iw_col *cols,
+                        int64_t r0, int64_t r1, const struct iw_encode *e_in,
+                        const struct iw_options *o) {
+  static const struct iw_encode none = {0};
+  const struct iw_encode *e = e_in ? e_in : &none;
+  const int64_t n = r1 - r0;
+  struct iw_column *ic = xrealloc(NULL, sizeof(*ic) * (size_t)(s->n_fields ? s->n_fields : 1));
+  void **owned = xrealloc(NULL, sizeof(void *) * 3 * (size_t)(s->n_fields ? s->n_fields : 1));
+  int n_owned = 0;
+  for (int i = 0; i < s->n_fields; i++) {
+    const struct iw_col *c = &cols[i];
+    const struct iw_field *f = &s->fields[i];
+    struct iw_column *x = &ic[i];
+    memset(x, 0, sizeof(*x));
+    x->length = n;
+    for (int64_t r = r0; r < r1; r++) x->null_count += !c->valid[r];
+    if (x->null_count > 0 || (e->vary && pick(e, 2))) {
+      uint8_t *v = bitmap(x->null_count > 0 ? c->valid : NULL, r0, r1, e, &x->validity_length);
+      x->validity = owned[n_owned++] = v;
+    }
+    const int ow = iw_offset_width(f);
+    if (ow) {
+      int64_t base = e->offset_base + (e->vary ? (int64_t)pick(e, 10) : 0);
+      int64_t first = iw_col_start(c, r0), last = r1 > r0 ? c->ends[r1 - 1] : first;
+      int64_t tail = e->vary ? (int64_t)pick(e, 5) : 0;
+      uint8_t *data = xrealloc(NULL, (size_t)(base + (last - first) + tail));
+      for (int64_t j = 0; j < base; j++) data[j] = (uint8_t)('A' + pick(e, 26));
+      memcpy(data + base, c->chars + first, (size_t)(last - first));
+      for (int64_t j = 0; j < tail; j++) data[base + (last - first) + j] = '#';
+      x->data = owned[n_owned++] = data;
+      x->data_length = base + (last - first) + tail;
+      if (n == 0 && e->vary && pick(e, 2)) continue; /* an empty offsets buffer */
+      uint8_t *offs = xrealloc(NULL, (size_t)((n + 1) * ow));
+      for (int64_t k = 0; k <= n; k++) {
+        int64_t v = base + (k == 0 ? 0 : c->ends[r0 + k - 1] - first);
+        if (ow == 4) put32(offs + 4 * k, (uint32_t)v);
+        else put64(offs + 8 * k, (uint64_t)v);
+      }
+      x->offsets = owned[n_owned++] = offs;
+      x->offsets_length = (n + 1) * ow;
+    } else if (f->type == FUNNEL_TYPE_BOOL) {
+      x->data = owned[n_owned++] = bitmap(c->values, r0, r1, e, &x->data_length);
+    } else {
+      int w = iw_value_width(f);
+      x->data = c->values + r0 * w;
+      x->data_length = n * w;
+    }
+  }
+  iw_batch_message(out, s, n, ic, o, e->layout);
+  for (int i = 0; i < n_owned; i++) free(owned[i]);
+  free(owned);
+  free(ic);
+}

@@ -1,0 +1,182 @@
+/* ipc_writer.h: a small Arrow IPC streaming-format writer for the tests.
+ *
+ * It shares no code with funnel's reader: the flatbuffers are written by
+ * hand from Message.fbs and Schema.fbs, front to back (every uoffset points
+ * forward and is patched once its target is written; each vtable sits just
+ * before its table). An encapsulated message is the continuation marker
+ * 0xFFFFFFFF, the int32 metadata length (padded so the body starts 8-byte
+ * aligned), the Message flatbuffer, then the body, whose buffers are each
+ * padded to 8 bytes. Legacy framing (before Arrow 0.15) drops the marker.
+ *
+ * Two layers:
+ *  - messages from buffers (iw_schema_message, iw_batch_message, iw_eos):
+ *    the caller says exactly what goes in each buffer, including offsets
+ *    that do not start at 0 and bitmaps with junk in their padding bits;
+ *  - test tables (struct iw_col): random rows of a column, the source of
+ *    truth the tests compute their expected answers from with plain loops,
+ *    and iw_batch_from_cols to encode a slice of rows as a RecordBatch.
+ *
+ * Everything aborts on out-of-memory; these are tests. */
+#ifndef FUNNEL_TEST_IPC_WRITER_H
+#define FUNNEL_TEST_IPC_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "funnel.h"
+
+/* A growable byte buffer. Zero-initialize; iw_buf_free releases it. */
+struct iw_buf {
+  uint8_t *data;
+  size_t len, cap;
+};
+void iw_buf_free(struct iw_buf *b);
+void iw_buf_append(struct iw_buf *b, const void *bytes, size_t n);
+/* A malloc'd copy of exactly `n` bytes (at least 1 is allocated), so that
+ * ASan sees any read past the end. */
+uint8_t *iw_dup(const void *bytes, size_t n);
+
+/* Field types the tests write besides funnel's enum funnel_type_id. */
+enum {
+  IW_TYPE_FLOAT16 = 100, /* FloatingPoint{HALF} */
+  IW_TYPE_DECIMAL256,    /* Decimal{bitWidth 256} */
+  IW_TYPE_LIST,          /* List<int32> */
+  IW_TYPE_STRUCT,        /* Struct<a: int32> */
+  IW_TYPE_UTF8_VIEW,     /* Utf8View */
+  IW_TYPE_RAW            /* the union tag `raw_tag` with an empty type table */
+};
+
+/* Arrow's Type union tags (Schema.fbs). */
+enum {
+  IW_TAG_INT = 2, IW_TAG_FLOATING_POINT = 3, IW_TAG_BINARY = 4, IW_TAG_UTF8 = 5,
+  IW_TAG_BOOL = 6, IW_TAG_DECIMAL = 7, IW_TAG_DATE = 8, IW_TAG_TIME = 9,
+  IW_TAG_TIMESTAMP = 10, IW_TAG_LIST = 12, IW_TAG_STRUCT = 13,
+  IW_TAG_FIXED_SIZE_BINARY = 15, IW_TAG_LARGE_BINARY = 19, IW_TAG_LARGE_UTF8 = 20,
+  IW_TAG_UTF8_VIEW = 24
+};
+
+struct iw_field {
+  int type;              /* enum funnel_type_id or IW_TYPE_* */
+  const char *name;
+  int nullable;
+  int time_unit;         /* timestamp: enum funnel_time_unit */
+  const char *timezone;  /* timestamp: NULL writes no timezone */
+  int precision, scale;  /* decimal */
+  int byte_width;        /* fixed_size_binary */
+  int dictionary;        /* nonzero: dictionary-encoded, int32 indices */
+  int raw_tag;           /* IW_TYPE_RAW: the Type union tag */
+};
+
+struct iw_schema {
+  int n_fields;
+  const struct iw_field *fields;
+  int big_endian;        /* writes endianness = Big */
+};
+
+/* Bytes per value of a fixed-width type (0 for bool and variable width),
+ * and the offset width of a variable-width type (else 0). */
+int iw_value_width(const struct iw_field *f);
+int iw_offset_width(const struct iw_field *f);
+/* IPC buffers per field: 3 for variable width, else 2. */
+int iw_buffer_count(const struct iw_field *f);
+
+struct iw_options {
+  int legacy;       /* no continuation marker (framing before Arrow 0.15) */
+  int version;      /* MetadataVersion; 0 writes V5 (4) */
+  int compression;  /* RecordBatch BodyCompression: 0 none, 1 LZ4_FRAME, 2 ZSTD */
+};
+
+/* Where the last message went, as absolute offsets within the output
+ * buffer, for tests that corrupt a chosen field. 0 when not written. */
+struct iw_layout {
+  size_t message;           /* first byte of the message (its prefix) */
+  size_t metadata;          /* the Message flatbuffer */
+  size_t metadata_length;   /* padded, as in the prefix */
+  size_t body;
+  size_t body_length;
+  size_t version_field;     /* Message.version (int16) */
+  size_t header_type_field; /* Message.header_type (uint8) */
+  size_t body_length_field; /* Message.bodyLength (int64) */
+  size_t header;            /* the header table (Schema, RecordBatch, ...) */
+  size_t length_field;      /* RecordBatch.length (int64) */
+  size_t nodes;             /* RecordBatch.nodes[0]: {int64 length, null_count} */
+  size_t buffers;           /* RecordBatch.buffers[0]: {int64 offset, length} */
+  size_t fields;            /* Schema.fields vector (its uint32 count) */
+};
+
+/* One column of one record batch, buffer by buffer. A NULL pointer with a
+ * nonzero length writes that many zero bytes. */
+struct iw_column {
+  int64_t length;
+  int64_t null_count;
+  const void *validity;
+  int64_t validity_length;  /* 0: an empty validity buffer */
+  const void *offsets;      /* variable width only */
+  int64_t offsets_length;
+  const void *data;
+  int64_t data_length;
+};
+
+/* Appends an encapsulated Schema message. `o` and `layout` may be NULL. */
+void iw_schema_message(struct iw_buf *out, const struct iw_schema *s,
+                       const struct iw_options *o, struct iw_layout *layout);
+/* Appends a RecordBatch message of `length` rows; cols[i] follows the
+ * schema's field i (its buffer count). */
+void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t length,
+                      const struct iw_column *cols, const struct iw_options *o,
+                      struct iw_layout *layout);
+/* Appends a DictionaryBatch message (id 0, an empty int32 batch). */
+void iw_dictionary_message(struct iw_buf *out, const struct iw_options *o,
+                           struct iw_layout *layout);
+/* Appends the end-of-stream marker: 0xFFFFFFFF 0x00000000 (legacy: 0). */
+void iw_eos(struct iw_buf *out, const struct iw_options *o);
+
+/* The IPC file format: iw_file_begin writes "ARROW1" and 2 bytes of
+ * padding; the caller then appends a stream (Schema, RecordBatches, EOS),
+ * keeping each batch's layout (absolute offsets, so the file must start at
+ * offset 0 of `out`); iw_file_end writes the Footer (schema and a Block per
+ * batch), its int32 length and "ARROW1". */
+void iw_file_begin(struct iw_buf *out);
+void iw_file_end(struct iw_buf *out, const struct iw_schema *s, const struct iw_layout *batches,
+                 int n_batches);
+
+/* ----------------------------------------------------------- test tables */
+
+/* The rows of one column: what a test reads back must equal these, so the
+ * expected answer comes from here, never from funnel. */
+struct iw_col {
+  struct iw_field field;
+  int64_t rows;
+  uint8_t *valid;   /* rows bytes: 1 valid, 0 null */
+  uint8_t *values;  /* fixed width: rows * width bytes; bool: rows bytes of 0/1 */
+  int64_t *ends;    /* variable width: row r is chars[start(r), ends[r]) */
+  uint8_t *chars;
+};
+
+/* Fills `c` with `rows` random rows; about null_permille/1000 of them are
+ * null when the field is nullable. */
+void iw_col_random(struct iw_col *c, const struct iw_field *f, int64_t rows, int null_permille,
+                   uint64_t *rng);
+void iw_col_free(struct iw_col *c);
+static inline int64_t iw_col_start(const struct iw_col *c, int64_t r) {
+  return r == 0 ? 0 : c->ends[r - 1];
+}
+
+/* How iw_batch_from_cols encodes a slice. Zero-initialized: no validity
+ * buffer when a slice has no nulls, offsets from 0, zero padding. */
+struct iw_encode {
+  uint64_t *rng;          /* for the choices below and junk padding; NULL: none */
+  int junk_padding;       /* random bits after the last row of each bitmap */
+  int64_t offset_base;    /* offsets start here; junk bytes before the first value */
+  int vary;               /* each slice picks at random: all-ones validity when it
+                             has no nulls, an offset base in 0..9, an empty offsets
+                             buffer for 0 rows */
+  struct iw_layout *layout; /* when set, gets the batch message's layout */
+};
+
+/* Appends rows [r0, r1) of every column as one RecordBatch message. */
+void iw_batch_from_cols(struct iw_buf *out, const struct iw_schema *s,
+                        const struct iw_col *cols, int64_t r0, int64_t r1,
+                        const struct iw_encode *e, const struct iw_options *o);
+
+#endif

@@ -1,0 +1,157 @@
+/* test_parity.c: the device under test (FUNNEL_TEST_BACKEND, default cpu)
+ * against the cpu backend, byte for byte, on random tables: every type,
+ * nulls, 1 to 1000 partitions, several batches, empty blocks. On a host
+ * without a GPU both sides are cpu and the test checks determinism only;
+ * on the GPU host ci/gpu-test sets FUNNEL_TEST_BACKEND=cuda. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ipc_writer.h"
+
+static const struct iw_field FIELDS[] = {
+    {.type = FUNNEL_TYPE_INT8, .name = "i8", .nullable = 1},
+    {.type = FUNNEL_TYPE_INT16, .name = "i16", .nullable = 1},
+    {.type = FUNNEL_TYPE_INT32, .name = "i32", .nullable = 0},
+    {.type = FUNNEL_TYPE_INT64, .name = "i64", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT8, .name = "u8", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT16, .name = "u16", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT32, .name = "u32", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT64, .name = "u64", .nullable = 1},
+    {.type = FUNNEL_TYPE_FLOAT32, .name = "f32", .nullable = 1},
+    {.type = FUNNEL_TYPE_FLOAT64, .name = "f64", .nullable = 1},
+    {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 1},
+    {.type = FUNNEL_TYPE_BOOL, .name = "b_not_null", .nullable = 0},
+    {.type = FUNNEL_TYPE_DATE32, .name = "d32", .nullable = 1},
+    {.type = FUNNEL_TYPE_DATE64, .name = "d64", .nullable = 1},
+    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts", .nullable = 1, .time_unit = FUNNEL_TIME_MICROSECOND,
+     .timezone = "UTC"},
+    {.type = FUNNEL_TYPE_DECIMAL128, .name = "dec", .nullable = 1, .precision = 30, .scale = 4},
+    {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
+    {.type = FUNNEL_TYPE_BINARY, .name = "bin", .nullable = 1},
+    {.type = FUNNEL_TYPE_LARGE_UTF8, .name = "ls", .nullable = 1},
+    {.type = FUNNEL_TYPE_LARGE_BINARY, .name = "lbin", .nullable = 1},
+    {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "fsb", .nullable = 1, .byte_width = 7},
+};
+#define N_FIELDS ((int)(sizeof(FIELDS) / sizeof(FIELDS[0])))
+
+struct result {
+  struct funnel_table *table;
+  void *bufs[N_FIELDS][3];
+  struct funnel_column cols[N_FIELDS];
+};
+
+static int read_all(struct funnel_device *dev, const struct funnel_partition *parts, size_t n,
+                    struct result *r) {
+  struct funnel_reader *rd = NULL;
+  struct funnel_error err;
+  memset(r, 0, sizeof(*r));
+  if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return 0;
+  int ok = CHECK_OK(funnel_reader_read_async(rd, parts, n, 0, &r->table, &err), &err);
+  funnel_reader_free(rd); /* the table outlives its reader */
+  if (!ok) return 0;
+  struct funnel_read_stats s;
+  CHECK_OK(funnel_table_stats(r->table, &s, &err), &err);
+  CHECK(s.h2d_copies <= s.partitions + 1);
+  CHECK(s.concat_launches <= s.column_sets);
+  CHECK_EQ_I64(s.device_calls_parse, 0);
+  CHECK_EQ_I64(s.device_calls_plan, 0);
+  CHECK_EQ_I64(s.syncs_in_read, 0);
+  struct funnel_host_column host[N_FIELDS];
+  for (int c = 0; c < N_FIELDS; c++) {
+    CHECK_OK(funnel_table_column(r->table, c, &r->cols[c], &err), &err);
+    const struct funnel_buffer *b[3] = {&r->cols[c].validity, &r->cols[c].offsets, &r->cols[c].data};
+    for (int k = 0; k < 3; k++) r->bufs[c][k] = b[k]->size > 0 ? malloc((size_t)b[k]->size) : NULL;
+    host[c].validity = r->bufs[c][0];
+    host[c].offsets = r->bufs[c][1];
+    host[c].data = r->bufs[c][2];
+  }
+  return CHECK_OK(funnel_table_copy_to_host(r->table, host, &err), &err);
+}
+
+static void result_free(struct result *r) {
+  for (int c = 0; c < N_FIELDS; c++)
+    for (int k = 0; k < 3; k++) free(r->bufs[c][k]);
+  funnel_table_free(r->table);
+}
+
+static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, uint64_t *rng,
+                        int n_parts, int max_rows) {
+  const struct iw_schema schema = {.n_fields = N_FIELDS, .fields = FIELDS};
+  struct funnel_partition *parts = calloc((size_t)n_parts, sizeof(*parts));
+  struct iw_buf *bufs = calloc((size_t)n_parts, sizeof(*bufs));
+  for (int p = 0; p < n_parts; p++) {
+    if (check_rand_below(rng, 10) == 0) continue; /* an empty shuffle block */
+    int64_t rows = (int64_t)check_rand_below(rng, (uint64_t)max_rows + 1);
+    struct iw_col cols[N_FIELDS];
+    for (int c = 0; c < N_FIELDS; c++) iw_col_random(&cols[c], &FIELDS[c], rows, 150, rng);
+    iw_schema_message(&bufs[p], &schema, NULL, NULL);
+    struct iw_encode e = {.rng = rng, .junk_padding = 1, .vary = 1};
+    int64_t r0 = 0; /* one to three batches */
+    int batches = 1 + (int)check_rand_below(rng, 3);
+    for (int b = 0; b < batches; b++) {
+      int64_t r1 = b == batches - 1 ? rows : r0 + (int64_t)check_rand_below(rng, (uint64_t)(rows - r0) + 1);
+      iw_batch_from_cols(&bufs[p], &schema, cols, r0, r1, &e, NULL);
+      r0 = r1;
+    }
+    if (check_rand_below(rng, 2)) iw_eos(&bufs[p], NULL);
+    for (int c = 0; c < N_FIELDS; c++) iw_col_free(&cols[c]);
+    parts[p].data = bufs[p].data;
+    parts[p].length = bufs[p].len;
+  }
+  if (parts[0].length == 0) { /* the first partition carries the schema */
+    iw_schema_message(&bufs[0], &schema, NULL, NULL);
+    parts[0].data = bufs[0].data;
+    parts[0].length = bufs[0].len;
+  }
+  struct result want, got;
+  if (read_all(cpu, parts, (size_t)n_parts, &want) && read_all(dut, parts, (size_t)n_parts, &got)) {
+    CHECK_EQ_I64(funnel_table_num_rows(got.table), funnel_table_num_rows(want.table));
+    for (int c = 0; c < N_FIELDS; c++) {
+      check_context("%d partitions, column %d (%s)", n_parts, c, FIELDS[c].name);
+      CHECK_EQ_I64(got.cols[c].null_count, want.cols[c].null_count);
+      CHECK_EQ_I64(got.cols[c].validity.size, want.cols[c].validity.size);
+      CHECK_EQ_I64(got.cols[c].offsets.size, want.cols[c].offsets.size);
+      CHECK_EQ_I64(got.cols[c].data.size, want.cols[c].data.size);
+      if (got.cols[c].validity.size == want.cols[c].validity.size)
+        CHECK_MEM(got.bufs[c][0], want.bufs[c][0], want.cols[c].validity.size);
+      if (got.cols[c].offsets.size == want.cols[c].offsets.size)
+        CHECK_MEM(got.bufs[c][1], want.bufs[c][1], want.cols[c].offsets.size);
+      if (got.cols[c].data.size == want.cols[c].data.size)
+        CHECK_MEM(got.bufs[c][2], want.bufs[c][2], want.cols[c].data.size);
+    }
+    check_context("%s", "");
+  }
+  result_free(&want);
+  result_free(&got);
+  for (int p = 0; p < n_parts; p++) iw_buf_free(&bufs[p]);
+  free(bufs);
+  free(parts);
+}
+
+static void parity_random_tables_every_type(void) {
+  struct funnel_device *cpu = NULL, *dut = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_device_open("cpu", &cpu, &err), &err)) return;
+  if (!CHECK_OK(check_device_open(&dut, &err), &err)) {
+    funnel_device_close(cpu);
+    return;
+  }
+  printf("parity: cpu against %s\n", funnel_device_backend(dut));
+  const int quick = getenv("FUNNEL_TEST_QUICK") != NULL;
+  uint64_t rng = 20261122;
+  static const int shapes[][2] = {{1, 1}, {1, 70}, {2, 33}, {7, 300}, {200, 40},
+                                  {1000, 9}, {3, 5000}, {64, 1}};
+  const int rounds = quick ? 1 : 4;
+  for (int round = 0; round < rounds; round++)
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+      parity_case(cpu, dut, &rng, shapes[i][0], shapes[i][1]);
+  funnel_device_close(dut);
+  funnel_device_close(cpu);
+}
+
+int main(int argc, char **argv) {
+  static const struct check_test tests[] = {CHECK_TEST(parity_random_tables_every_type)};
+  return CHECK_MAIN(argc, argv, tests);
+}

@@ -1,0 +1,943 @@
+/* test_reader.c: funnel end to end through the public API (funnel.h only)
+ * on the cpu backend: partitions written by ipc_writer.c, read, waited on,
+ * copied back, and compared byte for byte with the concatenation of the
+ * source rows computed here with plain loops.
+ *
+ * Async contract, which every test keeps: the partitions' bytes are freed
+ * only after funnel_table_wait (or funnel_table_copy_to_host, which waits)
+ * has returned; a read that fails enqueues nothing, so its partitions may
+ * be freed at once. The cpu backend copies on a worker thread, so a test
+ * that freed them early would be caught by ASan. */
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, MAP_NORESERVE */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "funnel.h"
+#include "ipc_writer.h"
+
+static struct funnel_device *the_device;
+
+static struct funnel_device *device(void) {
+  if (the_device == NULL) {
+    struct funnel_error err;
+    if (!CHECK_OK(check_device_open(&the_device, &err), &err)) abort();
+  }
+  return the_device;
+}
+
+static struct funnel_reader *reader_new(const void *schema, size_t length) {
+  struct funnel_reader *rd = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_reader_create(device(), schema, length, &rd, &err), &err)) abort();
+  return rd;
+}
+
+/* ------------------------------------------------------------- the inputs */
+
+static const struct iw_field every_type[] = {
+    {.type = FUNNEL_TYPE_INT8, .name = "i8", .nullable = 1},
+    {.type = FUNNEL_TYPE_INT16, .name = "i16", .nullable = 1},
+    {.type = FUNNEL_TYPE_INT32, .name = "i32", .nullable = 0},
+    {.type = FUNNEL_TYPE_INT64, .name = "i64", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT8, .name = "u8", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT16, .name = "u16", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT32, .name = "u32", .nullable = 1},
+    {.type = FUNNEL_TYPE_UINT64, .name = "u64", .nullable = 1},
+    {.type = FUNNEL_TYPE_FLOAT32, .name = "f32", .nullable = 1},
+    {.type = FUNNEL_TYPE_FLOAT64, .name = "f64", .nullable = 1},
+    {.type = FUNNEL_TYPE_BOOL, .name = "flag", .nullable = 1},
+    {.type = FUNNEL_TYPE_BOOL, .name = "flag_nn", .nullable = 0},
+    {.type = FUNNEL_TYPE_DATE32, .name = "d32", .nullable = 1},
+    {.type = FUNNEL_TYPE_DATE64, .name = "d64", .nullable = 1},
+    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_s", .nullable = 1, .time_unit = FUNNEL_TIME_SECOND},
+    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_ms", .nullable = 1, .time_unit = FUNNEL_TIME_MILLISECOND, .timezone = "UTC"},
+    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_us", .nullable = 1, .time_unit = FUNNEL_TIME_MICROSECOND, .timezone = "Europe/Paris"},
+    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_ns", .nullable = 1, .time_unit = FUNNEL_TIME_NANOSECOND},
+    {.type = FUNNEL_TYPE_DECIMAL128, .name = "dec", .nullable = 1, .precision = 38, .scale = 9},
+    {.type = FUNNEL_TYPE_UTF8, .name = "str", .nullable = 1},
+    {.type = FUNNEL_TYPE_BINARY, .name = "bin", .nullable = 1},
+    {.type = FUNNEL_TYPE_LARGE_UTF8, .name = "lstr", .nullable = 1},
+    {.type = FUNNEL_TYPE_LARGE_BINARY, .name = "lbin", .nullable = 0},
+    {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "fsb", .nullable = 1, .byte_width = 5},
+};
+static const struct iw_schema every_schema = {
+    (int)(sizeof(every_type) / sizeof(every_type[0])), every_type, 0};
+
+static const struct iw_field small_fields[] = {
+    {.type = FUNNEL_TYPE_INT64, .name = "k", .nullable = 1},
+    {.type = FUNNEL_TYPE_UTF8, .name = "v", .nullable = 1},
+    {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 1},
+};
+static const struct iw_schema small_schema = {3, small_fields, 0};
+
+/* Bytes of a schema message alone, for funnel_reader_create. */
+static struct iw_buf schema_bytes(const struct iw_schema *s) {
+  struct iw_buf b = {0};
+  iw_schema_message(&b, s, NULL, NULL);
+  return b;
+}
+
+struct table_src {
+  const struct iw_schema *schema;
+  struct iw_col *cols;
+  int64_t rows;
+};
+
+static struct table_src table_random(const struct iw_schema *s, int64_t rows, int null_permille,
+                                     uint64_t seed) {
+  struct table_src t = {s, calloc((size_t)s->n_fields, sizeof(struct iw_col)), rows};
+  uint64_t rng = seed;
+  for (int i = 0; i < s->n_fields; i++) iw_col_random(&t.cols[i], &s->fields[i], rows, null_permille, &rng);
+  return t;
+}
+
+static void table_src_free(struct table_src *t) {
+  for (int i = 0; i < t->schema->n_fields; i++) iw_col_free(&t->cols[i]);
+  free(t->cols);
+}
+
+enum framing {
+  STREAM,      /* Schema, batches, end-of-stream */
+  STREAM_NOEOS,/* Schema, batches */
+  BARE,        /* batches only: the reader has the schema */
+  FILE_FORMAT, /* the IPC file format: magic, stream, footer, magic */
+  ZERO_BYTES   /* an empty shuffle block: no bytes at all (only for 0 rows) */
+};
+
+/* How a table is cut into partitions. */
+struct shape {
+  int n_parts;
+  const int64_t *part_rows; /* rows of each partition; they sum to the table's */
+  int max_batches;          /* each partition in 1..max_batches batches, cut at random
+                               (0-row batches included) */
+  int framing;              /* enum framing for partitions with rows */
+  int empty_framing;        /* enum framing for partitions of 0 rows */
+  int legacy_permille;      /* partitions in legacy framing */
+  struct iw_encode enc;     /* enc.rng is set from the seed */
+};
+
+struct parts {
+  size_t n;
+  struct funnel_partition *p; /* each p[i].data malloc'd with exactly its length */
+  int64_t batches;            /* RecordBatch messages written */
+};
+
+static void parts_free(struct parts *ps) {
+  for (size_t i = 0; i < ps->n; i++) free((void *)ps->p[i].data);
+  free(ps->p);
+  ps->p = NULL;
+  ps->n = 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static struct parts make_parts(const struct table_src *t, const struct shape *sh, uint64_t seed) {
+  uint64_t rng = seed;
+  struct iw_encode enc = sh->enc;
+  enc.rng = &rng;
+  struct parts ps = {(size_t)sh->n_parts, calloc((size_t)sh->n_parts + 1, sizeof(struct funnel_partition)), 0};
+  int64_t r = 0;
+  for (int i = 0; i < sh->n_parts; i++) {
+    const int64_t n = sh->part_rows[i];
+    const int framing = n > 0 ? sh->framing : sh->empty_framing;
+    struct iw_options o = {.legacy = (int)check_rand_below(&rng, 1000) < sh->legacy_permille};
+    struct iw_buf b = {0};
+    struct iw_layout layouts[64];
+    if (framing == FILE_FORMAT) iw_file_begin(&b);
+    if (framing != ZERO_BYTES) {
+      if (framing != BARE) iw_schema_message(&b, t->schema, &o, NULL);
+      int nb = 1 + (int)check_rand_below(&rng, (uint64_t)(sh->max_batches > 0 ? sh->max_batches : 1));
+      int64_t cuts[66];
+      if (nb > 64) nb = 64;
+      cuts[0] = 0;
+      cuts[nb] = n;
+      for (int k = 1; k < nb; k++) cuts[k] = (int64_t)check_rand_below(&rng, (uint64_t)n + 1);
+      qsort(cuts + 1, (size_t)(nb > 1 ? nb - 1 : 0), sizeof(int64_t), cmp_i64);
+      for (int k = 0; k < nb; k++) {
+        enc.layout = &layouts[k];
+        iw_batch_from_cols(&b, t->schema, t->cols, r + cuts[k], r + cuts[k + 1], &enc, &o);
+        ps.batches++;
+      }
+      if (framing == STREAM || framing == FILE_FORMAT) iw_eos(&b, &o);
+      if (framing == FILE_FORMAT) iw_file_end(&b, t->schema, layouts, nb);
+    }
+    ps.p[i].data = iw_dup(b.data, b.len);
+    ps.p[i].length = b.len;
+    iw_buf_free(&b);
+    r += n;
+  }
+  if (r != t->rows) {
+    check_fail(__FILE__, __LINE__, "shape covers %lld rows, table has %lld", (long long)r, (long long)t->rows);
+    abort();
+  }
+  return ps;
+}
+
+/* ------------------------------------------------------------ the answers */
+
+static int bit(const uint8_t *p, int64_t i) { return (p[i >> 3] >> (i & 7)) & 1; }
+
+/* The column read back must be the plain concatenation of t's rows. */
+static void check_column(const struct funnel_column *col, const struct iw_col *c, int64_t rows,
+                         const uint8_t *validity, const uint8_t *offsets, const uint8_t *data) {
+  const struct iw_field *f = &c->field;
+  CHECK_EQ_STR(col->name, f->name);
+  CHECK_EQ_I64(col->type_id, f->type);
+  CHECK_EQ_I64(col->nullable, f->nullable);
+  CHECK_EQ_I64(col->length, rows);
+  if (f->type == FUNNEL_TYPE_TIMESTAMP) {
+    CHECK_EQ_I64(col->time_unit, f->time_unit);
+    CHECK_EQ_STR(col->timezone, f->timezone ? f->timezone : "");
+  }
+  if (f->type == FUNNEL_TYPE_DECIMAL128) {
+    CHECK_EQ_I64(col->decimal_precision, f->precision);
+    CHECK_EQ_I64(col->decimal_scale, f->scale);
+  }
+  int64_t nulls = 0;
+  for (int64_t r = 0; r < rows; r++) nulls += !c->valid[r];
+  CHECK_EQ_I64(col->null_count, nulls);
+  const int64_t bitmap = (rows + 7) / 8;
+  if (CHECK_EQ_I64(col->validity.size, nulls > 0 ? bitmap : 0) && nulls > 0) {
+    int64_t bad = -1;
+    for (int64_t r = 0; r < rows && bad < 0; r++)
+      if (bit(validity, r) != c->valid[r]) bad = r;
+    CHECK_EQ_I64(bad, -1);
+    for (int64_t r = rows; r < bitmap * 8; r++) CHECK_EQ_I64(bit(validity, r), 0);
+  }
+  const int ow = iw_offset_width(f);
+  CHECK_EQ_I64(col->offset_width, ow);
+  if (ow) {
+    CHECK_EQ_I64(col->byte_width, 0);
+    const int64_t chars = rows ? c->ends[rows - 1] : 0;
+    if (CHECK_EQ_I64(col->offsets.size, (rows + 1) * ow)) {
+      int64_t bad = -1;
+      for (int64_t r = 0; r <= rows && bad < 0; r++) {
+        int64_t want = iw_col_start(c, r), got;
+        if (ow == 4) {
+          int32_t v;
+          memcpy(&v, offsets + 4 * r, 4);
+          got = v;
+        } else {
+          memcpy(&got, offsets + 8 * r, 8);
+        }
+        if (got != want) bad = r;
+      }
+      CHECK_EQ_I64(bad, -1);
+    }
+    if (CHECK_EQ_I64(col->data.size, chars)) CHECK_MEM(data, c->chars, chars);
+  } else if (f->type == FUNNEL_TYPE_BOOL) {
+    CHECK_EQ_I64(col->byte_width, 0);
+    if (CHECK_EQ_I64(col->data.size, bitmap)) {
+      int64_t bad = -1;
+      for (int64_t r = 0; r < rows && bad < 0; r++)
+        if (bit(data, r) != c->values[r]) bad = r;
+      CHECK_EQ_I64(bad, -1);
+      for (int64_t r = rows; r < bitmap * 8; r++) CHECK_EQ_I64(bit(data, r), 0);
+    }
+  } else {
+    const int w = iw_value_width(f);
+    CHECK_EQ_I64(col->byte_width, w);
+    CHECK_EQ_I64(col->offsets.size, 0);
+    if (CHECK_EQ_I64(col->data.size, rows * w)) CHECK_MEM(data, c->values, rows * w);
+  }
+}
+
+/* Describes, copies back and compares every column of `t`. */
+static void check_table(struct funnel_table *t, const struct table_src *src) {
+  struct funnel_error err;
+  const int n = src->schema->n_fields;
+  CHECK_EQ_I64(funnel_table_num_rows(t), src->rows);
+  if (!CHECK_EQ_I64(funnel_table_num_columns(t), n)) return;
+  struct funnel_column *cols = calloc((size_t)n, sizeof(*cols));
+  struct funnel_host_column *host = calloc((size_t)n, sizeof(*host));
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(funnel_table_column(t, i, &cols[i], &err), &err);
+    /* exactly the advertised sizes, so ASan catches a longer copy */
+    host[i].validity = malloc((size_t)cols[i].validity.size + !cols[i].validity.size);
+    host[i].offsets = malloc((size_t)cols[i].offsets.size + !cols[i].offsets.size);
+    host[i].data = malloc((size_t)cols[i].data.size + !cols[i].data.size);
+  }
+  if (CHECK_OK(funnel_table_copy_to_host(t, host, &err), &err))
+    for (int i = 0; i < n; i++) {
+      check_context("column %d '%s'", i, src->schema->fields[i].name);
+      check_column(&cols[i], &src->cols[i], src->rows, host[i].validity, host[i].offsets, host[i].data);
+    }
+  check_context("%s", "");
+  for (int i = 0; i < n; i++) {
+    free(host[i].validity);
+    free(host[i].offsets);
+    free(host[i].data);
+  }
+  free(host);
+  free(cols);
+}
+
+/* What every read must satisfy, counted by funnel from the calls made. */
+static void check_stats(struct funnel_table *t, const struct parts *ps) {
+  struct funnel_read_stats s;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_table_stats(t, &s, &err), &err)) return;
+  int64_t empty = 0, bytes_out = 0;
+  for (size_t i = 0; i < ps->n; i++) empty += ps->p[i].length == 0;
+  for (int i = 0; i < funnel_table_num_columns(t); i++) {
+    struct funnel_column c;
+    funnel_table_column(t, i, &c, NULL);
+    bytes_out += c.validity.size + c.offsets.size + c.data.size;
+  }
+  CHECK_EQ_I64(s.partitions, (int64_t)ps->n);
+  CHECK_EQ_I64(s.empty_partitions, empty);
+  CHECK_EQ_I64(s.rows, funnel_table_num_rows(t));
+  CHECK_EQ_I64(s.columns, funnel_table_num_columns(t));
+  CHECK(s.batches <= ps->batches);
+  CHECK(s.h2d_copies <= s.partitions + 1);
+  CHECK(s.concat_launches <= s.column_sets);
+  if (s.segments > 0) {
+    CHECK_EQ_I64(s.concat_launches, 1);
+    CHECK_EQ_I64(s.column_sets, 1);
+    CHECK(s.h2d_copies >= 1);
+  } else {
+    CHECK_EQ_I64(s.concat_launches, 0);
+  }
+  CHECK_EQ_I64(s.device_calls_parse, 0);
+  CHECK_EQ_I64(s.device_calls_plan, 0);
+  CHECK_EQ_I64(s.syncs_in_read, 0);
+  CHECK_EQ_I64(s.bytes_out, bytes_out);
+  CHECK(s.parse_ns >= 0 && s.plan_ns >= 0 && s.submit_ns >= 0);
+}
+
+/* Reads `ps` with `rd` (on `stream`), checks the result against `src` and
+ * the stats, frees the table, then the partitions. */
+static void read_and_check(struct funnel_reader *rd, const struct table_src *src,
+                           struct parts *ps, uintptr_t stream) {
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  if (CHECK_OK(funnel_reader_read_async(rd, ps->p, ps->n, stream, &t, &err), &err)) {
+    /* the shape is known before the work completes */
+    CHECK_EQ_I64(funnel_table_num_rows(t), src->rows);
+    CHECK_OK(funnel_table_wait(t, &err), &err);
+    CHECK_EQ_I64(funnel_table_is_ready(t), 1);
+    check_stats(t, ps);
+    check_table(t, src);
+    funnel_table_free(t);
+  }
+  parts_free(ps); /* only now: after the wait */
+}
+
+/* Reads `src` cut by `sh` with a reader without a schema (or with one when
+ * the shape has bare partitions). */
+static void round_trip(const struct table_src *src, const struct shape *sh, uint64_t seed) {
+  int needs_schema = sh->framing == BARE || sh->empty_framing == BARE;
+  struct iw_buf sb = schema_bytes(src->schema);
+  struct funnel_reader *rd = needs_schema ? reader_new(sb.data, sb.len) : reader_new(NULL, 0);
+  iw_buf_free(&sb);
+  struct parts ps = make_parts(src, sh, seed);
+  read_and_check(rd, src, &ps, 0);
+  funnel_reader_free(rd);
+}
+
+/* Rows of n partitions: random in [0, max], 0 for about empty_permille. */
+static int64_t *random_rows(int n, int64_t max, int empty_permille, uint64_t *rng, int64_t *total) {
+  int64_t *rows = calloc((size_t)n, sizeof(int64_t));
+  *total = 0;
+  for (int i = 0; i < n; i++) {
+    rows[i] = (int)check_rand_below(rng, 1000) < empty_permille ? 0
+                                                               : (int64_t)check_rand_below(rng, (uint64_t)max + 1);
+    *total += rows[i];
+  }
+  return rows;
+}
+
+/* --------------------------------------------------------------- devices */
+
+static void device_open_cuda_without_gpu_is_no_device(void) {
+  struct funnel_device *dev = (struct funnel_device *)&dev; /* must stay untouched */
+  struct funnel_error err;
+  int st = funnel_device_open("cuda", &dev, &err);
+  if (st == FUNNEL_OK) {
+    /* a host with a GPU and a cuda build: nothing to check here */
+    CHECK_EQ_STR(funnel_device_backend(dev), "cuda");
+    funnel_device_close(dev);
+    return;
+  }
+  if (CHECK_STATUS(st, FUNNEL_ERR_NO_DEVICE, &err)) CHECK(strstr(err.message, "CUDA") != NULL);
+  CHECK(dev == (struct funnel_device *)&dev);
+}
+
+static void device_open_auto_falls_back_to_cpu(void) {
+  struct funnel_device *cuda = NULL, *dev = NULL;
+  struct funnel_error err;
+  int has_cuda = funnel_device_open("cuda", &cuda, NULL) == FUNNEL_OK;
+  funnel_device_close(cuda);
+  if (CHECK_OK(funnel_device_open("auto", &dev, &err), &err)) {
+    CHECK_EQ_STR(funnel_device_backend(dev), has_cuda ? "cuda" : "cpu");
+    funnel_device_close(dev);
+  }
+  if (CHECK_OK(funnel_device_open("cpu", &dev, &err), &err)) {
+    CHECK_EQ_STR(funnel_device_backend(dev), "cpu");
+    funnel_device_close(dev);
+  }
+}
+
+static void device_open_rejects_bad_arguments(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (CHECK_STATUS(funnel_device_open("gpu", &dev, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err))
+    CHECK(strstr(err.message, "gpu") != NULL);
+  CHECK_STATUS(funnel_device_open(NULL, &dev, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_device_open("cpu", NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_device_open("gpu", &dev, NULL), FUNNEL_ERR_INVALID_ARGUMENT, NULL);
+  CHECK(dev == NULL);
+  funnel_device_close(NULL);
+  CHECK_EQ_STR(funnel_device_backend(NULL), "none");
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static void reader_create_rejects_bad_schema(void) {
+  struct funnel_reader *rd = NULL;
+  struct funnel_error err;
+  struct iw_buf b = {0};
+  struct iw_layout bl;
+  /* a stream whose first message is a RecordBatch */
+  static const int64_t k[1] = {5};
+  struct iw_column c[3] = {{.length = 1, .data = k, .data_length = 8},
+                           {.length = 1, .offsets = "\0\0\0\0\1\0\0\0", .offsets_length = 8, .data = "x", .data_length = 1},
+                           {.length = 1, .data = "\1", .data_length = 1}};
+  iw_batch_message(&b, &small_schema, 1, c, NULL, &bl);
+  CHECK_STATUS(funnel_reader_create(device(), b.data, b.len, &rd, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  iw_buf_free(&b);
+  struct iw_buf s = schema_bytes(&small_schema);
+  if (CHECK_STATUS(funnel_reader_create(device(), s.data, s.len - 1, &rd, &err), FUNNEL_ERR_MALFORMED, &err))
+    CHECK_EQ_I64(err.partition, -1);
+  CHECK_STATUS(funnel_reader_create(device(), NULL, 10, &rd, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_reader_create(NULL, s.data, s.len, &rd, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_reader_create(device(), s.data, s.len, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  iw_buf_free(&s);
+  static const struct iw_field list[] = {{.type = IW_TYPE_LIST, .name = "l", .nullable = 1}};
+  static const struct iw_schema ls = {1, list, 0};
+  s = schema_bytes(&ls);
+  if (CHECK_STATUS(funnel_reader_create(device(), s.data, s.len, &rd, &err), FUNNEL_ERR_UNSUPPORTED, &err))
+    CHECK_EQ_I64(err.column, 0);
+  iw_buf_free(&s);
+  CHECK(rd == NULL);
+}
+
+static void read_rejects_invalid_arguments(void) {
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  struct funnel_partition p[2] = {{"", 0}, {NULL, 16}};
+  CHECK_STATUS(funnel_reader_read_async(NULL, p, 1, 0, &t, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_reader_read_async(rd, p, 1, 0, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_reader_read_async(rd, NULL, 3, 0, &t, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  if (CHECK_STATUS(funnel_reader_read_async(rd, p, 2, 0, &t, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err))
+    CHECK_EQ_I64(err.partition, 1);
+  CHECK(t == NULL);
+  CHECK_STATUS(funnel_table_wait(NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_table_stats(NULL, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_STATUS(funnel_table_copy_to_host(NULL, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  CHECK_EQ_I64(funnel_table_is_ready(NULL), 0);
+  CHECK_EQ_I64(funnel_table_num_rows(NULL), 0);
+  funnel_table_free(NULL);
+  funnel_reader_free(NULL);
+  funnel_reader_free(rd);
+}
+
+static void read_rejects_missing_schema(void) {
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  /* zero partitions */
+  CHECK_STATUS(funnel_reader_read_async(rd, NULL, 0, 0, &t, &err), FUNNEL_ERR_NO_SCHEMA, &err);
+  /* empty partitions only */
+  struct funnel_partition empty[3] = {{"", 0}, {"", 0}, {"", 0}};
+  CHECK_STATUS(funnel_reader_read_async(rd, empty, 3, 0, &t, &err), FUNNEL_ERR_NO_SCHEMA, &err);
+  /* bare batches: partitions 0 and 1 are empty, 2 holds a batch */
+  struct table_src src = table_random(&small_schema, 30, 100, 11);
+  static const int64_t rows[4] = {0, 0, 30, 0};
+  struct shape sh = {.n_parts = 4, .part_rows = rows, .max_batches = 2, .framing = BARE, .empty_framing = ZERO_BYTES};
+  struct parts ps = make_parts(&src, &sh, 1);
+  if (CHECK_STATUS(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), FUNNEL_ERR_NO_SCHEMA, &err))
+    CHECK_EQ_I64(err.partition, 2);
+  CHECK(t == NULL);
+  parts_free(&ps); /* a failed read enqueued nothing */
+  table_src_free(&src);
+  funnel_reader_free(rd);
+}
+
+static void read_rejects_schema_mismatch(void) {
+  struct table_src a = table_random(&small_schema, 40, 100, 12);
+  /* the same names, column 2 a different type */
+  struct iw_field f[3] = {small_fields[0], small_fields[1], small_fields[2]};
+  f[2].type = FUNNEL_TYPE_INT8;
+  struct iw_schema other = {3, f, 0};
+  struct table_src b = table_random(&other, 8, 100, 13);
+  static const int64_t rows_a[5] = {10, 10, 0, 10, 10}, rows_b[1] = {8};
+  struct shape sa = {.n_parts = 5, .part_rows = rows_a, .max_batches = 2, .framing = STREAM, .empty_framing = ZERO_BYTES};
+  struct shape sb = {.n_parts = 1, .part_rows = rows_b, .max_batches = 1, .framing = STREAM};
+  struct parts pa = make_parts(&a, &sa, 2), pb = make_parts(&b, &sb, 3);
+  /* partition 3 comes from the other schema */
+  struct funnel_partition mixed[5] = {pa.p[0], pa.p[1], pa.p[2], pb.p[0], pa.p[4]};
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  if (CHECK_STATUS(funnel_reader_read_async(rd, mixed, 5, 0, &t, &err), FUNNEL_ERR_SCHEMA_MISMATCH, &err)) {
+    CHECK_EQ_I64(err.partition, 3);
+    CHECK_EQ_I64(err.column, 2);
+  }
+  funnel_reader_free(rd);
+  /* the reader's schema against a partition's */
+  struct iw_buf s = schema_bytes(&other);
+  rd = reader_new(s.data, s.len);
+  iw_buf_free(&s);
+  if (CHECK_STATUS(funnel_reader_read_async(rd, pa.p, 5, 0, &t, &err), FUNNEL_ERR_SCHEMA_MISMATCH, &err)) {
+    CHECK_EQ_I64(err.partition, 0);
+    CHECK_EQ_I64(err.column, 2);
+    CHECK(strstr(err.message, "reader") != NULL);
+  }
+  funnel_reader_free(rd);
+  /* one column fewer: the first column past the shorter schema */
+  struct iw_schema two = {2, small_fields, 0};
+  struct table_src c = table_random(&two, 8, 100, 14);
+  struct parts pc = make_parts(&c, &sb, 4);
+  struct funnel_partition fewer[2] = {pa.p[0], pc.p[0]};
+  rd = reader_new(NULL, 0);
+  if (CHECK_STATUS(funnel_reader_read_async(rd, fewer, 2, 0, &t, &err), FUNNEL_ERR_SCHEMA_MISMATCH, &err)) {
+    CHECK_EQ_I64(err.partition, 1);
+    CHECK_EQ_I64(err.column, 2);
+  }
+  funnel_reader_free(rd);
+  CHECK(t == NULL);
+  parts_free(&pa);
+  parts_free(&pb);
+  parts_free(&pc);
+  table_src_free(&a);
+  table_src_free(&b);
+  table_src_free(&c);
+}
+
+static void read_rejects_malformed_partition_and_names_it(void) {
+  struct table_src src = table_random(&small_schema, 80, 100, 15);
+  static const int64_t rows[8] = {10, 10, 10, 10, 10, 10, 10, 10};
+  struct shape sh = {.n_parts = 8, .part_rows = rows, .max_batches = 2, .framing = STREAM};
+  struct parts ps = make_parts(&src, &sh, 5);
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  ps.p[5].length -= 11; /* cuts into the last batch's body */
+  if (CHECK_STATUS(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), FUNNEL_ERR_MALFORMED, &err)) {
+    CHECK_EQ_I64(err.partition, 5);
+    CHECK(err.offset >= 0 && err.offset < (int64_t)ps.p[5].length);
+    CHECK(strstr(err.message, "partition 5") != NULL);
+  }
+  CHECK(t == NULL);
+  funnel_reader_free(rd);
+  parts_free(&ps);
+  table_src_free(&src);
+}
+
+/* Two partitions of 1.1e9 string bytes each overflow utf8's 32-bit
+ * offsets. The bytes are an untouched anonymous mapping: parse and plan
+ * read only the headers and the offsets, and the read fails before any
+ * copy. */
+static void read_rejects_utf8_over_int32_offsets(void) {
+  static const struct iw_field f[] = {{.type = FUNNEL_TYPE_UTF8, .name = "big", .nullable = 0}};
+  static const struct iw_schema s = {1, f, 0};
+  const int64_t chars = 1100000000;
+  struct iw_buf b = {0};
+  struct iw_layout bl;
+  int32_t offs[3] = {0, 1 << 29, (int32_t)chars};
+  struct iw_column c = {.length = 2, .offsets = offs, .offsets_length = 12, .data = "x", .data_length = 1};
+  iw_schema_message(&b, &s, NULL, NULL);
+  iw_batch_message(&b, &s, 2, &c, NULL, &bl);
+  /* buffers: validity, offsets (padded to 16), data at 16 */
+  int64_t data_at;
+  memcpy(&data_at, b.data + bl.buffers + 32, 8);
+  const int64_t body_length = data_at + chars;
+  memcpy(b.data + bl.buffers + 40, &chars, 8);
+  memcpy(b.data + bl.body_length_field, &body_length, 8);
+  const size_t size = bl.body + (size_t)body_length;
+  uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!CHECK(m != MAP_FAILED)) {
+    iw_buf_free(&b);
+    return;
+  }
+  memcpy(m, b.data, bl.body + (size_t)data_at);
+  struct funnel_partition p[2] = {{m, size}, {m, size}};
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  if (CHECK_STATUS(funnel_reader_read_async(rd, p, 2, 0, &t, &err), FUNNEL_ERR_LIMIT, &err)) {
+    CHECK_EQ_I64(err.column, 0);
+    CHECK(strstr(err.message, "large_utf8") != NULL);
+  }
+  CHECK(t == NULL);
+  funnel_reader_free(rd);
+  munmap(m, size);
+  iw_buf_free(&b);
+}
+
+/* ----------------------------------------------------------- round trips */
+
+static void read_every_type_one_partition(void) {
+  struct table_src src = table_random(&every_schema, 300, 150, 21);
+  static const int64_t rows[1] = {300};
+  struct shape sh = {.n_parts = 1, .part_rows = rows, .max_batches = 1, .framing = STREAM};
+  round_trip(&src, &sh, 1);
+  table_src_free(&src);
+}
+
+static void read_every_type_two_partitions(void) {
+  struct table_src src = table_random(&every_schema, 301, 150, 22);
+  static const int64_t rows[2] = {133, 168};
+  struct shape sh = {.n_parts = 2, .part_rows = rows, .max_batches = 1, .framing = STREAM};
+  round_trip(&src, &sh, 2);
+  table_src_free(&src);
+}
+
+static void read_every_type_200_partitions(void) {
+  uint64_t rng = 23;
+  int64_t total;
+  int64_t *rows = random_rows(200, 40, 100, &rng, &total);
+  struct table_src src = table_random(&every_schema, total, 200, 24);
+  struct shape sh = {.n_parts = 200, .part_rows = rows, .max_batches = 3, .framing = STREAM,
+                     .empty_framing = ZERO_BYTES, .legacy_permille = 100,
+                     .enc = {.vary = 1, .junk_padding = 1}};
+  round_trip(&src, &sh, 3);
+  table_src_free(&src);
+  free(rows);
+}
+
+static void read_1000_partitions(void) {
+  uint64_t rng = 25;
+  int64_t total;
+  int64_t *rows = random_rows(1000, 9, 150, &rng, &total);
+  struct table_src src = table_random(&every_schema, total, 300, 26);
+  struct shape sh = {.n_parts = 1000, .part_rows = rows, .max_batches = 2, .framing = STREAM_NOEOS,
+                     .empty_framing = ZERO_BYTES, .enc = {.vary = 1, .junk_padding = 1}};
+  round_trip(&src, &sh, 4);
+  table_src_free(&src);
+  free(rows);
+}
+
+static void read_partitions_of_several_batches_with_empty_ones(void) {
+  uint64_t rng = 27;
+  int64_t total;
+  int64_t *rows = random_rows(12, 60, 0, &rng, &total);
+  struct table_src src = table_random(&every_schema, total, 100, 28);
+  /* up to 8 batches a partition, so many are cut to 0 rows */
+  struct shape sh = {.n_parts = 12, .part_rows = rows, .max_batches = 8, .framing = STREAM,
+                     .enc = {.vary = 1, .junk_padding = 1}};
+  round_trip(&src, &sh, 5);
+  table_src_free(&src);
+  free(rows);
+}
+
+static void read_skips_empty_partitions_of_every_kind(void) {
+  /* rows only in partitions 1, 4 and 8; the others are zero bytes, a
+   * schema and an end-of-stream marker, a schema alone, or 0-row batches */
+  struct table_src src = table_random(&small_schema, 50, 200, 29);
+  static const int64_t rows[9] = {0, 20, 0, 0, 10, 0, 0, 0, 20};
+  const int empties[4] = {ZERO_BYTES, STREAM, STREAM_NOEOS, ZERO_BYTES};
+  for (int k = 0; k < 4; k++) {
+    check_context("empty partitions as %d", empties[k]);
+    struct shape sh = {.n_parts = 9, .part_rows = rows, .max_batches = 3, .framing = STREAM,
+                       .empty_framing = empties[k]};
+    round_trip(&src, &sh, 6 + (uint64_t)k);
+  }
+  table_src_free(&src);
+}
+
+static void read_ipc_file_format_partitions(void) {
+  uint64_t rng = 40;
+  int64_t total;
+  int64_t *rows = random_rows(20, 30, 100, &rng, &total);
+  struct table_src src = table_random(&every_schema, total, 150, 41);
+  /* files with rows; empty partitions as plain streams */
+  struct shape sh = {.n_parts = 20, .part_rows = rows, .max_batches = 3, .framing = FILE_FORMAT,
+                     .empty_framing = STREAM, .enc = {.vary = 1, .junk_padding = 1}};
+  round_trip(&src, &sh, 42);
+  sh.empty_framing = FILE_FORMAT;
+  round_trip(&src, &sh, 43);
+  table_src_free(&src);
+  free(rows);
+}
+
+static void read_string_offsets_not_starting_at_zero(void) {
+  static const struct iw_field f[] = {
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
+      {.type = FUNNEL_TYPE_BINARY, .name = "b", .nullable = 0},
+      {.type = FUNNEL_TYPE_LARGE_UTF8, .name = "ls", .nullable = 1},
+      {.type = FUNNEL_TYPE_LARGE_BINARY, .name = "lb", .nullable = 1}};
+  static const struct iw_schema s = {4, f, 0};
+  struct table_src src = table_random(&s, 120, 200, 30);
+  static const int64_t rows[5] = {1, 40, 0, 39, 40};
+  const int64_t bases[3] = {1, 1000, 100003};
+  for (int k = 0; k < 3; k++) {
+    check_context("offset base %lld", (long long)bases[k]);
+    struct shape sh = {.n_parts = 5, .part_rows = rows, .max_batches = 3, .framing = STREAM,
+                       .empty_framing = STREAM, .enc = {.offset_base = bases[k], .vary = k == 2}};
+    round_trip(&src, &sh, 9 + (uint64_t)k);
+  }
+  table_src_free(&src);
+}
+
+static void concat_validity_unaligned_boundaries(void) {
+  static const struct iw_field f[] = {
+      {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 1},
+      {.type = FUNNEL_TYPE_BOOL, .name = "b_nn", .nullable = 0},
+      {.type = FUNNEL_TYPE_INT32, .name = "i", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+  static const struct iw_schema s = {4, f, 0};
+  /* partitions of 1, 2, ..., 17 rows: every boundary at every bit offset */
+  int64_t rows[17], total = 0;
+  for (int i = 0; i < 17; i++) total += rows[i] = i + 1;
+  struct table_src src = table_random(&s, total, 400, 31);
+  struct shape sh = {.n_parts = 17, .part_rows = rows, .max_batches = 1, .framing = STREAM,
+                     .enc = {.junk_padding = 1}};
+  round_trip(&src, &sh, 12);
+  table_src_free(&src);
+  /* for each size 1..17: nine partitions of that size, batches cut inside */
+  for (int k = 1; k <= 17; k++) {
+    check_context("nine partitions of %d rows", k);
+    int64_t r9[9];
+    for (int i = 0; i < 9; i++) r9[i] = k;
+    struct table_src t = table_random(&s, 9 * k, 400, 100 + (uint64_t)k);
+    struct shape s9 = {.n_parts = 9, .part_rows = r9, .max_batches = 3, .framing = STREAM,
+                       .enc = {.junk_padding = 1, .vary = 1}};
+    round_trip(&t, &s9, 13 + (uint64_t)k);
+    table_src_free(&t);
+  }
+  /* a single null among valid rows at every position of 1..17 rows */
+  for (int n = 1; n <= 17; n++)
+    for (int at = 0; at < n; at++) {
+      check_context("%d rows, null at %d", n, at);
+      struct table_src t = table_random(&s, n, 0, 200 + (uint64_t)n);
+      for (int c = 0; c < 4; c++)
+        if (f[c].nullable) t.cols[c].valid[at] = 0;
+      int64_t r2[2] = {at, n - at};
+      struct shape s2 = {.n_parts = 2, .part_rows = r2, .max_batches = 1, .framing = STREAM,
+                         .empty_framing = ZERO_BYTES, .enc = {.junk_padding = 1}};
+      round_trip(&t, &s2, 40 + (uint64_t)at);
+      table_src_free(&t);
+    }
+}
+
+static void read_without_nulls_has_empty_validity(void) {
+  /* all-ones bitmaps in some partitions, none in others: null_count 0 */
+  struct table_src src = table_random(&every_schema, 90, 0, 32);
+  static const int64_t rows[3] = {30, 30, 30};
+  struct shape sh = {.n_parts = 3, .part_rows = rows, .max_batches = 2, .framing = STREAM,
+                     .enc = {.vary = 1, .junk_padding = 1}};
+  round_trip(&src, &sh, 50);
+  table_src_free(&src);
+}
+
+static void read_with_reader_schema_and_bare_batches(void) {
+  uint64_t rng = 33;
+  int64_t total;
+  int64_t *rows = random_rows(30, 25, 200, &rng, &total);
+  struct table_src src = table_random(&every_schema, total, 150, 34);
+  struct shape sh = {.n_parts = 30, .part_rows = rows, .max_batches = 3, .framing = BARE,
+                     .empty_framing = ZERO_BYTES, .enc = {.vary = 1, .junk_padding = 1}};
+  round_trip(&src, &sh, 51);
+  /* bare and full partitions mixed */
+  struct shape mixed = sh;
+  mixed.empty_framing = STREAM;
+  round_trip(&src, &mixed, 52);
+  table_src_free(&src);
+  free(rows);
+}
+
+static void read_with_reader_schema_all_partitions_empty(void) {
+  struct iw_buf s = schema_bytes(&every_schema);
+  struct funnel_reader *rd = reader_new(s.data, s.len);
+  struct table_src src = table_random(&every_schema, 0, 0, 35);
+  for (int n = 0; n <= 3; n++) {
+    check_context("%d empty partitions", n);
+    struct parts ps = {(size_t)n, calloc((size_t)n + 1, sizeof(struct funnel_partition)), 0};
+    for (int i = 0; i < n; i++) ps.p[i].data = iw_dup("", 0);
+    struct funnel_table *t = NULL;
+    struct funnel_error err;
+    if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+      CHECK_EQ_I64(funnel_table_num_rows(t), 0);
+      CHECK_OK(funnel_table_wait(t, &err), &err);
+      check_stats(t, &ps);
+      check_table(t, &src);
+      size_t len = 0;
+      const void *ipc = funnel_table_schema_ipc(t, &len);
+      if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
+      funnel_table_free(t);
+    }
+    parts_free(&ps);
+  }
+  table_src_free(&src);
+  funnel_reader_free(rd);
+  iw_buf_free(&s);
+}
+
+static void read_on_caller_stream(void) {
+  uintptr_t stream = 0;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_device_stream_create(device(), &stream, &err), &err)) return;
+  CHECK(stream != 0);
+  struct table_src src = table_random(&every_schema, 200, 100, 36);
+  static const int64_t rows[4] = {50, 50, 0, 100};
+  struct shape sh = {.n_parts = 4, .part_rows = rows, .max_batches = 2, .framing = STREAM,
+                     .empty_framing = ZERO_BYTES};
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  for (int i = 0; i < 3; i++) {
+    struct parts ps = make_parts(&src, &sh, 60 + (uint64_t)i);
+    read_and_check(rd, &src, &ps, stream);
+  }
+  /* a table still in flight when the stream is destroyed: destroying it
+   * completes the work first */
+  struct parts ps = make_parts(&src, &sh, 63);
+  struct funnel_table *t = NULL;
+  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, stream, &t, &err), &err)) {
+    funnel_device_stream_destroy(device(), stream);
+    stream = 0;
+    CHECK_EQ_I64(funnel_table_is_ready(t), 1);
+    CHECK_OK(funnel_table_wait(t, &err), &err);
+    check_table(t, &src);
+    funnel_table_free(t);
+  }
+  parts_free(&ps);
+  if (stream) funnel_device_stream_destroy(device(), stream);
+  CHECK_STATUS(funnel_device_stream_create(NULL, &stream, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  funnel_reader_free(rd);
+  table_src_free(&src);
+}
+
+static void table_outlives_reader_and_wait_is_idempotent(void) {
+  struct table_src src = table_random(&small_schema, 100, 100, 37);
+  static const int64_t rows[3] = {40, 20, 40};
+  struct shape sh = {.n_parts = 3, .part_rows = rows, .max_batches = 2, .framing = STREAM};
+  struct parts ps = make_parts(&src, &sh, 70);
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+    funnel_reader_free(rd); /* tables it made stay valid */
+    rd = NULL;
+    CHECK_OK(funnel_table_wait(t, &err), &err);
+    CHECK_OK(funnel_table_wait(t, &err), &err);
+    parts_free(&ps);
+    check_table(t, &src);
+    check_table(t, &src); /* copy back twice */
+    struct funnel_column col;
+    CHECK_STATUS(funnel_table_column(t, 3, &col, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(funnel_table_column(t, -1, &col, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(funnel_table_column(t, 0, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+    /* the schema the table reports is the partitions' Schema message */
+    struct iw_buf s = schema_bytes(&small_schema);
+    size_t len = 0;
+    const void *ipc = funnel_table_schema_ipc(t, &len);
+    if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
+    iw_buf_free(&s);
+    funnel_table_free(t);
+  }
+  parts_free(&ps);
+  funnel_reader_free(rd);
+  table_src_free(&src);
+}
+
+/* A table freed without a wait: free waits for the work itself. */
+static void table_free_without_wait(void) {
+  struct table_src src = table_random(&every_schema, 400, 100, 38);
+  static const int64_t rows[4] = {100, 100, 100, 100};
+  struct shape sh = {.n_parts = 4, .part_rows = rows, .max_batches = 2, .framing = STREAM};
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  for (int i = 0; i < 20; i++) {
+    struct parts ps = make_parts(&src, &sh, 80 + (uint64_t)i);
+    struct funnel_table *t = NULL;
+    struct funnel_error err;
+    if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) funnel_table_free(t);
+    parts_free(&ps); /* after the free, which waited */
+  }
+  funnel_reader_free(rd);
+  table_src_free(&src);
+}
+
+struct thread_arg {
+  struct funnel_reader *rd;
+  const struct table_src *src;
+  uint64_t seed;
+};
+
+static void *reading_thread(void *p) {
+  struct thread_arg *a = p;
+  uint64_t rng = a->seed;
+  for (int i = 0; i < 15; i++) {
+    int64_t total = 0;
+    int64_t rows[8];
+    int n = 1 + (int)check_rand_below(&rng, 8);
+    for (int k = 0; k < n; k++) rows[k] = 0;
+    /* every read covers the whole table, cut differently */
+    for (int64_t r = 0; r < a->src->rows; r++) rows[check_rand_below(&rng, (uint64_t)n)]++;
+    for (int k = 0; k < n; k++) total += rows[k];
+    struct shape sh = {.n_parts = n, .part_rows = rows, .max_batches = 2, .framing = STREAM,
+                       .empty_framing = ZERO_BYTES};
+    struct parts ps = make_parts(a->src, &sh, check_rand(&rng));
+    read_and_check(a->rd, a->src, &ps, 0);
+  }
+  return NULL;
+}
+
+/* Reads from four threads on one reader (ordered on its stream) and from
+ * four more on a reader each, all at once. */
+static void concurrent_reads_on_one_reader(void) {
+  struct table_src src = table_random(&small_schema, 150, 150, 39);
+  struct funnel_reader *shared = reader_new(NULL, 0);
+  struct funnel_reader *own[4];
+  pthread_t th[8];
+  struct thread_arg args[8];
+  for (int i = 0; i < 8; i++) {
+    own[i % 4] = i < 4 ? reader_new(NULL, 0) : own[i % 4];
+    args[i] = (struct thread_arg){i < 4 ? shared : own[i % 4], &src, 90 + (uint64_t)i};
+    CHECK(pthread_create(&th[i], NULL, reading_thread, &args[i]) == 0);
+  }
+  for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++) funnel_reader_free(own[i]);
+  funnel_reader_free(shared);
+  table_src_free(&src);
+}
+
+int main(int argc, char **argv) {
+  static const struct check_test tests[] = {
+      CHECK_TEST(device_open_cuda_without_gpu_is_no_device),
+      CHECK_TEST(device_open_auto_falls_back_to_cpu),
+      CHECK_TEST(device_open_rejects_bad_arguments),
+      CHECK_TEST(reader_create_rejects_bad_schema),
+      CHECK_TEST(read_rejects_invalid_arguments),
+      CHECK_TEST(read_rejects_missing_schema),
+      CHECK_TEST(read_rejects_schema_mismatch),
+      CHECK_TEST(read_rejects_malformed_partition_and_names_it),
+      CHECK_TEST(read_rejects_utf8_over_int32_offsets),
+      CHECK_TEST(read_every_type_one_partition),
+      CHECK_TEST(read_every_type_two_partitions),
+      CHECK_TEST(read_every_type_200_partitions),
+      CHECK_TEST(read_1000_partitions),
+      CHECK_TEST(read_partitions_of_several_batches_with_empty_ones),
+      CHECK_TEST(read_skips_empty_partitions_of_every_kind),
+      CHECK_TEST(read_ipc_file_format_partitions),
+      CHECK_TEST(read_string_offsets_not_starting_at_zero),
+      CHECK_TEST(concat_validity_unaligned_boundaries),
+      CHECK_TEST(read_without_nulls_has_empty_validity),
+      CHECK_TEST(read_with_reader_schema_and_bare_batches),
+      CHECK_TEST(read_with_reader_schema_all_partitions_empty),
+      CHECK_TEST(read_on_caller_stream),
+      CHECK_TEST(table_outlives_reader_and_wait_is_idempotent),
+      CHECK_TEST(table_free_without_wait),
+      CHECK_TEST(concurrent_reads_on_one_reader),
+  };
+  int rc = CHECK_MAIN(argc, argv, tests);
+  funnel_device_close(the_device);
+  return rc;
+}
