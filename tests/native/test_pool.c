@@ -1,0 +1,172 @@
+/* test_pool.c: the pinned host pool: caller allocations, partitions read
+ * from it without staging, pageable partitions staged through it, and every
+ * block back in the pool once the tables are gone. Expected values come
+ * from the loop that wrote the partitions. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ipc_writer.h"
+
+static const struct iw_field FIELDS[] = {{.type = FUNNEL_TYPE_INT64, .name = "v", .nullable = 0}};
+static const struct iw_schema SCHEMA = {1, FIELDS, 0};
+
+/* Partition p holds rows valued p * 1000 + i, i < rows. */
+static struct iw_buf partition(int p, int64_t rows) {
+  int64_t *v = malloc((size_t)(rows ? rows : 1) * 8);
+  for (int64_t i = 0; i < rows; i++) v[i] = p * 1000 + i;
+  struct iw_column c = {.length = rows, .data = v, .data_length = rows * 8};
+  struct iw_buf b = {0};
+  iw_schema_message(&b, &SCHEMA, NULL, NULL);
+  iw_batch_message(&b, &SCHEMA, rows, &c, NULL, NULL);
+  iw_eos(&b, NULL);
+  free(v);
+  return b;
+}
+
+/* Reads the partitions, checks the values and returns the stats. */
+static struct funnel_read_stats read_and_check(struct funnel_device *dev,
+                                               const struct funnel_partition *parts, int n,
+                                               const int64_t *rows) {
+  struct funnel_read_stats s;
+  memset(&s, 0, sizeof(s));
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return s;
+  if (CHECK_OK(funnel_reader_read_async(rd, parts, (size_t)n, 0, &t, &err), &err)) {
+    int64_t total = 0;
+    for (int p = 0; p < n; p++) total += rows[p];
+    int64_t *got = malloc((size_t)(total ? total : 1) * 8);
+    struct funnel_host_column host = {NULL, NULL, got};
+    CHECK_OK(funnel_table_copy_to_host(t, &host, &err), &err);
+    CHECK_EQ_I64(funnel_table_num_rows(t), total);
+    int64_t r = 0;
+    for (int p = 0; p < n; p++)
+      for (int64_t i = 0; i < rows[p]; i++, r++)
+        if (!CHECK_EQ_I64(got[r], p * 1000 + i)) p = n; /* one report is enough */
+    CHECK_OK(funnel_table_stats(t, &s, &err), &err);
+    free(got);
+    funnel_table_free(t);
+  }
+  funnel_reader_free(rd);
+  return s;
+}
+
+static const int64_t ROWS[] = {5, 0, 300, 1, 77};
+#define N 5
+
+static void pool_alloc_free_and_in_use(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  void *a = NULL, *b = NULL;
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  if (CHECK_OK(funnel_device_pinned_alloc(dev, 1000, &a, &err), &err) &&
+      CHECK_OK(funnel_device_pinned_alloc(dev, 1, &b, &err), &err)) {
+    CHECK(((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0);
+    memset(a, 0xAB, 1000); /* the memory is the caller's */
+    CHECK(funnel_device_pinned_in_use(dev) >= 1001);
+    funnel_device_pinned_free(dev, a, 1000);
+    funnel_device_pinned_free(dev, b, 1);
+  }
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  void *huge = NULL;
+  CHECK_STATUS(funnel_device_pinned_alloc(dev, (size_t)1 << 50, &huge, &err),
+               FUNNEL_ERR_HOST_OUT_OF_MEMORY, &err);
+  CHECK(huge == NULL);
+  funnel_device_close(dev);
+}
+
+static void read_from_pinned_partitions_stages_nothing(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  struct funnel_partition parts[N];
+  struct iw_buf bufs[N];
+  for (int p = 0; p < N; p++) {
+    bufs[p] = partition(p, ROWS[p]);
+    void *pinned = NULL;
+    if (!CHECK_OK(funnel_device_pinned_alloc(dev, bufs[p].len, &pinned, &err), &err)) return;
+    memcpy(pinned, bufs[p].data, bufs[p].len);
+    parts[p] = (struct funnel_partition){pinned, bufs[p].len};
+  }
+  struct funnel_read_stats s = read_and_check(dev, parts, N, ROWS);
+  CHECK_EQ_I64(s.staged_partitions, 0);
+  CHECK_EQ_I64(s.bytes_staged, 0);
+  CHECK(s.h2d_copies <= s.partitions + 1);
+  for (int p = 0; p < N; p++) {
+    funnel_device_pinned_free(dev, (void *)parts[p].data, bufs[p].len);
+    iw_buf_free(&bufs[p]);
+  }
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
+static void read_stages_pageable_partitions_through_the_pool(void) {
+  setenv("FUNNEL_STAGE_PAGEABLE", "1", 1); /* the cpu backend does not stage by default */
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  int ok = CHECK_OK(check_device_open(&dev, &err), &err);
+  unsetenv("FUNNEL_STAGE_PAGEABLE");
+  if (!ok) return;
+  struct funnel_partition parts[N];
+  struct iw_buf bufs[N];
+  int64_t bytes = 0, non_empty = 0;
+  for (int p = 0; p < N; p++) {
+    bufs[p] = partition(p, ROWS[p]);
+    parts[p] = (struct funnel_partition){iw_dup(bufs[p].data, bufs[p].len), bufs[p].len};
+    if (ROWS[p] > 0) {
+      bytes += (int64_t)bufs[p].len;
+      non_empty++;
+    }
+  }
+  struct funnel_read_stats s = read_and_check(dev, parts, N, ROWS);
+  CHECK_EQ_I64(s.staged_partitions, non_empty);
+  CHECK_EQ_I64(s.bytes_staged, bytes);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0); /* staging came back */
+  /* the pool was allocated once, by the first read: the second allocates none */
+  s = read_and_check(dev, parts, N, ROWS);
+  CHECK_EQ_I64(s.pinned_allocs, 0);
+  for (int p = 0; p < N; p++) {
+    free((void *)parts[p].data);
+    iw_buf_free(&bufs[p]);
+  }
+  funnel_device_close(dev);
+}
+
+static void read_with_a_full_pool_copies_from_pageable_memory(void) {
+  setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
+  setenv("FUNNEL_PINNED_POOL_BYTES", "4096", 1); /* too small for partition 2 */
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  int ok = CHECK_OK(check_device_open(&dev, &err), &err);
+  unsetenv("FUNNEL_STAGE_PAGEABLE");
+  unsetenv("FUNNEL_PINNED_POOL_BYTES");
+  if (!ok) return;
+  struct funnel_partition parts[N];
+  struct iw_buf bufs[N];
+  for (int p = 0; p < N; p++) {
+    bufs[p] = partition(p, ROWS[p]);
+    parts[p] = (struct funnel_partition){iw_dup(bufs[p].data, bufs[p].len), bufs[p].len};
+  }
+  struct funnel_read_stats s = read_and_check(dev, parts, N, ROWS);
+  CHECK(s.staged_partitions < 4); /* not all fit; the rest went straight */
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  for (int p = 0; p < N; p++) {
+    free((void *)parts[p].data);
+    iw_buf_free(&bufs[p]);
+  }
+  funnel_device_close(dev);
+}
+
+int main(int argc, char **argv) {
+  static const struct check_test tests[] = {
+      CHECK_TEST(pool_alloc_free_and_in_use),
+      CHECK_TEST(read_from_pinned_partitions_stages_nothing),
+      CHECK_TEST(read_stages_pageable_partitions_through_the_pool),
+      CHECK_TEST(read_with_a_full_pool_copies_from_pageable_memory),
+  };
+  return CHECK_MAIN(argc, argv, tests);
+}
