@@ -27,11 +27,13 @@ extern const unsigned char funnel__fatbin[];
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)       \
   X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
   X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuGetErrorName) X(cuGetErrorString) \
-  X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)             \
+  X(cuMemHostAlloc) X(cuMemFreeHost)             \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuMemcpyHtoDAsync)                \
   X(cuMemcpyDtoHAsync) X(cuModuleLoadData) X(cuModuleUnload)               \
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) \
-  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy)
+  X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuMemPoolCreate)  \
+  X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) \
+  X(cuMemPoolTrimTo)
 
 struct cuda {
   void *lib;
@@ -41,6 +43,7 @@ struct cuda {
   CUdevice device;
   CUcontext ctx;
   CUmodule module;
+  CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
   int fatal; /* a sticky error was seen: the context is unusable */
   char device_name[128];
@@ -91,26 +94,35 @@ static void leave(struct cuda *cu) {
 
 #define CUDA(be) ((struct cuda *)(be)->private_data)
 
-static int cuda_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+/* Device memory comes from funnel's own stream-ordered pool: allocation
+ * and free are enqueued on a stream, cost little once the pool is warm, and
+ * never synchronize the device (cuMemFree does). */
+static int cuda_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   CUdeviceptr p = 0;
-  CUresult r = cu->cuMemAlloc(&p, size ? size : 1);
+  CUresult r = cu->cuMemAllocFromPoolAsync(&p, size ? size : 1, cu->mempool, (CUstream)stream);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    /* memory the pool keeps but nobody uses may be what others need: give
+     * it back to the device and try once more */
+    cu->cuMemPoolTrimTo(cu->mempool, 0);
+    r = cu->cuMemAllocFromPoolAsync(&p, size ? size : 1, cu->mempool, (CUstream)stream);
+  }
   leave(cu);
   if (r == CUDA_ERROR_OUT_OF_MEMORY)
     return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY,
-                      "[cuMemAlloc] CUDA_ERROR_OUT_OF_MEMORY: cannot allocate %zu bytes of device "
-                      "memory", size);
-  int st = check(cu, r, "cuMemAlloc", error);
+                      "[cuMemAllocFromPoolAsync] CUDA_ERROR_OUT_OF_MEMORY: cannot allocate %zu "
+                      "bytes of device memory", size);
+  int st = check(cu, r, "cuMemAllocFromPoolAsync", error);
   if (st == FUNNEL_OK) *out = (uint64_t)p;
   return st;
 }
 
-static void cuda_free(struct funnel_backend *be, uint64_t ptr) {
+static void cuda_free(struct funnel_backend *be, uint64_t ptr, void *stream) {
   struct cuda *cu = CUDA(be);
   if (enter(cu, NULL) != FUNNEL_OK) return;
-  cu->cuMemFree((CUdeviceptr)ptr);
+  cu->cuMemFreeAsync((CUdeviceptr)ptr, (CUstream)stream);
   leave(cu);
 }
 
@@ -230,6 +242,7 @@ static void cuda_release(struct funnel_backend *be) {
   if (cu == NULL) return;
   if (cu->module != NULL && enter(cu, NULL) == FUNNEL_OK) {
     cu->cuModuleUnload(cu->module);
+    if (cu->mempool != NULL) cu->cuMemPoolDestroy(cu->mempool);
     leave(cu);
   }
   if (cu->ctx != NULL) cu->cuDevicePrimaryCtxRelease(cu->device);
@@ -284,6 +297,21 @@ static int open_device(struct cuda *cu, struct funnel_error *error) {
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   int st = CU(cuModuleLoadData, (&cu->module, funnel__fatbin));
   if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->concat, cu->module, "funnel_concat"));
+  if (st == FUNNEL_OK) {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof(props));
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = (int)cu->device;
+    st = CU(cuMemPoolCreate, (&cu->mempool, &props));
+  }
+  if (st == FUNNEL_OK) {
+    /* keep freed memory in the pool rather than giving it back at every
+     * synchronization: reads come back for it */
+    cuuint64_t keep = UINT64_MAX;
+    st = CU(cuMemPoolSetAttribute, (cu->mempool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+  }
   leave(cu);
   return st;
 }
@@ -296,6 +324,14 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   int st = load_driver(cu, error);
   if (st == FUNNEL_OK) st = open_device(cu, error);
   if (st != FUNNEL_OK) {
+    if (cu->mempool != NULL && enter(cu, NULL) == FUNNEL_OK) {
+      cu->cuMemPoolDestroy(cu->mempool);
+      leave(cu);
+    }
+    if (cu->module != NULL && enter(cu, NULL) == FUNNEL_OK) {
+      cu->cuModuleUnload(cu->module);
+      leave(cu);
+    }
     if (cu->ctx != NULL) cu->cuDevicePrimaryCtxRelease(cu->device);
     if (cu->lib != NULL) dlclose(cu->lib);
     free(cu);

@@ -216,7 +216,10 @@ FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 /* One shuffle partition in host memory: Arrow IPC streaming-format bytes,
  * either a whole stream (Schema message, RecordBatch messages, optional
  * end-of-stream marker) or bare RecordBatch messages when the reader has the
- * schema. A zero-length partition is an empty shuffle block: no rows. */
+ * schema. Several streams may follow each other in one partition (merged
+ * spills), their schemas equal; the IPC file format ("ARROW1" ... footer)
+ * is read as the stream it contains; legacy framing (no 0xFFFFFFFF marker)
+ * is accepted. A zero-length partition is an empty shuffle block: no rows. */
 struct funnel_partition {
   const void *data;
   size_t length;

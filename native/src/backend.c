@@ -8,17 +8,17 @@ struct funnel__calls funnel__calls_now(void) { return calls; }
 #define MISSING(be, slot) \
   FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "backend %s has no %s", (be)->name, slot)
 
-int funnel__dev_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error) {
   calls.calls++;
   calls.allocs++;
-  return be->alloc(be, size, out, error);
+  return be->alloc(be, size, stream, out, error);
 }
 
-void funnel__dev_free(struct funnel_backend *be, uint64_t ptr) {
+void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream) {
   if (ptr == 0) return;
   calls.calls++;
-  be->free(be, ptr);
+  be->free(be, ptr, stream);
 }
 
 int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,

@@ -20,9 +20,12 @@ struct funnel_backend {
   /* copies from pageable memory are slow: stage them in pinned memory */
   int stage_pageable;
 
-  int (*alloc)(struct funnel_backend *be, size_t size, uint64_t *out,
+  /* device memory, ordered on `stream`: usable by work enqueued there
+   * after the call, and by any stream once that work has completed */
+  int (*alloc)(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                struct funnel_error *error);
-  void (*free)(struct funnel_backend *be, uint64_t ptr);
+  /* frees, ordered on `stream`, memory no enqueued work still uses */
+  void (*free)(struct funnel_backend *be, uint64_t ptr, void *stream);
   /* page-locked host memory (cpu: ordinary aligned memory) */
   int (*host_alloc)(struct funnel_backend *be, size_t size, void **out,
                     struct funnel_error *error);
@@ -73,9 +76,9 @@ struct funnel__calls {
 };
 struct funnel__calls funnel__calls_now(void);
 
-int funnel__dev_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error);
-void funnel__dev_free(struct funnel_backend *be, uint64_t ptr);
+void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream);
 int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,
                            struct funnel_error *error);
 void funnel__dev_host_free(struct funnel_backend *be, void *ptr);

@@ -83,9 +83,10 @@ static int enqueue(struct stream *s, struct task *t, struct funnel_error *error)
   return FUNNEL_OK;
 }
 
-static int cpu_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+static int cpu_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                      struct funnel_error *error) {
   (void)be;
+  (void)stream;
   size_t rounded = (size + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
   void *p = aligned_alloc(FUNNEL__ALIGN, rounded ? rounded : FUNNEL__ALIGN);
   if (p == NULL)
@@ -95,8 +96,9 @@ static int cpu_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
   return FUNNEL_OK;
 }
 
-static void cpu_free(struct funnel_backend *be, uint64_t ptr) {
+static void cpu_free(struct funnel_backend *be, uint64_t ptr, void *stream) {
   (void)be;
+  (void)stream; /* callers free only memory no queued work uses */
   free((void *)(uintptr_t)ptr);
 }
 

@@ -203,8 +203,9 @@ static int submit(struct funnel_table *t, void *stream, struct funnel_error *err
   struct funnel_backend *be = &t->dev->be;
   const struct funnel__plan *plan = &t->plan;
   int st = FUNNEL_OK;
-  if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, &t->out, error);
-  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)plan->scratch_size, &t->scratch, error);
+  if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, stream, &t->out, error);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_alloc(be, (size_t)plan->scratch_size, stream, &t->scratch, error);
   struct funnel__pool *pool = &t->dev->pool;
   t->staged = funnel__arena_calloc(&t->arena, (size_t)plan->n_copies + 1, sizeof(*t->staged));
   if (t->staged == NULL && st == FUNNEL_OK)
@@ -281,8 +282,10 @@ static void table_release(struct funnel_table *t) {
     funnel__dev_event_destroy(be, t->event);
   }
   release_staged(t);
-  funnel__dev_free(be, t->scratch);
-  funnel__dev_free(be, t->out);
+  /* the read's work has completed: free on the device's own stream (the
+   * read's may be gone with its reader) */
+  funnel__dev_free(be, t->scratch, t->dev->stream);
+  funnel__dev_free(be, t->out, t->dev->stream);
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);
   free(t);
@@ -364,7 +367,7 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
     if (t->event != NULL) st = funnel__dev_event_wait(&t->dev->be, t->event, error);
     if (st == FUNNEL_OK) {
       /* the inputs are no longer needed on the device */
-      funnel__dev_free(&t->dev->be, t->scratch);
+      funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
       t->scratch = 0;
       release_staged(t);
       t->done = 1;
