@@ -33,7 +33,7 @@ public final class DeviceTable implements AutoCloseable {
     NativeLibrary.load();
   }
 
-  private long handle;
+  private volatile long handle; // 0 once closed
   private ByteBuffer[] inputs; // kept reachable until the read's work completes
   private final long numRows;
   private final Schema schema;

@@ -9,7 +9,7 @@ public final class FunnelDevice implements AutoCloseable {
     NativeLibrary.load();
   }
 
-  private long handle;
+  private volatile long handle; // 0 once closed
   private final String backend;
   private final PinnedPool pinnedPool = new PinnedPool(this);
 

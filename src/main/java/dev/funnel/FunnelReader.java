@@ -32,7 +32,7 @@ public final class FunnelReader implements AutoCloseable {
   }
 
   private final FunnelDevice device;
-  private long handle;
+  private volatile long handle; // 0 once closed
 
   /** A reader whose partitions carry their schema (whole IPC streams). */
   public FunnelReader(FunnelDevice device) {
