@@ -34,12 +34,7 @@ class OtherProducersTest {
   private static final Path DATA = Path.of("tests", "data");
 
   private static FunnelDevice openDevice() {
-    String kind = System.getProperty("funnel.backend", "cpu");
-    FunnelDevice d = FunnelDevice.open(kind);
-    if (!kind.equals("auto")) {
-      assertEquals(kind, d.backend(), "asked for " + kind);
-    }
-    return d;
+    return TestSupport.openDevice();
   }
 
   private static ByteBuffer map(Path p) throws IOException {
@@ -111,6 +106,50 @@ class OtherProducersTest {
   @Test
   void readsArrowJsStreams() throws IOException {
     readsLikeArrowJava("arrowjs", "p0.arrows", "p1.arrows", "p2.arrows", "p3.arrows");
+  }
+
+  @Test
+  void commandLineConcatenatesPyarrowFilesLikeArrowJavaReadsThem(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws IOException {
+    String[] files = {"p0.arrows", "p1.arrows", "p2.arrows", "p3.arrows", "p4.arrow"};
+    List<String> args = new ArrayList<>(List.of("concat", "--backend", TestSupport.BACKEND, "-o"));
+    Path out = dir.resolve("out.arrows");
+    args.add(out.toString());
+    for (String f : files) {
+      args.add(DATA.resolve("pyarrow").resolve(f).toString());
+    }
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    int rc =
+        Main.run(
+            args.toArray(new String[0]),
+            new java.io.PrintStream(new java.io.ByteArrayOutputStream()),
+            new java.io.PrintStream(err));
+    assertEquals(0, rc, err.toString());
+    try (BufferAllocator a = new RootAllocator();
+        ArrowReader got = arrowJava(out, a)) {
+      assertTrue(got.loadNextBatch());
+      VectorSchemaRoot g = got.getVectorSchemaRoot();
+      long row = 0;
+      for (String f : files) {
+        try (ArrowReader in = arrowJava(DATA.resolve("pyarrow").resolve(f), a)) {
+          assertEquals(in.getVectorSchemaRoot().getSchema(), g.getSchema(), f);
+          while (in.loadNextBatch()) {
+            VectorSchemaRoot w = in.getVectorSchemaRoot();
+            for (int c = 0; c < w.getFieldVectors().size(); c++) {
+              for (int i = 0; i < w.getRowCount(); i++) {
+                Object wv = w.getVector(c).getObject(i);
+                Object gv = g.getVector(c).getObject((int) row + i);
+                assertTrue(
+                    Objects.deepEquals(wv, gv) || String.valueOf(wv).equals(String.valueOf(gv)),
+                    f + " row " + i + " column " + c + ": " + gv + " != " + wv);
+              }
+            }
+            row += w.getRowCount();
+          }
+        }
+      }
+      assertEquals(row, g.getRowCount());
+    }
   }
 
   @ParameterizedTest
