@@ -1,5 +1,6 @@
 /* plan.c: schema checks, exclusive scans, output layout, segment table. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -49,7 +50,7 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   if (cols == NULL || chars == NULL || copy_offset == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
 
-  int64_t rows = 0, batches = 0, pieces = 0, scratch = 0, n_copies = 0;
+  int64_t rows = 0, batches = 0, scratch = 0, n_copies = 0;
   for (int64_t p = 0; p < n_parts; p++) {
     struct funnel__partition *part = &parts[p];
     copy_offset[p] = -1;
@@ -71,7 +72,6 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
         cols[c].null_count += pc->null_count;
         chars[c] += pc->last_offset - pc->first_offset;
       }
-      pieces++;
       if (funnel__add_overflows(rows, batch->rows, &rows) || rows > FUNNEL__MAX_ROWS)
         return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, -1, batch->message_offset,
                                  "partition %lld: the table would have more than %lld rows",
@@ -111,10 +111,6 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
     oc->data = carve(&size, oc->data_size);
   }
 
-  /* at most, per column: a validity and two data segments per piece, a
-   * padding segment for each bit buffer or the final offset */
-  int64_t max_segments = pieces * n_cols * 3 + (int64_t)n_cols * 2;
-  out->segments_offset = carve(&scratch, max_segments * (int64_t)sizeof(struct funnel__segment));
   out->schema = schema;
   out->parts = parts;
   out->n_parts = n_parts;
@@ -124,9 +120,54 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->out_size = size;
   out->copy_offset = copy_offset;
   out->n_copies = n_copies;
-  out->max_segments = max_segments;
+  /* Large pieces are cut so that one launch spreads them over many blocks
+   * of the kernel (a block runs a segment); a cut changes nothing else.
+   * FUNNEL_SEGMENT_CHUNK_BYTES changes the size, for tests of the cuts. */
+  const char *chunk = getenv("FUNNEL_SEGMENT_CHUNK_BYTES");
+  out->chunk_bytes = chunk != NULL && atoll(chunk) > 0 ? atoll(chunk) : (int64_t)1 << 20;
+  /* the same walk that writes the table, counting only */
+  out->max_segments = funnel__plan_segments(out, 0, 0, NULL);
+  out->segments_offset =
+      carve(&scratch, out->max_segments * (int64_t)sizeof(struct funnel__segment));
   out->scratch_size = scratch;
   return FUNNEL_OK;
+}
+
+/* Appends `s`, cut into chunks of about `unit` bytes of output, to out
+ * (NULL: counts only); returns the new count. */
+static int64_t emit(struct funnel__segment *out, int64_t n, int64_t unit, struct funnel__segment s) {
+  int64_t chunk;
+  switch (s.kind) {
+    case FUNNEL_SEG_BYTES: chunk = unit; break;
+    case FUNNEL_SEG_OFFSETS32: chunk = unit / 4 > 0 ? unit / 4 : 1; break;
+    case FUNNEL_SEG_OFFSETS64: chunk = unit / 8 > 0 ? unit / 8 : 1; break;
+    case FUNNEL_SEG_BITS:
+    case FUNNEL_SEG_ONES:
+    case FUNNEL_SEG_ZEROS: chunk = unit * 8 + 1; break; /* cuts at any bit, not only at bytes */
+    default: chunk = INT64_MAX; break;
+  }
+  const int64_t count = (int64_t)s.count;
+  if (count <= chunk) {
+    if (out != NULL) out[n] = s;
+    return n + 1;
+  }
+  const int64_t width = s.kind == FUNNEL_SEG_OFFSETS32 ? 4 : s.kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
+  for (int64_t done = 0; done < count; done += chunk, n++) {
+    if (out == NULL) continue;
+    struct funnel__segment c = s;
+    c.count = (uint64_t)(count - done < chunk ? count - done : chunk);
+    if (s.kind == FUNNEL_SEG_BITS || s.kind == FUNNEL_SEG_ONES || s.kind == FUNNEL_SEG_ZEROS) {
+      const uint64_t from = s.src_bit + (uint64_t)done;
+      c.src = s.src ? s.src + from / 8 : 0;
+      c.src_bit = (uint32_t)(from % 8);
+      c.dst_bit = s.dst_bit + (uint64_t)done;
+    } else {
+      c.src = s.src + (uint64_t)(done * width);
+      c.dst = s.dst + (uint64_t)(done * width);
+    }
+    out[n] = c;
+  }
+  return n;
 }
 
 int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_base,
@@ -156,50 +197,50 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_
           } else {
             s.kind = FUNNEL_SEG_ONES;
           }
-          out[n++] = s;
+          n = emit(out, n, plan->chunk_bytes, s);
         }
         if (f->offset_width != 0) {
-          out[n++] = (struct funnel__segment){
+          n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){
               .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
               .src = in + (uint64_t)pc->offsets,
               .dst = offsets + (uint64_t)(row * f->offset_width),
               .count = (uint64_t)len,
-              .value = char_base - pc->first_offset};
+              .value = char_base - pc->first_offset});
           int64_t bytes = pc->last_offset - pc->first_offset;
           if (bytes > 0)
-            out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
+            n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
                                                 .src = in + (uint64_t)(pc->data + pc->first_offset),
                                                 .dst = data + (uint64_t)char_base,
-                                                .count = (uint64_t)bytes};
+                                                .count = (uint64_t)bytes});
           char_base += bytes;
         } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-          out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_BITS,
+          n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_BITS,
                                               .src = in + (uint64_t)pc->data,
                                               .dst = data,
                                               .dst_bit = (uint64_t)row,
-                                              .count = (uint64_t)len};
+                                              .count = (uint64_t)len});
         } else if (f->byte_width > 0) {
-          out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
+          n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
                                               .src = in + (uint64_t)pc->data,
                                               .dst = data + (uint64_t)(row * f->byte_width),
-                                              .count = (uint64_t)(len * f->byte_width)};
+                                              .count = (uint64_t)(len * f->byte_width)});
         }
         row += len;
       }
     }
     const int64_t pad = oc->validity_size * 8 - rows; /* bits after the last row */
     if (oc->null_count > 0 && pad > 0)
-      out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = validity,
-                                          .dst_bit = (uint64_t)rows, .count = (uint64_t)pad};
+      n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = validity,
+                                          .dst_bit = (uint64_t)rows, .count = (uint64_t)pad});
     if (f->type_id == FUNNEL_TYPE_BOOL && oc->data_size * 8 > rows)
-      out[n++] = (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = data,
+      n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = data,
                                           .dst_bit = (uint64_t)rows,
-                                          .count = (uint64_t)(oc->data_size * 8 - rows)};
+                                          .count = (uint64_t)(oc->data_size * 8 - rows)});
     if (f->offset_width != 0)
-      out[n++] = (struct funnel__segment){
+      n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){
           .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
           .dst = offsets + (uint64_t)(rows * f->offset_width),
-          .value = char_base};
+          .value = char_base});
   }
   return n;
 }

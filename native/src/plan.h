@@ -29,6 +29,7 @@ struct funnel__plan {
   int64_t n_copies;
   int64_t segments_offset;
   int64_t max_segments;   /* room reserved for the segment table */
+  int64_t chunk_bytes;    /* pieces larger than this are cut into segments this size */
   int64_t scratch_size;
 };
 

@@ -3,6 +3,7 @@
  * nulls, 1 to 1000 partitions, several batches, empty blocks. On a host
  * without a GPU both sides are cpu and the test checks determinism only;
  * on the GPU host ci/gpu-test sets FUNNEL_TEST_BACKEND=cuda. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,10 @@ static void result_free(struct result *r) {
   funnel_table_free(r->table);
 }
 
+/* `chunk`: when not NULL, the device under test cuts pieces into segments
+ * of that many bytes (FUNNEL_SEGMENT_CHUNK_BYTES), the cpu side does not. */
 static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, uint64_t *rng,
-                        int n_parts, int max_rows) {
+                        int n_parts, int max_rows, const char *chunk) {
   const struct iw_schema schema = {.n_fields = N_FIELDS, .fields = FIELDS};
   struct funnel_partition *parts = calloc((size_t)n_parts, sizeof(*parts));
   struct iw_buf *bufs = calloc((size_t)n_parts, sizeof(*bufs));
@@ -106,7 +109,11 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
     parts[0].length = bufs[0].len;
   }
   struct result want, got;
-  if (read_all(cpu, parts, (size_t)n_parts, &want) && read_all(dut, parts, (size_t)n_parts, &got)) {
+  int ok = read_all(cpu, parts, (size_t)n_parts, &want);
+  if (chunk != NULL) setenv("FUNNEL_SEGMENT_CHUNK_BYTES", chunk, 1);
+  ok = ok && read_all(dut, parts, (size_t)n_parts, &got);
+  unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
+  if (ok) {
     CHECK_EQ_I64(funnel_table_num_rows(got.table), funnel_table_num_rows(want.table));
     for (int c = 0; c < N_FIELDS; c++) {
       check_context("%d partitions, column %d (%s)", n_parts, c, FIELDS[c].name);
@@ -146,7 +153,13 @@ static void parity_random_tables_every_type(void) {
   const int rounds = quick ? 1 : 4;
   for (int round = 0; round < rounds; round++)
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-      parity_case(cpu, dut, &rng, shapes[i][0], shapes[i][1]);
+      parity_case(cpu, dut, &rng, shapes[i][0], shapes[i][1], NULL);
+  /* pieces cut into many small segments, at odd byte and bit positions */
+  static const char *const chunks[] = {"1", "37", "4096"};
+  for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
+    parity_case(cpu, dut, &rng, 3, 5000, chunks[k]);
+    parity_case(cpu, dut, &rng, 200, 40, chunks[k]);
+  }
   funnel_device_close(dut);
   funnel_device_close(cpu);
 }
