@@ -13,7 +13,7 @@
 
 /* atomic: tests that read from several threads check from each of them */
 static atomic_long failures;
-static char context[256];
+static _Thread_local char context[256]; /* per thread: tests read on several */
 
 long check_failures(void) { return failures; }
 
