@@ -379,11 +379,15 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
 
 int funnel_table_is_ready(struct funnel_table *t) {
   if (t == NULL) return 0;
-  pthread_mutex_lock(&t->mu);
-  int done = t->done;
-  if (!done && t->event == NULL) done = 1;
+  if (t->event == NULL) return 1; /* set by the read, fixed until the table is freed */
+  int done = 0;
+  /* another thread may hold the lock for a whole wait: never block on it;
+   * the event itself answers from any thread */
+  if (pthread_mutex_trylock(&t->mu) == 0) {
+    done = t->done;
+    pthread_mutex_unlock(&t->mu);
+  }
   if (!done && funnel__dev_event_query(&t->dev->be, t->event, &done, NULL) != FUNNEL_OK) done = 0;
-  pthread_mutex_unlock(&t->mu);
   return done;
 }
 
