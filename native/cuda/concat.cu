@@ -70,23 +70,31 @@ __device__ void run_bits(const funnel__segment &s) {
     write_word(dst, w, s.dst_bit, s.count, src, s.src_bit, (int)s.kind);
 }
 
+// Copies n bytes with words of type W once src and dst are both W-aligned
+// (the caller checked they can be: same alignment mod sizeof(W)).
+template <typename W>
+__device__ void copy_words(uint8_t *dst, const uint8_t *src, uint64_t n) {
+  const uint64_t head = (sizeof(W) - ((uintptr_t)dst & (sizeof(W) - 1))) & (sizeof(W) - 1);
+  const uint64_t h = head < n ? head : n;
+  for (uint64_t i = threadIdx.x; i < h; i += blockDim.x) dst[i] = src[i];
+  const uint64_t words = (n - h) / sizeof(W);
+  const W *sw = (const W *)(src + h);
+  W *dw = (W *)(dst + h);
+  for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) dw[i] = sw[i];
+  for (uint64_t i = h + words * sizeof(W) + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+
 __device__ void run_bytes(const funnel__segment &s) {
   const uint8_t *src = (const uint8_t *)(uintptr_t)s.src;
   uint8_t *dst = (uint8_t *)(uintptr_t)s.dst;
-  uint64_t n = s.count;
-  if (((s.src ^ s.dst) & 15) == 0) {
-    // same alignment: bytes up to a 16-byte boundary, then 16-byte words
-    const uint64_t head = (16 - (s.dst & 15)) & 15;
-    const uint64_t h = head < n ? head : n;
-    for (uint64_t i = threadIdx.x; i < h; i += blockDim.x) dst[i] = src[i];
-    const uint64_t words = (n - h) / 16;
-    const uint4 *s4 = (const uint4 *)(src + h);
-    uint4 *d4 = (uint4 *)(dst + h);
-    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) d4[i] = s4[i];
-    for (uint64_t i = h + words * 16 + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
-  } else {
-    for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
-  }
+  // the widest word both sides can be aligned to: IPC buffers are 8-aligned
+  // in their partition, outputs 64-aligned, so fixed-width data mostly
+  // goes by 8 or 16 bytes; string bytes start anywhere
+  const uint64_t skew = s.src ^ s.dst;
+  if ((skew & 15) == 0) copy_words<uint4>(dst, src, s.count);
+  else if ((skew & 7) == 0) copy_words<uint2>(dst, src, s.count);
+  else if ((skew & 3) == 0) copy_words<uint32_t>(dst, src, s.count);
+  else copy_words<uint8_t>(dst, src, s.count);
 }
 
 template <typename T>
