@@ -33,7 +33,7 @@ extern const unsigned char funnel__fatbin[];
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) \
   X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuMemPoolCreate)  \
   X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) \
-  X(cuMemPoolTrimTo)
+  X(cuMemPoolTrimTo) X(cuMemcpyDtoDAsync) X(cuEventElapsedTime)
 
 struct cuda {
   void *lib;
@@ -45,6 +45,8 @@ struct cuda {
   CUmodule module;
   CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
+  /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
+  __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
   char device_name[128];
 };
@@ -177,6 +179,35 @@ static int cuda_copy_d2h(struct funnel_backend *be, void *dst, uint64_t src, siz
   return st;
 }
 
+static int cuda_copy_d2d(struct funnel_backend *be, uint64_t dst, uint64_t src, size_t size,
+                         void *stream, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuMemcpyDtoDAsync, ((CUdeviceptr)dst, (CUdeviceptr)src, size, (CUstream)stream));
+  leave(cu);
+  return st;
+}
+
+/* One cuMemcpyBatchAsync: every source is read in stream order, like a
+ * cuMemcpyHtoDAsync's. */
+static int cuda_copy_h2d_batch(struct funnel_backend *be, const uint64_t *dst,
+                               const void *const *src, const size_t *size, size_t n, void *stream,
+                               struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+  attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  attr.dstLocHint.id = (int)cu->device;
+  size_t attr_index = 0;
+  int st = CU(cuMemcpyBatchAsync, ((CUdeviceptr *)dst, (CUdeviceptr *)(uintptr_t)src, (size_t *)size,
+                                   n, &attr, &attr_index, 1, (CUstream)stream));
+  leave(cu);
+  return st;
+}
+
 #define CONCAT_THREADS 256
 #define CONCAT_MAX_BLOCKS 65535
 
@@ -200,6 +231,28 @@ static int cuda_event_create(struct funnel_backend *be, void **out, struct funne
   int st = CU(cuEventCreate, (&e, CU_EVENT_DISABLE_TIMING));
   leave(cu);
   if (st == FUNNEL_OK) *out = e;
+  return st;
+}
+
+static int cuda_event_create_timed(struct funnel_backend *be, void **out,
+                                   struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUevent e = NULL;
+  int st = CU(cuEventCreate, (&e, CU_EVENT_DEFAULT));
+  leave(cu);
+  if (st == FUNNEL_OK) *out = e;
+  return st;
+}
+
+static int cuda_event_elapsed(struct funnel_backend *be, void *start, void *end, int64_t *ns,
+                              struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  float ms = 0;
+  int st = CU(cuEventElapsedTime, (&ms, (CUevent)start, (CUevent)end));
+  leave(cu);
+  if (st == FUNNEL_OK) *ns = (int64_t)((double)ms * 1e6);
   return st;
 }
 
@@ -278,6 +331,13 @@ static int load_driver(struct cuda *cu, struct funnel_error *error) {
   }
   DRIVER_FUNCTIONS(RESOLVE)
 #undef RESOLVE
+  {
+    CUdriverProcAddressQueryResult found;
+    void *fn = NULL;
+    if (get_proc("cuMemcpyBatchAsync", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &found) ==
+            CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS)
+      *(void **)&cu->cuMemcpyBatchAsync = fn;
+  }
   return FUNNEL_OK;
 }
 
@@ -349,8 +409,12 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   be->stream_destroy = cuda_stream_destroy;
   be->copy_h2d_async = cuda_copy_h2d;
   be->copy_d2h_async = cuda_copy_d2h;
+  be->copy_d2d_async = cuda_copy_d2d;
+  if (cu->cuMemcpyBatchAsync != NULL) be->copy_h2d_batch_async = cuda_copy_h2d_batch;
   be->launch_concat = cuda_launch;
   be->event_create = cuda_event_create;
+  be->event_create_timed = cuda_event_create_timed;
+  be->event_elapsed_ns = cuda_event_elapsed;
   be->event_record = cuda_event_record;
   be->event_query = cuda_event_query;
   be->event_wait = cuda_event_wait;

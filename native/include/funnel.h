@@ -213,6 +213,31 @@ FUNNEL_API funnel_status funnel_reader_create(struct funnel_device *dev,
 /* Frees a reader. Tables it made stay valid. NULL is a no-op. */
 FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 
+/* How a read moves partition bytes to the device (FUNNEL_OPTION_TRANSFER). */
+enum funnel_transfer {
+  /* per read, by size: DIRECT when the pinned partitions are small enough
+   * that the copies' fixed costs would dominate, COPY otherwise */
+  FUNNEL_TRANSFER_AUTO = 0,
+  /* every partition is copied to device memory (copies of partitions that
+   * lie back to back in pinned memory are merged), then the kernel runs */
+  FUNNEL_TRANSFER_COPY = 1,
+  /* the kernel reads partitions that lie in the pinned pool straight from
+   * host memory: no copy at all for them (others are still copied) */
+  FUNNEL_TRANSFER_DIRECT = 2
+};
+
+enum funnel_option {
+  FUNNEL_OPTION_TRANSFER = 1,    /* an enum funnel_transfer; default AUTO */
+  FUNNEL_OPTION_TIME_KERNEL = 2  /* 1: time the concat on the device with a
+                                    pair of events (stats.kernel_ns); 0: not
+                                    (the default; timing events cost a little) */
+};
+
+/* Sets a reader option for the reads that follow. Not to be called while
+ * another thread reads through the same reader. */
+FUNNEL_API funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
+                                                  int64_t value, struct funnel_error *error);
+
 /* One shuffle partition in host memory: Arrow IPC streaming-format bytes,
  * either a whole stream (Schema message, RecordBatch messages, optional
  * end-of-stream marker) or bare RecordBatch messages when the reader has the
@@ -316,6 +341,9 @@ struct funnel_read_stats {
   int64_t submit_ns;
   int64_t staged_partitions; /* pageable partitions copied into the pinned pool first */
   int64_t bytes_staged;
+  int64_t direct_partitions; /* partitions the kernel read straight from pinned memory */
+  int64_t bytes_direct;
+  int64_t kernel_ns;         /* device time of the concat (FUNNEL_OPTION_TIME_KERNEL), else -1 */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

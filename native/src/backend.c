@@ -63,6 +63,30 @@ int funnel__dev_copy_d2h_async(struct funnel_backend *be, void *dst, uint64_t sr
   return be->copy_d2h_async(be, dst, src, size, stream, error);
 }
 
+int funnel__dev_copy_h2d_batch_async(struct funnel_backend *be, const uint64_t *dst,
+                                     const void *const *src, const size_t *size, size_t n,
+                                     void *stream, struct funnel_error *error) {
+  if (n == 0) return FUNNEL_OK;
+  if (be->copy_h2d_batch_async == NULL) {
+    for (size_t i = 0; i < n; i++)
+      FUNNEL_RETURN_NOT_OK(funnel__dev_copy_h2d_async(be, dst[i], src[i], size[i], stream, error));
+    return FUNNEL_OK;
+  }
+  calls.calls++;
+  calls.h2d_batches++;
+  calls.h2d_copies += (int64_t)n;
+  for (size_t i = 0; i < n; i++) calls.bytes_h2d += (int64_t)size[i];
+  return be->copy_h2d_batch_async(be, dst, src, size, n, stream, error);
+}
+
+int funnel__dev_copy_d2d_async(struct funnel_backend *be, uint64_t dst, uint64_t src,
+                               size_t size, void *stream, struct funnel_error *error) {
+  if (be->copy_d2d_async == NULL) return MISSING(be, "copy_d2d_async");
+  calls.calls++;
+  calls.d2d_copies++;
+  return be->copy_d2d_async(be, dst, src, size, stream, error);
+}
+
 int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int64_t count,
                               void *stream, struct funnel_error *error) {
   calls.calls++;
@@ -74,6 +98,20 @@ int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error) {
   calls.calls++;
   return be->event_create(be, out, error);
+}
+
+int funnel__dev_event_create_timed(struct funnel_backend *be, void **out,
+                                   struct funnel_error *error) {
+  if (be->event_create_timed == NULL) return funnel__dev_event_create(be, out, error);
+  calls.calls++;
+  return be->event_create_timed(be, out, error);
+}
+
+int funnel__dev_event_elapsed_ns(struct funnel_backend *be, void *start, void *end,
+                                 int64_t *ns, struct funnel_error *error) {
+  if (be->event_elapsed_ns == NULL) return MISSING(be, "event_elapsed_ns");
+  calls.calls++;
+  return be->event_elapsed_ns(be, start, end, ns, error);
 }
 
 int funnel__dev_event_record(struct funnel_backend *be, void *event, void *stream,

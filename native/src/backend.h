@@ -40,11 +40,24 @@ struct funnel_backend {
                         size_t size, void *stream, struct funnel_error *error);
   int (*copy_d2h_async)(struct funnel_backend *be, void *dst, uint64_t src,
                         size_t size, void *stream, struct funnel_error *error);
+  /* optional: `n` host-to-device copies in one call (cuda: cuMemcpyBatchAsync
+   * where the driver has it); NULL: the wrapper makes one call per copy */
+  int (*copy_h2d_batch_async)(struct funnel_backend *be, const uint64_t *dst,
+                              const void *const *src, const size_t *size, size_t n,
+                              void *stream, struct funnel_error *error);
+  int (*copy_d2d_async)(struct funnel_backend *be, uint64_t dst, uint64_t src, size_t size,
+                        void *stream, struct funnel_error *error);
   /* runs the `count` segments at device address `segments` */
   int (*launch_concat)(struct funnel_backend *be, uint64_t segments, int64_t count,
                        void *stream, struct funnel_error *error);
 
   int (*event_create)(struct funnel_backend *be, void **out, struct funnel_error *error);
+  /* an event that can be timed with event_elapsed_ns (cuda: without
+   * CU_EVENT_DISABLE_TIMING, a little dearer to record) */
+  int (*event_create_timed)(struct funnel_backend *be, void **out, struct funnel_error *error);
+  /* device time between the completions of two timed events' last records */
+  int (*event_elapsed_ns)(struct funnel_backend *be, void *start, void *end, int64_t *ns,
+                          struct funnel_error *error);
   int (*event_record)(struct funnel_backend *be, void *event, void *stream,
                       struct funnel_error *error);
   /* *done = 1 when everything before the last record has completed */
@@ -71,6 +84,8 @@ struct funnel__calls {
   int64_t bytes_h2d;
   int64_t d2h_copies;
   int64_t bytes_d2h;
+  int64_t h2d_batches; /* batched copy calls (their copies are in h2d_copies) */
+  int64_t d2d_copies;
   int64_t launches;
   int64_t syncs; /* event waits */
 };
@@ -89,10 +104,20 @@ int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const vo
                                size_t size, void *stream, struct funnel_error *error);
 int funnel__dev_copy_d2h_async(struct funnel_backend *be, void *dst, uint64_t src,
                                size_t size, void *stream, struct funnel_error *error);
+/* `n` copies: one batched call when the backend has one, else one each */
+int funnel__dev_copy_h2d_batch_async(struct funnel_backend *be, const uint64_t *dst,
+                                     const void *const *src, const size_t *size, size_t n,
+                                     void *stream, struct funnel_error *error);
+int funnel__dev_copy_d2d_async(struct funnel_backend *be, uint64_t dst, uint64_t src,
+                               size_t size, void *stream, struct funnel_error *error);
 int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int64_t count,
                               void *stream, struct funnel_error *error);
 int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error);
+int funnel__dev_event_create_timed(struct funnel_backend *be, void **out,
+                                   struct funnel_error *error);
+int funnel__dev_event_elapsed_ns(struct funnel_backend *be, void *start, void *end,
+                                 int64_t *ns, struct funnel_error *error);
 int funnel__dev_event_record(struct funnel_backend *be, void *event, void *stream,
                              struct funnel_error *error);
 int funnel__dev_event_query(struct funnel_backend *be, void *event, int *done,

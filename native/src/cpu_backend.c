@@ -17,6 +17,7 @@ struct event {
   pthread_cond_t cv;
   int64_t recorded; /* records made */
   int64_t done;     /* records completed */
+  int64_t done_ns;  /* when the last one completed (funnel__now_ns) */
 };
 
 struct task {
@@ -58,6 +59,7 @@ static void *worker(void *arg) {
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);
         if (t->seq > t->event->done) t->event->done = t->seq;
+        t->event->done_ns = funnel__now_ns();
         pthread_cond_broadcast(&t->event->cv);
         pthread_mutex_unlock(&t->event->mu);
         break;
@@ -162,6 +164,14 @@ static int cpu_copy_d2h(struct funnel_backend *be, void *dst, uint64_t src, size
   return enqueue(stream, &t, error);
 }
 
+static int cpu_copy_d2d(struct funnel_backend *be, uint64_t dst, uint64_t src, size_t size,
+                        void *stream, struct funnel_error *error) {
+  (void)be;
+  struct task t = {.kind = TASK_COPY, .dst = (void *)(uintptr_t)dst,
+                   .src = (const void *)(uintptr_t)src, .size = size};
+  return enqueue(stream, &t, error);
+}
+
 static int cpu_launch(struct funnel_backend *be, uint64_t segments, int64_t count, void *stream,
                       struct funnel_error *error) {
   (void)be;
@@ -218,6 +228,25 @@ static int cpu_event_wait(struct funnel_backend *be, void *event, struct funnel_
   return FUNNEL_OK;
 }
 
+static int cpu_event_elapsed(struct funnel_backend *be, void *start, void *end, int64_t *ns,
+                             struct funnel_error *error) {
+  (void)be;
+  struct event *a = start, *b = end;
+  pthread_mutex_lock(&a->mu);
+  const int a_done = a->recorded > 0 && a->done >= a->recorded;
+  const int64_t ta = a->done_ns;
+  pthread_mutex_unlock(&a->mu);
+  pthread_mutex_lock(&b->mu);
+  const int b_done = b->recorded > 0 && b->done >= b->recorded;
+  const int64_t tb = b->done_ns;
+  pthread_mutex_unlock(&b->mu);
+  if (!a_done || !b_done)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "cpu backend: event_elapsed_ns on an event not recorded or not complete");
+  *ns = tb - ta;
+  return FUNNEL_OK;
+}
+
 static void cpu_event_destroy(struct funnel_backend *be, void *event) {
   (void)be;
   struct event *e = event;
@@ -243,11 +272,13 @@ int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *err
   be->stream_destroy = cpu_stream_destroy;
   be->copy_h2d_async = cpu_copy_h2d;
   be->copy_d2h_async = cpu_copy_d2h;
+  be->copy_d2d_async = cpu_copy_d2d;
   be->launch_concat = cpu_launch;
   be->event_create = cpu_event_create;
   be->event_record = cpu_event_record;
   be->event_query = cpu_event_query;
   be->event_wait = cpu_event_wait;
+  be->event_elapsed_ns = cpu_event_elapsed;
   be->event_destroy = cpu_event_destroy;
   be->release = cpu_release;
   return FUNNEL_OK;

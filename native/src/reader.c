@@ -28,6 +28,8 @@ struct funnel_reader {
   void *stream;
   struct funnel__arena arena;
   struct funnel__schema *schema; /* NULL when not given */
+  int transfer;                  /* enum funnel_transfer */
+  int time_kernel;
 };
 
 struct funnel_table {
@@ -172,6 +174,31 @@ void funnel_reader_free(struct funnel_reader *reader) {
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
   funnel__arena_free(&reader->arena);
   free(reader);
+}
+
+funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option, int64_t value,
+                                       struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(reader != NULL, "funnel_reader_set_option: reader is NULL");
+  switch (option) {
+    case FUNNEL_OPTION_TRANSFER:
+      if (value != FUNNEL_TRANSFER_AUTO && value != FUNNEL_TRANSFER_COPY &&
+          value != FUNNEL_TRANSFER_DIRECT)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "FUNNEL_OPTION_TRANSFER: %lld is not AUTO (0), COPY (1) or DIRECT (2)",
+                          (long long)value);
+      reader->transfer = (int)value;
+      return FUNNEL_OK;
+    case FUNNEL_OPTION_TIME_KERNEL:
+      if (value != 0 && value != 1)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "FUNNEL_OPTION_TIME_KERNEL: %lld is not 0 or 1", (long long)value);
+      reader->time_kernel = (int)value;
+      return FUNNEL_OK;
+    default:
+      return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "funnel_reader_set_option: unknown option %d",
+                        option);
+  }
 }
 
 /* ------------------------------------------------------------------- read */
