@@ -464,6 +464,13 @@ static int batch_from_message(const struct message *m, int64_t index,
 int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
                             struct funnel__arena *arena, struct funnel__partition *out,
                             struct funnel_error *error) {
+  return funnel__partition_parse_known(bytes, length, index, NULL, arena, out, error);
+}
+
+int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t index,
+                                  const struct funnel__schema *known,
+                                  struct funnel__arena *arena, struct funnel__partition *out,
+                                  struct funnel_error *error) {
   memset(out, 0, sizeof(*out));
   out->bytes = bytes;
   out->length = length;
@@ -491,13 +498,20 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
     if (m.eos) continue; /* another stream may follow */
     switch (m.header_type) {
       case HDR_SCHEMA: {
-        struct funnel__schema *s = funnel__arena_alloc(arena, sizeof(*s));
-        if (s == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-        FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, s, error));
+        const struct funnel__schema *s = known;
+        if (known == NULL || m.end - m.offset != known->ipc_length ||
+            memcmp(bytes + m.offset, known->ipc, (size_t)known->ipc_length) != 0) {
+          /* not byte for byte the schema every partition usually repeats */
+          struct funnel__schema *parsed = funnel__arena_alloc(arena, sizeof(*parsed));
+          if (parsed == NULL)
+            return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+          FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, parsed, error));
+          s = parsed;
+        }
         if (out->schema == NULL) {
           out->schema = s;
           out->schema_offset = m.offset;
-        } else {
+        } else if (s != out->schema) {
           char why[256];
           int at = funnel__schema_diff(out->schema, s, why, sizeof(why));
           if (at >= 0)
@@ -720,6 +734,12 @@ int funnel__schema_diff(const struct funnel__schema *a, const struct funnel__sch
   int n = a->n_fields < b->n_fields ? a->n_fields : b->n_fields;
   for (int i = 0; i < n; i++) {
     const struct funnel__field *x = &a->fields[i], *y = &b->fields[i];
+    if (x->type_id == y->type_id && x->nullable == y->nullable &&
+        x->byte_width == y->byte_width && x->time_unit == y->time_unit &&
+        x->precision == y->precision && x->scale == y->scale && strcmp(x->name, y->name) == 0 &&
+        (x->type_id != FUNNEL_TYPE_TIMESTAMP || strcmp(x->timezone, y->timezone) == 0))
+      continue;
+    /* the same type string is the same type: only what it prints matters */
     char tx[96], ty[96];
     funnel__field_type_string(x, tx, sizeof(tx));
     funnel__field_type_string(y, ty, sizeof(ty));

@@ -79,6 +79,16 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length,
                             struct funnel__partition *out,
                             struct funnel_error *error);
 
+/* The same, where a Schema message byte-for-byte equal to `known`'s (may
+ * be NULL) is not parsed again: the partition's schema is then `known`
+ * itself. Shuffle partitions repeat one schema; this makes the repeat
+ * cost a memcmp. */
+int funnel__partition_parse_known(const uint8_t *bytes, int64_t length,
+                                  int64_t index, const struct funnel__schema *known,
+                                  struct funnel__arena *arena,
+                                  struct funnel__partition *out,
+                                  struct funnel_error *error);
+
 /* Binds a parsed batch to `schema`: node and buffer counts, lengths, null
  * counts, buffer sizes against the types, first and last string offsets. */
 int funnel__batch_bind(const struct funnel__schema *schema,

@@ -3,6 +3,7 @@
  * that talks to the backend). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,17 +24,37 @@ struct staged {
   int64_t size;
 };
 
+/* The reader's schema, shared by the reader and every table it made (a
+ * table may outlive its reader): freed with the last reference. */
+struct shared_schema {
+  _Atomic int64_t refs;
+  struct funnel__arena arena;
+  struct funnel__schema schema;
+};
+
+static struct shared_schema *schema_ref(struct shared_schema *s) {
+  if (s != NULL) atomic_fetch_add(&s->refs, 1);
+  return s;
+}
+
+static void schema_unref(struct shared_schema *s) {
+  if (s != NULL && atomic_fetch_sub(&s->refs, 1) == 1) {
+    funnel__arena_free(&s->arena);
+    free(s);
+  }
+}
+
 struct funnel_reader {
   struct funnel_device *dev;
   void *stream;
-  struct funnel__arena arena;
-  struct funnel__schema *schema; /* NULL when not given */
+  struct shared_schema *schema; /* NULL when not given */
   int transfer;                  /* enum funnel_transfer */
   int time_kernel;
 };
 
 struct funnel_table {
   struct funnel_device *dev;
+  struct shared_schema *schema; /* the reader's, when it had one */
   struct funnel__arena arena; /* schema, partitions, plan, host segments */
   struct funnel__plan plan;
   uint64_t out;     /* device: the columns' buffers */
@@ -154,13 +175,15 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   r->dev = dev;
   int st = FUNNEL_OK;
   if (schema_length > 0) {
-    r->schema = funnel__arena_alloc(&r->arena, sizeof(*r->schema));
-    st = r->schema ? funnel__schema_parse(schema, (int64_t)schema_length, &r->arena, r->schema, error)
+    r->schema = calloc(1, sizeof(*r->schema));
+    if (r->schema != NULL) atomic_init(&r->schema->refs, 1);
+    st = r->schema ? funnel__schema_parse(schema, (int64_t)schema_length, &r->schema->arena,
+                                          &r->schema->schema, error)
                    : FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   }
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &r->stream, error);
   if (st != FUNNEL_OK) {
-    funnel__arena_free(&r->arena);
+    schema_unref(r->schema);
     free(r);
     return st;
   }
@@ -172,7 +195,7 @@ void funnel_reader_free(struct funnel_reader *reader) {
   if (reader == NULL) return;
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
-  funnel__arena_free(&reader->arena);
+  schema_unref(reader->schema);
   free(reader);
 }
 
@@ -204,8 +227,8 @@ funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
 /* ------------------------------------------------------------------- read */
 
 static int parse_all(const struct funnel_partition *parts, size_t count,
-                     struct funnel_table *t, struct funnel__partition **out,
-                     struct funnel_error *error) {
+                     const struct funnel__schema *known, struct funnel_table *t,
+                     struct funnel__partition **out, struct funnel_error *error) {
   struct funnel__partition *pv = funnel__arena_calloc(&t->arena, count ? count : 1, sizeof(*pv));
   if (pv == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   for (size_t i = 0; i < count; i++) {
@@ -216,8 +239,9 @@ static int parse_all(const struct funnel_partition *parts, size_t count,
     if (parts[i].data == NULL || parts[i].length > INT64_MAX)
       return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, (int64_t)i, -1, -1,
                                "partition %zu: NULL data with length %zu", i, parts[i].length);
-    FUNNEL_RETURN_NOT_OK(funnel__partition_parse(parts[i].data, (int64_t)parts[i].length,
-                                                 (int64_t)i, &t->arena, &pv[i], error));
+    FUNNEL_RETURN_NOT_OK(funnel__partition_parse_known(parts[i].data, (int64_t)parts[i].length,
+                                                       (int64_t)i, known, &t->arena, &pv[i], error));
+    if (known == NULL) known = pv[i].schema; /* the partitions repeat it */
   }
   *out = pv;
   return FUNNEL_OK;
@@ -315,6 +339,7 @@ static void table_release(struct funnel_table *t) {
   funnel__dev_free(be, t->out, t->dev->stream);
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);
+  schema_unref(t->schema);
   free(t);
 }
 
@@ -333,19 +358,13 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
 
   const struct funnel__calls c0 = funnel__calls_now();
   const int64_t t0 = funnel__now_ns();
+  t->schema = schema_ref(reader->schema); /* the table may outlive the reader */
+  const struct funnel__schema *schema = t->schema ? &t->schema->schema : NULL;
   struct funnel__partition *pv = NULL;
-  int st = parse_all(parts, count, t, &pv, error);
+  int st = parse_all(parts, count, schema, t, &pv, error);
   const struct funnel__calls c1 = funnel__calls_now();
   const int64_t t1 = funnel__now_ns();
 
-  struct funnel__schema *schema = NULL;
-  if (st == FUNNEL_OK && reader->schema != NULL) {
-    /* the table keeps its own copy: it may outlive the reader */
-    schema = funnel__arena_alloc(&t->arena, sizeof(*schema));
-    st = schema ? funnel__schema_parse(reader->schema->ipc, reader->schema->ipc_length,
-                                       &t->arena, schema, error)
-                : FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  }
   if (st == FUNNEL_OK) st = funnel__plan_build(schema, pv, (int64_t)count, &t->arena, &t->plan, error);
   const struct funnel__calls c2 = funnel__calls_now();
   const int64_t t2 = funnel__now_ns();
