@@ -33,7 +33,7 @@ extern const unsigned char funnel__fatbin[];
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) \
   X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuMemPoolCreate)  \
   X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) \
-  X(cuMemPoolTrimTo) X(cuMemcpyDtoDAsync) X(cuEventElapsedTime)
+  X(cuMemPoolTrimTo) X(cuMemcpyDtoDAsync) X(cuEventElapsedTime) X(cuMemHostGetDevicePointer)
 
 struct cuda {
   void *lib;
@@ -132,7 +132,9 @@ static int cuda_host_alloc(struct funnel_backend *be, size_t size, void **out,
                            struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
-  int st = CU(cuMemHostAlloc, (out, size ? size : 1, CU_MEMHOSTALLOC_PORTABLE));
+  /* mapped, so kernels can read it in place (FUNNEL_TRANSFER_DIRECT) */
+  int st = CU(cuMemHostAlloc, (out, size ? size : 1,
+                               CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
   leave(cu);
   return st;
 }
@@ -142,6 +144,17 @@ static void cuda_host_free(struct funnel_backend *be, void *ptr) {
   if (enter(cu, NULL) != FUNNEL_OK) return;
   cu->cuMemFreeHost(ptr);
   leave(cu);
+}
+
+static int cuda_host_device_address(struct funnel_backend *be, void *host, uint64_t *out,
+                                    struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUdeviceptr d = 0;
+  int st = CU(cuMemHostGetDevicePointer, (&d, host, 0));
+  leave(cu);
+  if (st == FUNNEL_OK) *out = (uint64_t)d;
+  return st;
 }
 
 static int cuda_stream_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
@@ -405,6 +418,7 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   be->free = cuda_free;
   be->host_alloc = cuda_host_alloc;
   be->host_free = cuda_host_free;
+  be->host_device_address = cuda_host_device_address;
   be->stream_create = cuda_stream_create;
   be->stream_destroy = cuda_stream_destroy;
   be->copy_h2d_async = cuda_copy_h2d;

@@ -86,7 +86,8 @@ JNIEXPORT jlongArray JNICALL Java_dev_funnel_DeviceTable_stats(JNIEnv *env, jcla
                      s.column_sets, s.segments, s.h2d_copies, s.bytes_h2d, s.concat_launches,
                      s.device_allocs, s.pinned_allocs, s.syncs_in_read, s.device_calls_parse,
                      s.device_calls_plan, s.device_calls_submit, s.bytes_out, s.parse_ns,
-                     s.plan_ns, s.submit_ns, s.staged_partitions, s.bytes_staged};
+                     s.plan_ns, s.submit_ns, s.staged_partitions, s.bytes_staged,
+                     s.direct_partitions, s.bytes_direct, s.kernel_ns};
   const jsize n = (jsize)(sizeof(v) / sizeof(v[0]));
   jlongArray out = (*env)->NewLongArray(env, n);
   if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, n, v);

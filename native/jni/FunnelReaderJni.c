@@ -34,6 +34,16 @@ JNIEXPORT void JNICALL Java_dev_funnel_FunnelReader_free(JNIEnv *env, jclass cls
   funnel_reader_free(FUNNEL_JNI_PTR(struct funnel_reader, h));
 }
 
+JNIEXPORT void JNICALL Java_dev_funnel_FunnelReader_setOption(JNIEnv *env, jclass cls, jlong h,
+                                                             jint option, jlong value) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "FunnelReader")) return;
+  struct funnel_error error;
+  if (funnel_reader_set_option(FUNNEL_JNI_PTR(struct funnel_reader, h), option, value, &error) !=
+      FUNNEL_OK)
+    funnel_jni_throw(env, &error);
+}
+
 static jlong read(JNIEnv *env, jlong h, struct funnel_partition *parts, size_t n, jlong stream) {
   struct funnel_table *table = NULL;
   struct funnel_error error;

@@ -35,6 +35,13 @@ void funnel__dev_host_free(struct funnel_backend *be, void *ptr) {
   be->host_free(be, ptr);
 }
 
+int funnel__dev_host_device_address(struct funnel_backend *be, void *host, uint64_t *out,
+                                    struct funnel_error *error) {
+  if (be->host_device_address == NULL) return MISSING(be, "host_device_address");
+  calls.calls++;
+  return be->host_device_address(be, host, out, error);
+}
+
 int funnel__dev_stream_create(struct funnel_backend *be, void **out,
                               struct funnel_error *error) {
   calls.calls++;

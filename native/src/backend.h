@@ -30,6 +30,10 @@ struct funnel_backend {
   int (*host_alloc)(struct funnel_backend *be, size_t size, void **out,
                     struct funnel_error *error);
   void (*host_free)(struct funnel_backend *be, void *ptr);
+  /* optional: the device address at which kernels read host_alloc memory
+   * (cuda with unified addressing: the host address itself) */
+  int (*host_device_address)(struct funnel_backend *be, void *host, uint64_t *out,
+                             struct funnel_error *error);
 
   int (*stream_create)(struct funnel_backend *be, void **out,
                        struct funnel_error *error);
@@ -97,6 +101,8 @@ void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream);
 int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,
                            struct funnel_error *error);
 void funnel__dev_host_free(struct funnel_backend *be, void *ptr);
+int funnel__dev_host_device_address(struct funnel_backend *be, void *host, uint64_t *out,
+                                    struct funnel_error *error);
 int funnel__dev_stream_create(struct funnel_backend *be, void **out,
                               struct funnel_error *error);
 void funnel__dev_stream_destroy(struct funnel_backend *be, void *stream);

@@ -121,6 +121,14 @@ static void cpu_host_free(struct funnel_backend *be, void *ptr) {
   free(ptr);
 }
 
+static int cpu_host_device_address(struct funnel_backend *be, void *host, uint64_t *out,
+                                   struct funnel_error *error) {
+  (void)be;
+  (void)error;
+  *out = (uint64_t)(uintptr_t)host; /* the "device" is this process */
+  return FUNNEL_OK;
+}
+
 static int cpu_stream_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
   (void)be;
   struct stream *s = calloc(1, sizeof(*s));
@@ -268,6 +276,7 @@ int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *err
   be->free = cpu_free;
   be->host_alloc = cpu_host_alloc;
   be->host_free = cpu_host_free;
+  be->host_device_address = cpu_host_device_address;
   be->stream_create = cpu_stream_create;
   be->stream_destroy = cpu_stream_destroy;
   be->copy_h2d_async = cpu_copy_h2d;

@@ -46,14 +46,12 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   const int n_cols = schema->n_fields;
   struct funnel__out_column *cols = funnel__arena_calloc(arena, (size_t)(n_cols ? n_cols : 1), sizeof(*cols));
   int64_t *chars = funnel__arena_calloc(arena, (size_t)(n_cols ? n_cols : 1), sizeof(int64_t));
-  int64_t *copy_offset = funnel__arena_calloc(arena, (size_t)(n_parts ? n_parts : 1), sizeof(int64_t));
-  if (cols == NULL || chars == NULL || copy_offset == NULL)
+  if (cols == NULL || chars == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
 
-  int64_t rows = 0, batches = 0, scratch = 0, n_copies = 0;
+  int64_t rows = 0, batches = 0;
   for (int64_t p = 0; p < n_parts; p++) {
     struct funnel__partition *part = &parts[p];
-    copy_offset[p] = -1;
     if (part->schema != NULL && part->schema != schema) {
       char why[256];
       int at = funnel__schema_diff(schema, part->schema, why, sizeof(why));
@@ -76,10 +74,6 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
         return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, -1, batch->message_offset,
                                  "partition %lld: the table would have more than %lld rows",
                                  (long long)p, (long long)FUNNEL__MAX_ROWS);
-    }
-    if (part->rows > 0) {
-      copy_offset[p] = carve(&scratch, part->length);
-      n_copies++;
     }
   }
 
@@ -118,18 +112,13 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->batches = batches;
   out->columns = cols;
   out->out_size = size;
-  out->copy_offset = copy_offset;
-  out->n_copies = n_copies;
   /* Large pieces are cut so that one launch spreads them over many blocks
    * of the kernel (a block runs a segment); a cut changes nothing else.
    * FUNNEL_SEGMENT_CHUNK_BYTES changes the size, for tests of the cuts. */
   const char *chunk = getenv("FUNNEL_SEGMENT_CHUNK_BYTES");
   out->chunk_bytes = chunk != NULL && atoll(chunk) > 0 ? atoll(chunk) : (int64_t)1 << 20;
   /* the same walk that writes the table, counting only */
-  out->max_segments = funnel__plan_segments(out, 0, 0, NULL);
-  out->segments_offset =
-      carve(&scratch, out->max_segments * (int64_t)sizeof(struct funnel__segment));
-  out->scratch_size = scratch;
+  out->max_segments = funnel__plan_segments(out, NULL, 0, NULL);
   return FUNNEL_OK;
 }
 
@@ -170,7 +159,7 @@ static int64_t emit(struct funnel__segment *out, int64_t n, int64_t unit, struct
   return n;
 }
 
-int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_base,
+int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out) {
   int64_t n = 0;
   const int64_t rows = plan->rows;
@@ -183,7 +172,7 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_
     int64_t row = 0, char_base = 0;
     for (int64_t p = 0; p < plan->n_parts; p++) {
       const struct funnel__partition *part = &plan->parts[p];
-      const uint64_t in = scratch_base + (uint64_t)plan->copy_offset[p];
+      const uint64_t in = in_base != NULL ? in_base[p] : 0;
       for (int64_t b = 0; b < part->n_batches; b++) {
         const struct funnel__piece *pc = &part->batches[b].pieces[c];
         const int64_t len = pc->length;

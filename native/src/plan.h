@@ -23,14 +23,8 @@ struct funnel__plan {
   int64_t batches;
   struct funnel__out_column *columns; /* schema->n_fields */
   int64_t out_size;       /* bytes of the output allocation */
-  /* the input scratch allocation: the partitions that hold rows, each at
-   * its offset (-1: not copied), then the segment table */
-  int64_t *copy_offset;
-  int64_t n_copies;
-  int64_t segments_offset;
-  int64_t max_segments;   /* room reserved for the segment table */
+  int64_t max_segments;   /* room to reserve for the segment table */
   int64_t chunk_bytes;    /* pieces larger than this are cut into segments this size */
-  int64_t scratch_size;
 };
 
 /* Checks every partition's schema against `schema` (the reader's, or when
@@ -42,9 +36,11 @@ int funnel__plan_build(const struct funnel__schema *schema,
                        struct funnel__arena *arena, struct funnel__plan *out,
                        struct funnel_error *error);
 
-/* Writes the segment table for the given device bases into `out` (room for
- * plan->max_segments) and returns the number of segments. */
-int64_t funnel__plan_segments(const struct funnel__plan *plan, uint64_t scratch_base,
+/* Writes the segment table into `out` (room for plan->max_segments) and
+ * returns the number of segments. in_base[p] is the device address at
+ * which partition p's bytes start (a copy, or the pinned host bytes
+ * themselves); out_base the output allocation's. */
+int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out);
 
 #endif

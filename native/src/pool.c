@@ -40,6 +40,10 @@ static bool ensure(struct funnel__pool *pool) {
     return false;
   }
   pool->base = p;
+  uint64_t dev = 0;
+  if (pool->be->host_device_address != NULL &&
+      funnel__dev_host_device_address(pool->be, p, &dev, NULL) == FUNNEL_OK)
+    pool->device_base = dev;
   all->next = NULL;
   all->offset = 0;
   all->size = pool->size;
@@ -112,4 +116,12 @@ bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t s
             p - pool->base <= pool->size - size;
   pthread_mutex_unlock(&pool->mu);
   return in;
+}
+
+uint64_t funnel__pool_device_address(struct funnel__pool *pool, const void *ptr) {
+  pthread_mutex_lock(&pool->mu);
+  const uint64_t dev = pool->device_base;
+  const uint8_t *base = pool->base;
+  pthread_mutex_unlock(&pool->mu);
+  return dev != 0 ? dev + (uint64_t)((const uint8_t *)ptr - base) : 0;
 }

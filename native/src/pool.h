@@ -14,6 +14,7 @@ struct funnel__pool {
   pthread_mutex_t mu;
   struct funnel_backend *be;
   uint8_t *base;           /* NULL until first use */
+  uint64_t device_base;    /* where kernels read `base`; 0: they cannot */
   int64_t size;
   int64_t in_use;
   int failed;              /* the one allocation failed: do not retry per read */
@@ -31,5 +32,9 @@ void funnel__pool_free(struct funnel__pool *pool, void *ptr, int64_t size);
 /* Whether [ptr, ptr + size) lies inside the pool: memory the device reads
  * without staging. */
 bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t size);
+
+/* The device address of pool memory at `ptr` for kernels to read in place,
+ * or 0 when the backend cannot map it. */
+uint64_t funnel__pool_device_address(struct funnel__pool *pool, const void *ptr);
 
 #endif

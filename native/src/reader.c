@@ -60,6 +60,7 @@ struct funnel_table {
   uint64_t out;     /* device: the columns' buffers */
   uint64_t scratch; /* device: partition copies and the segment table */
   void *event;      /* NULL when nothing was enqueued */
+  void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
   pthread_mutex_t mu;
   int done;         /* the event has completed and scratch is freed */
   struct staged *staged;
@@ -247,60 +248,204 @@ static int parse_all(const struct funnel_partition *parts, size_t count,
   return FUNNEL_OK;
 }
 
+/* Partitions that lie this close after each other in pinned memory go up
+ * in one copy, the gap with them: a copy's fixed cost (~2 us of host time
+ * and ~1 us of copy engine) is worth ~100 KiB of link time. */
+#define MERGE_GAP ((int64_t)64 << 10)
+
+/* FUNNEL_TRANSFER_AUTO reads pinned partitions in place when they total at
+ * most this many bytes (FUNNEL_DIRECT_MAX_BYTES overrides; read per read
+ * so that benchmarks can sweep it). */
+#define DIRECT_MAX_DEFAULT ((int64_t)32 << 20)
+
+static int64_t direct_max_bytes(void) {
+  const char *env = getenv("FUNNEL_DIRECT_MAX_BYTES");
+  return env != NULL && *env ? strtoll(env, NULL, 10) : DIRECT_MAX_DEFAULT;
+}
+
+/* One host-to-device copy: a run of partitions back to back in pinned
+ * memory (or one pageable partition, copied by the driver). */
+struct run {
+  const uint8_t *src;
+  int64_t length;
+  int64_t scratch; /* offset in the scratch allocation */
+  bool pinned;
+};
+
+static void hold(struct funnel_table *t, void *ptr, int64_t size) {
+  t->staged[t->n_staged++] = (struct staged){ptr, size};
+}
+
+/* Decides how each partition reaches the device: read in place from pinned
+ * memory (direct), or copied into the scratch allocation, pageable ones
+ * staged through the pinned pool first; lays out the runs. Host only. */
+static int layout_transfer(struct funnel_table *t, int transfer, uint64_t *in_base,
+                           int64_t *in_scratch, struct run *runs, int64_t *n_runs,
+                           int64_t *scratch_size, bool *direct, struct funnel_error *error) {
+  const struct funnel__plan *plan = &t->plan;
+  struct funnel__pool *pool = &t->dev->pool;
+  const int64_t n = plan->n_parts;
+  bool *pinned = funnel__arena_calloc(&t->arena, (size_t)(n ? n : 1), sizeof(bool));
+  if (pinned == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  int64_t pinned_bytes = 0, stage_bytes = 0;
+  for (int64_t p = 0; p < n; p++) {
+    const struct funnel__partition *part = &plan->parts[p];
+    if (part->rows == 0) continue;
+    pinned[p] = funnel__pool_contains(pool, part->bytes, part->length);
+    if (pinned[p]) pinned_bytes += part->length;
+    else stage_bytes += funnel__align_up(part->length, FUNNEL__ALIGN);
+  }
+  *direct = pinned_bytes > 0 && funnel__pool_device_address(pool, pool->base) != 0 &&
+            (transfer == FUNNEL_TRANSFER_DIRECT ||
+             (transfer == FUNNEL_TRANSFER_AUTO && pinned_bytes <= direct_max_bytes()));
+  /* pageable partitions are staged back to back in one pinned block, so
+   * they go up in one copy; without room, one block each, or none */
+  uint8_t *stage = NULL;
+  int64_t stage_at = 0;
+  if (t->dev->stage_pageable && stage_bytes > 0) {
+    stage = funnel__pool_alloc(pool, stage_bytes);
+    if (stage != NULL) hold(t, stage, stage_bytes);
+  }
+
+  int64_t scratch = 0, nr = 0;
+  for (int64_t p = 0; p < n; p++) {
+    const struct funnel__partition *part = &plan->parts[p];
+    in_scratch[p] = -1;
+    if (part->rows == 0) continue;
+    const uint8_t *src = part->bytes;
+    const int64_t len = part->length;
+    bool is_pinned = pinned[p];
+    if (is_pinned && *direct) {
+      in_base[p] = funnel__pool_device_address(pool, src);
+      t->stats.direct_partitions++;
+      t->stats.bytes_direct += len;
+      continue;
+    }
+    if (!is_pinned && t->dev->stage_pageable) {
+      uint8_t *to = NULL;
+      if (stage != NULL) {
+        to = stage + stage_at;
+        stage_at += funnel__align_up(len, FUNNEL__ALIGN);
+      } else if ((to = funnel__pool_alloc(pool, len)) != NULL) {
+        hold(t, to, len);
+      }
+      if (to != NULL) { /* else the driver stages it */
+        memcpy(to, src, (size_t)len);
+        t->stats.staged_partitions++;
+        t->stats.bytes_staged += len;
+        src = to;
+        is_pinned = true;
+      }
+    }
+    struct run *last = nr > 0 ? &runs[nr - 1] : NULL;
+    if (last != NULL && last->pinned && is_pinned && src >= last->src + last->length &&
+        src - (last->src + last->length) <= MERGE_GAP) {
+      in_scratch[p] = last->scratch + (src - last->src);
+      last->length = src + len - last->src;
+      /* the gap is pool memory too: both ends lie in the one pinned block */
+      scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
+    } else {
+      runs[nr] = (struct run){src, len, scratch, is_pinned};
+      in_scratch[p] = scratch;
+      scratch = funnel__align_up(scratch + len, FUNNEL__ALIGN);
+      nr++;
+    }
+  }
+  *n_runs = nr;
+  *scratch_size = scratch;
+  return FUNNEL_OK;
+}
+
 /* Enqueues the copies, the segment table and the launch, records the
  * event. On failure after something was enqueued, waits for it, so the
  * caller can free everything. */
-static int submit(struct funnel_table *t, void *stream, struct funnel_error *error) {
+static int submit(struct funnel_table *t, const struct funnel_reader *reader, void *stream,
+                  struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
-  const struct funnel__plan *plan = &t->plan;
-  int st = FUNNEL_OK;
-  if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, stream, &t->out, error);
-  if (st == FUNNEL_OK)
-    st = funnel__dev_alloc(be, (size_t)plan->scratch_size, stream, &t->scratch, error);
   struct funnel__pool *pool = &t->dev->pool;
-  t->staged = funnel__arena_calloc(&t->arena, (size_t)plan->n_copies + 1, sizeof(*t->staged));
-  if (t->staged == NULL && st == FUNNEL_OK)
-    st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  if (st != FUNNEL_OK) return st;
-  /* the segment table goes up from pinned memory when the pool has room */
-  const int64_t seg_bytes = (plan->max_segments ? plan->max_segments : 1) *
-                            (int64_t)sizeof(struct funnel__segment);
+  const struct funnel__plan *plan = &t->plan;
+  const int64_t n = plan->n_parts;
+  t->staged = funnel__arena_calloc(&t->arena, (size_t)n + 2, sizeof(*t->staged));
+  uint64_t *in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t));
+  int64_t *in_scratch = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(int64_t));
+  struct run *runs = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(struct run));
+  if (t->staged == NULL || in_base == NULL || in_scratch == NULL || runs == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  if (plan->max_segments == 0) return FUNNEL_OK; /* no columns: nothing to run */
+
+  /* the segment table sits in pinned memory when the pool has room; a
+   * direct read lets the kernel read it there, else it goes up with the
+   * partitions */
+  const int64_t seg_bytes = plan->max_segments * (int64_t)sizeof(struct funnel__segment);
   struct funnel__segment *segs = funnel__pool_alloc(pool, seg_bytes);
-  if (segs != NULL) t->staged[t->n_staged++] = (struct staged){segs, seg_bytes};
+  const bool segs_pinned = segs != NULL;
+  if (segs_pinned) hold(t, segs, seg_bytes);
   else segs = funnel__arena_alloc(&t->arena, (size_t)seg_bytes);
   if (segs == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  const int64_t n_segs = funnel__plan_segments(plan, t->scratch, t->out, segs);
+
+  int64_t n_runs = 0, scratch_size = 0;
+  bool direct = false;
+  FUNNEL_RETURN_NOT_OK(layout_transfer(t, reader->transfer, in_base, in_scratch, runs, &n_runs,
+                                       &scratch_size, &direct, error));
+  const bool segs_in_place = direct && segs_pinned;
+  int64_t segs_scratch = -1;
+  if (!segs_in_place) {
+    segs_scratch = scratch_size;
+    scratch_size += seg_bytes;
+  }
+
+  int st = FUNNEL_OK;
+  if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, stream, &t->out, error);
+  if (st == FUNNEL_OK && scratch_size > 0)
+    st = funnel__dev_alloc(be, (size_t)scratch_size, stream, &t->scratch, error);
+  if (st != FUNNEL_OK) return st;
+  for (int64_t p = 0; p < n; p++)
+    if (in_scratch[p] >= 0) in_base[p] = t->scratch + (uint64_t)in_scratch[p];
+  const int64_t n_segs = funnel__plan_segments(plan, in_base, t->out, segs);
   t->stats.segments = n_segs;
-  if (n_segs == 0) return FUNNEL_OK; /* no columns: nothing to run */
+  const uint64_t seg_dev = segs_in_place ? funnel__pool_device_address(pool, segs)
+                                         : t->scratch + (uint64_t)segs_scratch;
 
   bool enqueued = false;
-  for (int64_t p = 0; p < plan->n_parts && st == FUNNEL_OK; p++) {
-    if (plan->copy_offset[p] < 0) continue;
-    const void *src = plan->parts[p].bytes;
-    const int64_t len = plan->parts[p].length;
-    if (t->dev->stage_pageable && !funnel__pool_contains(pool, src, len)) {
-      void *pinned = funnel__pool_alloc(pool, len); /* no room: the driver stages it */
-      if (pinned != NULL) {
-        memcpy(pinned, src, (size_t)len);
-        t->staged[t->n_staged++] = (struct staged){pinned, len};
-        t->stats.staged_partitions++;
-        t->stats.bytes_staged += len;
-        src = pinned;
-      }
+  /* runs from pinned memory go in one batched call when there are many */
+  int64_t first_pageable = 0;
+  while (first_pageable < n_runs && runs[first_pageable].pinned) first_pageable++;
+  if (first_pageable == n_runs && n_runs > 2 && be->copy_h2d_batch_async != NULL) {
+    uint64_t *dst = funnel__arena_calloc(&t->arena, (size_t)n_runs, sizeof(uint64_t));
+    const void **src = funnel__arena_calloc(&t->arena, (size_t)n_runs, sizeof(void *));
+    size_t *len = funnel__arena_calloc(&t->arena, (size_t)n_runs, sizeof(size_t));
+    if (dst == NULL || src == NULL || len == NULL)
+      return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+    for (int64_t i = 0; i < n_runs; i++) {
+      dst[i] = t->scratch + (uint64_t)runs[i].scratch;
+      src[i] = runs[i].src;
+      len[i] = (size_t)runs[i].length;
     }
-    st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)plan->copy_offset[p], src,
-                                    (size_t)len, stream, error);
+    st = funnel__dev_copy_h2d_batch_async(be, dst, (const void *const *)src, len, (size_t)n_runs,
+                                          stream, error);
+    enqueued |= st == FUNNEL_OK;
+  } else {
+    for (int64_t i = 0; i < n_runs && st == FUNNEL_OK; i++) {
+      st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)runs[i].scratch, runs[i].src,
+                                      (size_t)runs[i].length, stream, error);
+      enqueued |= st == FUNNEL_OK;
+    }
+  }
+  if (st == FUNNEL_OK && !segs_in_place) {
+    st = funnel__dev_copy_h2d_async(be, seg_dev, segs, (size_t)n_segs * sizeof(*segs), stream, error);
     enqueued |= st == FUNNEL_OK;
   }
-  const uint64_t seg_dev = t->scratch + (uint64_t)plan->segments_offset;
-  if (st == FUNNEL_OK) {
-    st = funnel__dev_copy_h2d_async(be, seg_dev, segs, (size_t)n_segs * sizeof(*segs), stream, error);
+  if (st == FUNNEL_OK && reader->time_kernel) {
+    st = funnel__dev_event_create_timed(be, &t->ev_start, error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_create_timed(be, &t->ev_end, error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->ev_start, stream, error);
     enqueued |= st == FUNNEL_OK;
   }
   if (st == FUNNEL_OK) {
     st = funnel__dev_launch_concat(be, seg_dev, n_segs, stream, error);
     enqueued |= st == FUNNEL_OK;
   }
+  if (st == FUNNEL_OK && t->ev_end != NULL) st = funnel__dev_event_record(be, t->ev_end, stream, error);
   if (st == FUNNEL_OK || enqueued) {
     struct funnel_error ev_error;
     int ev = funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
@@ -332,6 +477,8 @@ static void table_release(struct funnel_table *t) {
     funnel__dev_event_wait(be, t->event, NULL);
     funnel__dev_event_destroy(be, t->event);
   }
+  funnel__dev_event_destroy(be, t->ev_start);
+  funnel__dev_event_destroy(be, t->ev_end);
   release_staged(t);
   /* the read's work has completed: free on the device's own stream (the
    * read's may be gone with its reader) */
@@ -355,6 +502,7 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   t->dev = reader->dev;
   pthread_mutex_init(&t->mu, NULL);
   t->stats.partitions = (int64_t)count;
+  t->stats.kernel_ns = -1;
 
   const struct funnel__calls c0 = funnel__calls_now();
   const int64_t t0 = funnel__now_ns();
@@ -369,7 +517,7 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   const struct funnel__calls c2 = funnel__calls_now();
   const int64_t t2 = funnel__now_ns();
 
-  if (st == FUNNEL_OK) st = submit(t, stream ? (void *)stream : reader->stream, error);
+  if (st == FUNNEL_OK) st = submit(t, reader, stream ? (void *)stream : reader->stream, error);
   const struct funnel__calls c3 = funnel__calls_now();
   const int64_t t3 = funnel__now_ns();
   if (st != FUNNEL_OK) {
@@ -411,6 +559,10 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
   int st = FUNNEL_OK;
   if (!t->done) {
     if (t->event != NULL) st = funnel__dev_event_wait(&t->dev->be, t->event, error);
+    if (st == FUNNEL_OK && t->ev_end != NULL &&
+        funnel__dev_event_elapsed_ns(&t->dev->be, t->ev_start, t->ev_end, &t->stats.kernel_ns,
+                                     NULL) != FUNNEL_OK)
+      t->stats.kernel_ns = -1;
     if (st == FUNNEL_OK) {
       /* the inputs are no longer needed on the device */
       funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);

@@ -44,11 +44,12 @@ struct result {
 };
 
 static int read_all(struct funnel_device *dev, const struct funnel_partition *parts, size_t n,
-                    struct result *r) {
+                    int transfer, struct result *r) {
   struct funnel_reader *rd = NULL;
   struct funnel_error err;
   memset(r, 0, sizeof(*r));
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return 0;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, transfer, &err), &err);
   int ok = CHECK_OK(funnel_reader_read_async(rd, parts, n, 0, &r->table, &err), &err);
   funnel_reader_free(rd); /* the table outlives its reader */
   if (!ok) return 0;
@@ -78,9 +79,12 @@ static void result_free(struct result *r) {
 }
 
 /* `chunk`: when not NULL, the device under test cuts pieces into segments
- * of that many bytes (FUNNEL_SEGMENT_CHUNK_BYTES), the cpu side does not. */
+ * of that many bytes (FUNNEL_SEGMENT_CHUNK_BYTES), the cpu side does not.
+ * `transfer` >= 0: the device under test reads the partitions from one
+ * pinned block, back to back at 8-byte boundaries, with that transfer mode
+ * (-1: from where they were written, pageable memory). */
 static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, uint64_t *rng,
-                        int n_parts, int max_rows, const char *chunk) {
+                        int n_parts, int max_rows, const char *chunk, int transfer) {
   const struct iw_schema schema = {.n_fields = N_FIELDS, .fields = FIELDS};
   struct funnel_partition *parts = calloc((size_t)n_parts, sizeof(*parts));
   struct iw_buf *bufs = calloc((size_t)n_parts, sizeof(*bufs));
@@ -108,10 +112,29 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
     parts[0].data = bufs[0].data;
     parts[0].length = bufs[0].len;
   }
+  struct funnel_partition *dut_parts = parts;
+  uint8_t *block = NULL;
+  size_t block_size = 0;
+  if (transfer >= 0) {
+    for (int p = 0; p < n_parts; p++) block_size += (parts[p].length + 7) / 8 * 8;
+    struct funnel_error err;
+    if (!CHECK_OK(funnel_device_pinned_alloc(dut, block_size, (void **)&block, &err), &err))
+      transfer = -1;
+  }
+  if (transfer >= 0) {
+    dut_parts = calloc((size_t)n_parts, sizeof(*dut_parts));
+    size_t at = 0;
+    for (int p = 0; p < n_parts; p++) {
+      if (parts[p].length > 0) memcpy(block + at, parts[p].data, parts[p].length);
+      dut_parts[p] = (struct funnel_partition){block + at, parts[p].length};
+      at += (parts[p].length + 7) / 8 * 8;
+    }
+  }
   struct result want, got;
-  int ok = read_all(cpu, parts, (size_t)n_parts, &want);
+  int ok = read_all(cpu, parts, (size_t)n_parts, FUNNEL_TRANSFER_AUTO, &want);
   if (chunk != NULL) setenv("FUNNEL_SEGMENT_CHUNK_BYTES", chunk, 1);
-  ok = ok && read_all(dut, parts, (size_t)n_parts, &got);
+  ok = ok && read_all(dut, dut_parts, (size_t)n_parts, transfer >= 0 ? transfer : FUNNEL_TRANSFER_AUTO,
+                      &got);
   unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
   if (ok) {
     CHECK_EQ_I64(funnel_table_num_rows(got.table), funnel_table_num_rows(want.table));
@@ -132,6 +155,10 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
   }
   result_free(&want);
   result_free(&got);
+  if (block != NULL) {
+    funnel_device_pinned_free(dut, block, block_size);
+    free(dut_parts);
+  }
   for (int p = 0; p < n_parts; p++) iw_buf_free(&bufs[p]);
   free(bufs);
   free(parts);
@@ -153,12 +180,13 @@ static void parity_random_tables_every_type(void) {
   const int rounds = quick ? 1 : 4;
   for (int round = 0; round < rounds; round++)
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-      parity_case(cpu, dut, &rng, shapes[i][0], shapes[i][1], NULL);
+      /* from pageable memory, then from pinned: copied (merged), read in place */
+      parity_case(cpu, dut, &rng, shapes[i][0], shapes[i][1], NULL, (int)((round + i) % 3) - 1);
   /* pieces cut into many small segments, at odd byte and bit positions */
   static const char *const chunks[] = {"1", "37", "4096"};
   for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
-    parity_case(cpu, dut, &rng, 3, 5000, chunks[k]);
-    parity_case(cpu, dut, &rng, 200, 40, chunks[k]);
+    parity_case(cpu, dut, &rng, 3, 5000, chunks[k], (int)k - 1);
+    parity_case(cpu, dut, &rng, 200, 40, chunks[k], 2 - (int)k);
   }
   funnel_device_close(dut);
   funnel_device_close(cpu);

@@ -25,16 +25,20 @@ static struct iw_buf partition(int p, int64_t rows) {
   return b;
 }
 
-/* Reads the partitions, checks the values and returns the stats. */
-static struct funnel_read_stats read_and_check(struct funnel_device *dev,
-                                               const struct funnel_partition *parts, int n,
-                                               const int64_t *rows) {
+/* Reads the partitions with the given transfer mode and kernel timing,
+ * checks the values and returns the stats. */
+static struct funnel_read_stats read_and_check_with(struct funnel_device *dev,
+                                                    const struct funnel_partition *parts, int n,
+                                                    const int64_t *rows, int transfer,
+                                                    int time_kernel) {
   struct funnel_read_stats s;
   memset(&s, 0, sizeof(s));
   struct funnel_reader *rd = NULL;
   struct funnel_table *t = NULL;
   struct funnel_error err;
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return s;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, transfer, &err), &err);
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TIME_KERNEL, time_kernel, &err), &err);
   if (CHECK_OK(funnel_reader_read_async(rd, parts, (size_t)n, 0, &t, &err), &err)) {
     int64_t total = 0;
     for (int p = 0; p < n; p++) total += rows[p];
@@ -52,6 +56,12 @@ static struct funnel_read_stats read_and_check(struct funnel_device *dev,
   }
   funnel_reader_free(rd);
   return s;
+}
+
+static struct funnel_read_stats read_and_check(struct funnel_device *dev,
+                                               const struct funnel_partition *parts, int n,
+                                               const int64_t *rows) {
+  return read_and_check_with(dev, parts, n, rows, FUNNEL_TRANSFER_AUTO, 0);
 }
 
 static const int64_t ROWS[] = {5, 0, 300, 1, 77};
@@ -161,12 +171,86 @@ static void read_with_a_full_pool_copies_from_pageable_memory(void) {
   funnel_device_close(dev);
 }
 
+/* The same partitions, laid in one pinned block at `stride` bytes from each
+ * other, read with each transfer mode: the same rows every time, and the
+ * stats say how the bytes went up. */
+static void transfer_modes(size_t stride) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  struct iw_buf bufs[N];
+  struct funnel_partition parts[N];
+  uint8_t *block = NULL;
+  int64_t bytes = 0, non_empty = 0;
+  if (!CHECK_OK(funnel_device_pinned_alloc(dev, stride * N, (void **)&block, &err), &err)) return;
+  for (int p = 0; p < N; p++) {
+    bufs[p] = partition(p, ROWS[p]);
+    CHECK(bufs[p].len <= stride);
+    memcpy(block + stride * (size_t)p, bufs[p].data, bufs[p].len);
+    parts[p] = (struct funnel_partition){block + stride * (size_t)p, bufs[p].len};
+    if (ROWS[p] > 0) {
+      bytes += (int64_t)bufs[p].len;
+      non_empty++;
+    }
+  }
+  const int merged = stride <= 4096; /* gaps far under the merge distance */
+  check_context("stride %zu, COPY", stride);
+  struct funnel_read_stats s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_COPY, 0);
+  CHECK_EQ_I64(s.direct_partitions, 0);
+  CHECK_EQ_I64(s.h2d_copies, merged ? 2 : non_empty + 1); /* + the segment table */
+  CHECK_EQ_I64(s.kernel_ns, -1);
+  check_context("stride %zu, DIRECT", stride);
+  s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_DIRECT, 1);
+  CHECK_EQ_I64(s.direct_partitions, non_empty);
+  CHECK_EQ_I64(s.bytes_direct, bytes);
+  CHECK_EQ_I64(s.h2d_copies, 0); /* the kernel reads the segment table in place too */
+  CHECK_EQ_I64(s.concat_launches, 1);
+  CHECK(s.kernel_ns >= 0);
+  check_context("stride %zu, AUTO (small: direct)", stride);
+  s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_AUTO, 0);
+  CHECK_EQ_I64(s.direct_partitions, non_empty);
+  setenv("FUNNEL_DIRECT_MAX_BYTES", "0", 1);
+  check_context("stride %zu, AUTO with FUNNEL_DIRECT_MAX_BYTES=0", stride);
+  s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_AUTO, 0);
+  unsetenv("FUNNEL_DIRECT_MAX_BYTES");
+  CHECK_EQ_I64(s.direct_partitions, 0);
+  check_context("%s", "");
+  funnel_device_pinned_free(dev, block, stride * N);
+  for (int p = 0; p < N; p++) iw_buf_free(&bufs[p]);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
+static void transfer_modes_back_to_back(void) { transfer_modes(4096); }
+static void transfer_modes_far_apart(void) { transfer_modes((size_t)200 << 10); }
+
+static void read_option_rejects_bad_values(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_reader *rd = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
+    CHECK_STATUS(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, 3, &err),
+                 FUNNEL_ERR_INVALID_ARGUMENT, &err);
+    CHECK(strstr(err.message, "FUNNEL_OPTION_TRANSFER") != NULL);
+    CHECK_STATUS(funnel_reader_set_option(rd, FUNNEL_OPTION_TIME_KERNEL, -1, &err),
+                 FUNNEL_ERR_INVALID_ARGUMENT, &err);
+    CHECK_STATUS(funnel_reader_set_option(rd, 99, 0, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+    CHECK(strstr(err.message, "unknown option 99") != NULL);
+    funnel_reader_free(rd);
+  }
+  funnel_device_close(dev);
+}
+
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(pool_alloc_free_and_in_use),
       CHECK_TEST(read_from_pinned_partitions_stages_nothing),
       CHECK_TEST(read_stages_pageable_partitions_through_the_pool),
       CHECK_TEST(read_with_a_full_pool_copies_from_pageable_memory),
+      CHECK_TEST(transfer_modes_back_to_back),
+      CHECK_TEST(transfer_modes_far_apart),
+      CHECK_TEST(read_option_rejects_bad_values),
   };
   return CHECK_MAIN(argc, argv, tests);
 }

@@ -127,6 +127,31 @@ public final class FunnelReader implements AutoCloseable {
     return new DeviceTable(table, null);
   }
 
+  /** How a read moves partition bytes to the device (funnel.h's {@code enum funnel_transfer}). */
+  public enum Transfer {
+    /** Per read, by size: {@link #DIRECT} for small pinned reads, {@link #COPY} otherwise. */
+    AUTO,
+    /** Copy to device memory (partitions back to back in pinned memory in one copy), then concat. */
+    COPY,
+    /** The kernel reads partitions in the pinned pool straight from host memory: no copy. */
+    DIRECT
+  }
+
+  /** Sets how the following reads move partition bytes (default {@link Transfer#AUTO}). */
+  public FunnelReader setTransfer(Transfer transfer) {
+    setOption(handle(), 1, Objects.requireNonNull(transfer, "transfer").ordinal());
+    return this;
+  }
+
+  /**
+   * Whether the following reads time the concat kernel on the device ({@link
+   * ReadStats#kernelNanos()}); off by default, timing events cost a little.
+   */
+  public FunnelReader setTimeKernel(boolean on) {
+    setOption(handle(), 2, on ? 1 : 0);
+    return this;
+  }
+
   private long handle() {
     long h = handle;
     if (h == 0) {
@@ -157,6 +182,8 @@ public final class FunnelReader implements AutoCloseable {
   private static native long create(long device, byte[] schemaIpc);
 
   private static native void free(long handle);
+
+  private static native void setOption(long handle, int option, long value);
 
   private static native long readBuffers(
       long handle, ByteBuffer[] buffers, long[] positions, long[] lengths, long stream);

@@ -7,6 +7,10 @@ package dev.funnel;
  * <p>The invariants of the design, which tests assert: {@code h2dCopies <= partitions + 1}, {@code
  * concatLaunches <= columnSets}, {@code deviceCallsParse == 0}, {@code deviceCallsPlan == 0},
  * {@code syncsInRead == 0}.
+ *
+ * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
+ * {@code kernelNanos} is the concat's device time when the reader times it ({@link
+ * FunnelReader#setTimeKernel}), read after the table is ready, else -1.
  */
 public record ReadStats(
     long partitions,
@@ -30,12 +34,15 @@ public record ReadStats(
     long planNanos,
     long submitNanos,
     long stagedPartitions,
-    long bytesStaged) {
+    long bytesStaged,
+    long directPartitions,
+    long bytesDirect,
+    long kernelNanos) {
 
   static ReadStats of(long[] v) {
     return new ReadStats(
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
-        v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21]);
+        v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24]);
   }
 
   /** One JSON object, snake_case keys as in funnel.h. */
@@ -62,6 +69,9 @@ public record ReadStats(
         + ", \"submit_ns\": " + submitNanos
         + ", \"staged_partitions\": " + stagedPartitions
         + ", \"bytes_staged\": " + bytesStaged
+        + ", \"direct_partitions\": " + directPartitions
+        + ", \"bytes_direct\": " + bytesDirect
+        + ", \"kernel_ns\": " + kernelNanos
         + "}";
   }
 }
