@@ -591,6 +591,35 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                        const struct funnel__partition *part, struct funnel__batch *batch,
                        int64_t index, struct funnel__arena *arena,
                        struct funnel_error *error) {
+  FUNNEL_RETURN_NOT_OK(funnel__batch_bind_ends(schema, part, batch, index, arena, error));
+  for (int i = 0; i < schema->n_fields; i++)
+    FUNNEL_RETURN_NOT_OK(funnel__piece_check_offsets(schema, part, batch, i, index, error));
+  return FUNNEL_OK;
+}
+
+int funnel__piece_check_offsets(const struct funnel__schema *schema,
+                                const struct funnel__partition *part,
+                                const struct funnel__batch *batch, int i, int64_t index,
+                                struct funnel_error *error) {
+  const struct funnel__field *f = &schema->fields[i];
+  const struct funnel__piece *p = &batch->pieces[i];
+  if (f->offset_width == 0 || p->length == 0) return FUNNEL_OK;
+  /* every offset, not just the ends: the table handed on must be valid
+   * Arrow, whose consumers read values by these offsets */
+  const uint8_t *o = part->bytes + p->offsets;
+  const int64_t bad = f->offset_width == 4 ? first_decrease32(o, p->length)
+                                           : first_decrease64(o, p->length);
+  if (bad >= 0)
+    return BIND_ERROR(FUNNEL_ERR_MALFORMED, p->offsets + bad * f->offset_width,
+                      "offset %lld (at byte %lld) is smaller than the one before it",
+                      (long long)bad, (long long)(p->offsets + bad * f->offset_width));
+  return FUNNEL_OK;
+}
+
+int funnel__batch_bind_ends(const struct funnel__schema *schema,
+                            const struct funnel__partition *part, struct funnel__batch *batch,
+                            int64_t index, struct funnel__arena *arena,
+                            struct funnel_error *error) {
   int64_t want_buffers = 0;
   for (int i = 0; i < schema->n_fields; i++) want_buffers += schema->fields[i].n_buffers;
   if (batch->n_nodes != schema->n_fields || batch->n_buffers != want_buffers)
@@ -669,14 +698,6 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                         "offsets run from %lld to %lld, data buffer has %lld bytes",
                         (long long)p->first_offset, (long long)p->last_offset,
                         (long long)len[2]);
-    /* every offset, not just the ends: the table handed on must be valid
-     * Arrow, whose consumers read values by these offsets */
-    const int64_t bad = f->offset_width == 4 ? first_decrease32(o, p->length)
-                                             : first_decrease64(o, p->length);
-    if (bad >= 0)
-      return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1] + bad * f->offset_width,
-                        "offset %lld (at byte %lld) is smaller than the one before it",
-                        (long long)bad, (long long)(off[1] + bad * f->offset_width));
   }
   return FUNNEL_OK;
 }

@@ -97,6 +97,20 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                        struct funnel__arena *arena,
                        struct funnel_error *error);
 
+/* funnel__batch_bind in two halves, so that the scan of every string
+ * offset (the one part of binding whose cost grows with the rows) can run
+ * on several threads: the first checks everything but the interior
+ * offsets; the second checks column `i`'s interior offsets (a no-op for
+ * fixed width), with the same error funnel__batch_bind gives. */
+int funnel__batch_bind_ends(const struct funnel__schema *schema,
+                            const struct funnel__partition *part,
+                            struct funnel__batch *batch, int64_t index,
+                            struct funnel__arena *arena, struct funnel_error *error);
+int funnel__piece_check_offsets(const struct funnel__schema *schema,
+                                const struct funnel__partition *part,
+                                const struct funnel__batch *batch, int i, int64_t index,
+                                struct funnel_error *error);
+
 /* Index of the first field where `a` and `b` differ (name, type, type
  * parameters, nullability), n_fields when only the field counts differ, or
  * -1 when they are equal. `why` (may be NULL) gets a description. */

@@ -1,9 +1,65 @@
 /* plan.c: schema checks, exclusive scans, output layout, segment table. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+#include "workers.h"
+
+/* A string column of one batch whose interior offsets are still to check. */
+struct offsets_job {
+  int64_t part, batch;
+  int col;
+};
+
+struct offsets_check {
+  const struct funnel__schema *schema;
+  const struct funnel__partition *parts;
+  const struct offsets_job *jobs;
+  int64_t per_task; /* jobs per task */
+  int64_t n_jobs;
+  _Atomic int64_t first_bad; /* the lowest failing job, or n_jobs */
+};
+
+static void check_offsets_task(void *ctx, int64_t task) {
+  struct offsets_check *c = ctx;
+  const int64_t end = (task + 1) * c->per_task < c->n_jobs ? (task + 1) * c->per_task : c->n_jobs;
+  for (int64_t k = task * c->per_task; k < end; k++) {
+    if (k >= atomic_load(&c->first_bad)) return; /* a lower one failed already */
+    const struct offsets_job *j = &c->jobs[k];
+    const struct funnel__partition *part = &c->parts[j->part];
+    if (funnel__piece_check_offsets(c->schema, part, &part->batches[j->batch], j->col, j->part,
+                                    NULL) != FUNNEL_OK) {
+      int64_t seen = atomic_load(&c->first_bad);
+      while (k < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, k)) {
+      }
+      return;
+    }
+  }
+}
+
+/* Checks every interior string offset, on the shared host threads when
+ * there are many; the error is the one of the first bad piece in
+ * partition order, as a serial check would give. */
+static int check_all_offsets(const struct funnel__schema *schema,
+                             const struct funnel__partition *parts, const struct offsets_job *jobs,
+                             int64_t n_jobs, int64_t n_offsets, struct funnel_error *error) {
+  if (n_jobs == 0) return FUNNEL_OK;
+  struct offsets_check c = {.schema = schema, .parts = parts, .jobs = jobs, .n_jobs = n_jobs};
+  atomic_init(&c.first_bad, n_jobs);
+  /* tasks of ~256 Ki offsets: below that a thread costs more than it saves */
+  const int64_t per_offsets = (int64_t)1 << 18;
+  int64_t tasks = n_offsets / per_offsets + 1;
+  if (tasks > n_jobs) tasks = n_jobs;
+  c.per_task = (n_jobs + tasks - 1) / tasks;
+  funnel__parallel_for((n_jobs + c.per_task - 1) / c.per_task, check_offsets_task, &c);
+  const int64_t bad = atomic_load(&c.first_bad);
+  if (bad == n_jobs) return FUNNEL_OK;
+  const struct offsets_job *j = &jobs[bad];
+  return funnel__piece_check_offsets(schema, &parts[j->part], &parts[j->part].batches[j->batch],
+                                     j->col, j->part, error);
+}
 
 static int64_t bitmap_bytes(int64_t rows) { return (rows + 7) / 8; }
 
@@ -50,6 +106,10 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
 
   int64_t rows = 0, batches = 0;
+  int n_var = 0;
+  for (int c = 0; c < n_cols; c++) n_var += schema->fields[c].offset_width != 0;
+  int64_t n_jobs = 0, jobs_cap = 0, n_offsets = 0;
+  struct offsets_job *jobs = NULL;
   for (int64_t p = 0; p < n_parts; p++) {
     struct funnel__partition *part = &parts[p];
     if (part->schema != NULL && part->schema != schema) {
@@ -62,9 +122,22 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
     }
     for (int64_t b = 0; b < part->n_batches; b++) {
       struct funnel__batch *batch = &part->batches[b];
-      FUNNEL_RETURN_NOT_OK(funnel__batch_bind(schema, part, batch, p, arena, error));
+      FUNNEL_RETURN_NOT_OK(funnel__batch_bind_ends(schema, part, batch, p, arena, error));
       batches++;
       if (batch->rows == 0) continue;
+      if (n_var > 0 && n_jobs + n_var > jobs_cap) {
+        const int64_t cap = jobs_cap ? 2 * jobs_cap : 64 + n_var;
+        struct offsets_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
+        if (nj == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+        if (n_jobs) memcpy(nj, jobs, (size_t)n_jobs * sizeof(*nj));
+        jobs = nj;
+        jobs_cap = cap;
+      }
+      for (int c = 0; c < n_cols && n_var > 0; c++)
+        if (schema->fields[c].offset_width != 0) {
+          jobs[n_jobs++] = (struct offsets_job){p, b, c};
+          n_offsets += batch->rows;
+        }
       for (int c = 0; c < n_cols; c++) {
         const struct funnel__piece *pc = &batch->pieces[c];
         cols[c].null_count += pc->null_count;
@@ -76,6 +149,8 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
                                  (long long)p, (long long)FUNNEL__MAX_ROWS);
     }
   }
+
+  FUNNEL_RETURN_NOT_OK(check_all_offsets(schema, parts, jobs, n_jobs, n_offsets, error));
 
   int64_t size = 0;
   for (int c = 0; c < n_cols; c++) {

@@ -242,6 +242,90 @@ static void read_option_rejects_bad_values(void) {
   funnel_device_close(dev);
 }
 
+/* Reads big enough that the string offsets are checked, and the pageable
+ * partitions staged, on several host threads (workers.c; the test command
+ * also runs this under ThreadSanitizer): the same table as the rows written,
+ * and a bad offset reported where it is, the first in partition order. */
+static void big_reads_use_the_host_threads(void) {
+  setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  int ok = CHECK_OK(check_device_open(&dev, &err), &err);
+  unsetenv("FUNNEL_STAGE_PAGEABLE");
+  if (!ok) return;
+  static const struct iw_field f[] = {{.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+  const struct iw_schema schema = {1, f, 0};
+  enum { P = 4, ROWS_EACH = 150000 }; /* 600k offsets, ~2.4 MiB per partition */
+  uint64_t rng = 77;
+  struct iw_col cols[P];
+  struct iw_buf bufs[P];
+  struct funnel_partition parts[P];
+  int64_t chars = 0;
+  for (int p = 0; p < P; p++) {
+    iw_col_random(&cols[p], &f[0], ROWS_EACH, 100, &rng);
+    memset(&bufs[p], 0, sizeof(bufs[p]));
+    iw_schema_message(&bufs[p], &schema, NULL, NULL);
+    iw_batch_from_cols(&bufs[p], &schema, &cols[p], 0, ROWS_EACH, NULL, NULL);
+    parts[p] = (struct funnel_partition){iw_dup(bufs[p].data, bufs[p].len), bufs[p].len};
+    chars += cols[p].ends[ROWS_EACH - 1];
+  }
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *t = NULL;
+  if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err) &&
+      CHECK_OK(funnel_reader_read_async(rd, parts, P, 0, &t, &err), &err)) {
+    int32_t *offsets = malloc((size_t)(P * ROWS_EACH + 1) * 4);
+    uint8_t *data = malloc((size_t)chars + 1);
+    uint8_t *validity = malloc((size_t)(P * ROWS_EACH + 7) / 8 + 64);
+    struct funnel_host_column host = {validity, offsets, data};
+    if (CHECK_OK(funnel_table_copy_to_host(t, &host, &err), &err)) {
+      int64_t row = 0, base = 0;
+      for (int p = 0; p < P; p++) {
+        for (int64_t r = 0; r < ROWS_EACH; r++, row++)
+          if (!CHECK_EQ_I64(offsets[row], base + iw_col_start(&cols[p], r))) p = P, r = ROWS_EACH;
+        if (p < P) CHECK_MEM(data + base, cols[p].chars, (size_t)cols[p].ends[ROWS_EACH - 1]);
+        if (p < P) base += cols[p].ends[ROWS_EACH - 1];
+      }
+      CHECK_EQ_I64(offsets[P * ROWS_EACH], chars);
+    }
+    struct funnel_read_stats s;
+    CHECK_OK(funnel_table_stats(t, &s, &err), &err);
+    CHECK_EQ_I64(s.staged_partitions, P);
+    funnel_table_free(t);
+    free(offsets);
+    free(data);
+    free(validity);
+  }
+  /* two bad offsets, in partitions 3 and 1: the error names partition 1 */
+  for (int p = 3; p >= 1; p -= 2) {
+    uint8_t *bytes = (uint8_t *)parts[p].data;
+    /* the offsets buffer: find offsets[1000] by its value in the bytes */
+    const int32_t want = (int32_t)iw_col_start(&cols[p], 1000);
+    for (size_t at = 0; at + 8 <= parts[p].length; at += 4) {
+      int32_t v, prev;
+      memcpy(&v, bytes + at + 4, 4);
+      memcpy(&prev, bytes + at, 4);
+      if (v == want && prev == (int32_t)iw_col_start(&cols[p], 999) && want > prev + 1) {
+        const int32_t smaller = prev - 1;
+        memcpy(bytes + at + 4, &smaller, 4);
+        break;
+      }
+    }
+  }
+  if (rd != NULL) {
+    CHECK_STATUS(funnel_reader_read_async(rd, parts, P, 0, &t, &err), FUNNEL_ERR_MALFORMED, &err);
+    CHECK_EQ_I64(err.partition, 1);
+    CHECK(strstr(err.message, "partition 1:") != NULL && strstr(err.message, "smaller than the one before") != NULL);
+  }
+  funnel_reader_free(rd);
+  for (int p = 0; p < P; p++) {
+    free((void *)parts[p].data);
+    iw_buf_free(&bufs[p]);
+    iw_col_free(&cols[p]);
+  }
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(pool_alloc_free_and_in_use),
@@ -251,6 +335,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(transfer_modes_back_to_back),
       CHECK_TEST(transfer_modes_far_apart),
       CHECK_TEST(read_option_rejects_bad_values),
+      CHECK_TEST(big_reads_use_the_host_threads),
   };
   return CHECK_MAIN(argc, argv, tests);
 }

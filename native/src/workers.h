@@ -1,0 +1,21 @@
+/* workers.h: a few host threads shared by every read of the process, for
+ * the host work that scales with the bytes rather than the partitions:
+ * checking string offsets and staging pageable partitions.
+ *
+ * One loop at a time runs on the workers; a caller that finds them busy
+ * (another read on another thread) runs its loop alone, so no read ever
+ * waits for another. FUNNEL_HOST_THREADS sets the number of threads that
+ * run a loop, the caller included (default: the cores, at most 8; 1 turns
+ * the workers off). */
+#ifndef FUNNEL_WORKERS_H
+#define FUNNEL_WORKERS_H
+
+#include <stdint.h>
+
+typedef void (*funnel__task_fn)(void *ctx, int64_t i);
+
+/* Runs fn(ctx, i) for every i in [0, n), on the calling thread and the
+ * workers, and returns when every call has returned. */
+void funnel__parallel_for(int64_t n, funnel__task_fn fn, void *ctx);
+
+#endif
