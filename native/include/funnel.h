@@ -215,8 +215,9 @@ FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 
 /* How a read moves partition bytes to the device (FUNNEL_OPTION_TRANSFER). */
 enum funnel_transfer {
-  /* per read, by size: DIRECT when the pinned partitions are small enough
-   * that the copies' fixed costs would dominate, COPY otherwise */
+  /* per read, by size: DIRECT when the pinned partitions total at most
+   * 8 MiB (FUNNEL_DIRECT_MAX_BYTES), where the copies' fixed costs would
+   * dominate; COPY otherwise */
   FUNNEL_TRANSFER_AUTO = 0,
   /* every partition is copied to device memory (copies of partitions that
    * lie back to back in pinned memory are merged), then the kernel runs */

@@ -256,8 +256,11 @@ static int parse_all(const struct funnel_partition *parts, size_t count,
 
 /* FUNNEL_TRANSFER_AUTO reads pinned partitions in place when they total at
  * most this many bytes (FUNNEL_DIRECT_MAX_BYTES overrides; read per read
- * so that benchmarks can sweep it). */
-#define DIRECT_MAX_DEFAULT ((int64_t)32 << 20)
+ * so that benchmarks can sweep it). Measured on an H100 (PCIe Gen5,
+ * bench/RESULTS.md, 2026-11-22 run C): the kernel reads pinned host memory
+ * at ~44 GB/s, the copy engine at ~55 GB/s; in place wins at 3.6 MiB
+ * (0.280 against 0.316 ms), copying at 15.5 MiB (0.484 against 0.512). */
+#define DIRECT_MAX_DEFAULT ((int64_t)8 << 20)
 
 static int64_t direct_max_bytes(void) {
   const char *env = getenv("FUNNEL_DIRECT_MAX_BYTES");
