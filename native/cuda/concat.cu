@@ -84,6 +84,32 @@ __device__ void copy_words(uint8_t *dst, const uint8_t *src, uint64_t n) {
   for (uint64_t i = h + words * sizeof(W) + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 
+// Copies n bytes whose source and destination differ in alignment mod 8
+// (string characters land at any byte): every thread writes aligned 8-byte
+// words of dst, each joined from the two aligned source words it straddles,
+// so no thread moves single bytes but at the two ends. Both source words
+// hold at least one byte of the range, so no read leaves the aligned words
+// that hold it.
+__device__ void copy_shifted(uint8_t *dst, const uint8_t *src, uint64_t n) {
+  const uint64_t head = (8 - ((uintptr_t)dst & 7)) & 7;
+  const uint64_t h = head < n ? head : n;
+  for (uint64_t i = threadIdx.x; i < h; i += blockDim.x) dst[i] = src[i];
+  const uint64_t words = (n - h) / 8;
+  const uint8_t *s = src + h;
+  const unsigned r = (unsigned)((uintptr_t)s & 7);
+  uint64_t *dw = (uint64_t *)(dst + h);
+  if (r == 0) {
+    const uint64_t *sw = (const uint64_t *)s;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) dw[i] = sw[i];
+  } else {
+    const uint64_t *sa = (const uint64_t *)(s - r);
+    const unsigned lo_shift = 8 * r, hi_shift = 64 - 8 * r;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x)
+      dw[i] = (sa[i] >> lo_shift) | (sa[i + 1] << hi_shift);
+  }
+  for (uint64_t i = h + words * 8 + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+
 __device__ void run_bytes(const funnel__segment &s) {
   const uint8_t *src = (const uint8_t *)(uintptr_t)s.src;
   uint8_t *dst = (uint8_t *)(uintptr_t)s.dst;
@@ -93,10 +119,11 @@ __device__ void run_bytes(const funnel__segment &s) {
   const uint64_t skew = s.src ^ s.dst;
   if ((skew & 15) == 0) copy_words<uint4>(dst, src, s.count);
   else if ((skew & 7) == 0) copy_words<uint2>(dst, src, s.count);
-  else if ((skew & 3) == 0) copy_words<uint32_t>(dst, src, s.count);
-  else copy_words<uint8_t>(dst, src, s.count);
+  else copy_shifted(dst, src, s.count);
 }
 
+// T is unsigned: offsets are rebased before the host has checked them (a
+// read with a bad one is dropped), so the sum may wrap.
 template <typename T>
 __device__ void run_offsets(const funnel__segment &s) {
   const uint8_t *src = (const uint8_t *)(uintptr_t)s.src;
@@ -124,8 +151,8 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
       case FUNNEL_SEG_BITS:
       case FUNNEL_SEG_ONES:
       case FUNNEL_SEG_ZEROS: run_bits(s); break;
-      case FUNNEL_SEG_OFFSETS32: run_offsets<int32_t>(s); break;
-      case FUNNEL_SEG_OFFSETS64: run_offsets<int64_t>(s); break;
+      case FUNNEL_SEG_OFFSETS32: run_offsets<uint32_t>(s); break;
+      case FUNNEL_SEG_OFFSETS64: run_offsets<uint64_t>(s); break;
       case FUNNEL_SEG_PUT32:
         if (threadIdx.x == 0) *(int32_t *)(uintptr_t)s.dst = (int32_t)s.value;
         break;

@@ -255,16 +255,21 @@ struct funnel_partition {
  *
  * Parses and plans on the calling thread (no device call), then enqueues on
  * `stream` (0: the reader's own stream) at most one host-to-device copy per
- * non-empty partition, one copy of the segment table and one concat launch,
- * records an event and returns without waiting. On cuda, a partition that
- * is not in the pinned pool is first copied into it on the calling thread
- * (staging), when the pool has room.
+ * run of partitions (partitions back to back in pinned memory go up in one
+ * copy; a large staged read adds up to 16, one per staging round), one copy
+ * of the segment table and one concat launch, records an event and returns
+ * without waiting. On cuda, partitions that are not in the pinned pool are
+ * first copied into it (staging) by the calling thread and the shared host
+ * threads, in rounds, each round's bytes going up while the next is
+ * staged. String offsets inside the pieces are checked on the host while
+ * the copies run.
  *
  * Async contract: the memory of every partition (and the `parts` array is
  * copied, so only the bytes it points to) must stay valid and unchanged
  * until funnel_table_wait has returned for the table, or the table has been
- * freed. Errors in the input are found before anything is enqueued: on
- * failure nothing was enqueued and the partitions may be released at once.
+ * freed. On failure nothing the read enqueued is still running (a bad
+ * string offset is found while the copies run; the read waits for them
+ * before it returns the error): the partitions may be released at once.
  *
  * On success *out is a table the caller frees with funnel_table_free. Its
  * shape (rows, columns, null counts, sizes) is known at once; its buffers

@@ -71,9 +71,9 @@ void funnel__concat_segments(const struct funnel__segment *segments, int64_t cou
         const uint8_t *in = PTR(s->src);
         uint8_t *out = PTR(s->dst);
         for (uint64_t k = 0; k < s->count; k++) {
-          int32_t v;
+          uint32_t v;
           memcpy(&v, in + 4 * k, 4);
-          v = (int32_t)(v + s->value);
+          v += (uint32_t)s->value;
           memcpy(out + 4 * k, &v, 4);
         }
         break;
@@ -81,10 +81,12 @@ void funnel__concat_segments(const struct funnel__segment *segments, int64_t cou
       case FUNNEL_SEG_OFFSETS64: {
         const uint8_t *in = PTR(s->src);
         uint8_t *out = PTR(s->dst);
+        /* unsigned: offsets not yet checked (the read checks them while
+         * the concat runs, and drops the result of a bad one) may wrap */
         for (uint64_t k = 0; k < s->count; k++) {
-          int64_t v;
+          uint64_t v;
           memcpy(&v, in + 8 * k, 8);
-          v += s->value;
+          v += (uint64_t)s->value;
           memcpy(out + 8 * k, &v, 8);
         }
         break;

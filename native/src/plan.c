@@ -8,7 +8,7 @@
 #include "workers.h"
 
 /* A string column of one batch whose interior offsets are still to check. */
-struct offsets_job {
+struct funnel__offsets_job {
   int64_t part, batch;
   int col;
 };
@@ -16,7 +16,7 @@ struct offsets_job {
 struct offsets_check {
   const struct funnel__schema *schema;
   const struct funnel__partition *parts;
-  const struct offsets_job *jobs;
+  const struct funnel__offsets_job *jobs;
   int64_t per_task; /* jobs per task */
   int64_t n_jobs;
   _Atomic int64_t first_bad; /* the lowest failing job, or n_jobs */
@@ -27,7 +27,7 @@ static void check_offsets_task(void *ctx, int64_t task) {
   const int64_t end = (task + 1) * c->per_task < c->n_jobs ? (task + 1) * c->per_task : c->n_jobs;
   for (int64_t k = task * c->per_task; k < end; k++) {
     if (k >= atomic_load(&c->first_bad)) return; /* a lower one failed already */
-    const struct offsets_job *j = &c->jobs[k];
+    const struct funnel__offsets_job *j = &c->jobs[k];
     const struct funnel__partition *part = &c->parts[j->part];
     if (funnel__piece_check_offsets(c->schema, part, &part->batches[j->batch], j->col, j->part,
                                     NULL) != FUNNEL_OK) {
@@ -43,7 +43,7 @@ static void check_offsets_task(void *ctx, int64_t task) {
  * there are many; the error is the one of the first bad piece in
  * partition order, as a serial check would give. */
 static int check_all_offsets(const struct funnel__schema *schema,
-                             const struct funnel__partition *parts, const struct offsets_job *jobs,
+                             const struct funnel__partition *parts, const struct funnel__offsets_job *jobs,
                              int64_t n_jobs, int64_t n_offsets, struct funnel_error *error) {
   if (n_jobs == 0) return FUNNEL_OK;
   struct offsets_check c = {.schema = schema, .parts = parts, .jobs = jobs, .n_jobs = n_jobs};
@@ -56,9 +56,14 @@ static int check_all_offsets(const struct funnel__schema *schema,
   funnel__parallel_for((n_jobs + c.per_task - 1) / c.per_task, check_offsets_task, &c);
   const int64_t bad = atomic_load(&c.first_bad);
   if (bad == n_jobs) return FUNNEL_OK;
-  const struct offsets_job *j = &jobs[bad];
+  const struct funnel__offsets_job *j = &jobs[bad];
   return funnel__piece_check_offsets(schema, &parts[j->part], &parts[j->part].batches[j->batch],
                                      j->col, j->part, error);
+}
+
+int funnel__plan_check_offsets(const struct funnel__plan *plan, struct funnel_error *error) {
+  return check_all_offsets(plan->schema, plan->parts, plan->offset_jobs, plan->n_offset_jobs,
+                           plan->n_offsets, error);
 }
 
 static int64_t bitmap_bytes(int64_t rows) { return (rows + 7) / 8; }
@@ -105,11 +110,11 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   if (cols == NULL || chars == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
 
-  int64_t rows = 0, batches = 0;
+  int64_t rows = 0, batches = 0, pieces = 0;
   int n_var = 0;
   for (int c = 0; c < n_cols; c++) n_var += schema->fields[c].offset_width != 0;
   int64_t n_jobs = 0, jobs_cap = 0, n_offsets = 0;
-  struct offsets_job *jobs = NULL;
+  struct funnel__offsets_job *jobs = NULL;
   for (int64_t p = 0; p < n_parts; p++) {
     struct funnel__partition *part = &parts[p];
     if (part->schema != NULL && part->schema != schema) {
@@ -125,9 +130,10 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
       FUNNEL_RETURN_NOT_OK(funnel__batch_bind_ends(schema, part, batch, p, arena, error));
       batches++;
       if (batch->rows == 0) continue;
+      pieces += n_cols;
       if (n_var > 0 && n_jobs + n_var > jobs_cap) {
         const int64_t cap = jobs_cap ? 2 * jobs_cap : 64 + n_var;
-        struct offsets_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
+        struct funnel__offsets_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
         if (nj == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
         if (n_jobs) memcpy(nj, jobs, (size_t)n_jobs * sizeof(*nj));
         jobs = nj;
@@ -135,7 +141,7 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
       }
       for (int c = 0; c < n_cols && n_var > 0; c++)
         if (schema->fields[c].offset_width != 0) {
-          jobs[n_jobs++] = (struct offsets_job){p, b, c};
+          jobs[n_jobs++] = (struct funnel__offsets_job){p, b, c};
           n_offsets += batch->rows;
         }
       for (int c = 0; c < n_cols; c++) {
@@ -150,7 +156,11 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
     }
   }
 
-  FUNNEL_RETURN_NOT_OK(check_all_offsets(schema, parts, jobs, n_jobs, n_offsets, error));
+  /* the interior offsets are checked later (funnel__plan_check_offsets),
+   * while the copies run */
+  out->offset_jobs = jobs;
+  out->n_offset_jobs = n_jobs;
+  out->n_offsets = n_offsets;
 
   int64_t size = 0;
   for (int c = 0; c < n_cols; c++) {
@@ -189,19 +199,38 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->out_size = size;
   /* Large pieces are cut so that one launch spreads them over many blocks
    * of the kernel (a block runs a segment); a cut changes nothing else.
-   * FUNNEL_SEGMENT_CHUNK_BYTES changes the size, for tests of the cuts. */
+   * 64 KiB, as measured on the H100 (bench/RESULTS.md, 2026-11-23): 2 x 10
+   * x 1M int64 ran its kernel in 0.139 ms (84% of a d2d copy of the result)
+   * against 0.145 at 256 KiB and 0.284 at 1 MiB, where 150 blocks could not
+   * fill 132 SMs. FUNNEL_SEGMENT_CHUNK_BYTES changes the size, for tests of
+   * the cuts and for the benchmark. */
   const char *chunk = getenv("FUNNEL_SEGMENT_CHUNK_BYTES");
-  out->chunk_bytes = chunk != NULL && atoll(chunk) > 0 ? atoll(chunk) : (int64_t)1 << 20;
-  /* the same walk that writes the table, counting only */
-  out->max_segments = funnel__plan_segments(out, NULL, 0, NULL);
+  out->chunk_bytes = chunk != NULL && atoll(chunk) > 0 ? atoll(chunk) : (int64_t)64 << 10;
+  /* Room for the table without walking it: at most three segments a piece
+   * (validity, offsets, data) and three a column (padding bits twice, the
+   * last offset), plus one per cut; a piece of b output bytes is cut at most
+   * b / chunk_bytes times, and the pieces' bytes sum to at most out_size. */
+  out->max_segments = 3 * pieces + 3 * (int64_t)n_cols + size / out->chunk_bytes + 1;
+  /* an empty read counts exactly, so that one with nothing to write (no
+   * string column) enqueues nothing at all */
+  if (rows == 0 || n_cols == 0) out->max_segments = funnel__plan_segments(out, NULL, 0, NULL);
   return FUNNEL_OK;
 }
 
-/* Appends `s`, cut into chunks of about `unit` bytes of output, to out
- * (NULL: counts only); returns the new count. */
-static int64_t emit(struct funnel__segment *out, int64_t n, int64_t unit, struct funnel__segment s) {
+/* Where plan_segments writes: the table (NULL: nowhere) and its room. */
+struct sink {
+  struct funnel__segment *out;
+  int64_t cap;
+  int64_t unit; /* cut pieces into chunks of about this many output bytes */
+};
+
+/* Appends `s` to the sink, cut into chunks of about sink->unit bytes of
+ * output; returns the new count. Never writes past the room: a count over
+ * it tells the caller. */
+static inline int64_t emit(const struct sink *k, int64_t n, const struct funnel__segment *s) {
+  const int64_t unit = k->unit;
   int64_t chunk;
-  switch (s.kind) {
+  switch (s->kind) {
     case FUNNEL_SEG_BYTES: chunk = unit; break;
     case FUNNEL_SEG_OFFSETS32: chunk = unit / 4 > 0 ? unit / 4 : 1; break;
     case FUNNEL_SEG_OFFSETS64: chunk = unit / 8 > 0 ? unit / 8 : 1; break;
@@ -210,32 +239,34 @@ static int64_t emit(struct funnel__segment *out, int64_t n, int64_t unit, struct
     case FUNNEL_SEG_ZEROS: chunk = unit * 8 + 1; break; /* cuts at any bit, not only at bytes */
     default: chunk = INT64_MAX; break;
   }
-  const int64_t count = (int64_t)s.count;
+  const int64_t count = (int64_t)s->count;
   if (count <= chunk) {
-    if (out != NULL) out[n] = s;
+    if (k->out != NULL && n < k->cap) k->out[n] = *s;
     return n + 1;
   }
-  const int64_t width = s.kind == FUNNEL_SEG_OFFSETS32 ? 4 : s.kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
+  const int64_t width = s->kind == FUNNEL_SEG_OFFSETS32 ? 4 : s->kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
+  const int bits = s->kind == FUNNEL_SEG_BITS || s->kind == FUNNEL_SEG_ONES || s->kind == FUNNEL_SEG_ZEROS;
   for (int64_t done = 0; done < count; done += chunk, n++) {
-    if (out == NULL) continue;
-    struct funnel__segment c = s;
+    if (k->out == NULL || n >= k->cap) continue;
+    struct funnel__segment c = *s;
     c.count = (uint64_t)(count - done < chunk ? count - done : chunk);
-    if (s.kind == FUNNEL_SEG_BITS || s.kind == FUNNEL_SEG_ONES || s.kind == FUNNEL_SEG_ZEROS) {
-      const uint64_t from = s.src_bit + (uint64_t)done;
-      c.src = s.src ? s.src + from / 8 : 0;
+    if (bits) {
+      const uint64_t from = s->src_bit + (uint64_t)done;
+      c.src = s->src ? s->src + from / 8 : 0;
       c.src_bit = (uint32_t)(from % 8);
-      c.dst_bit = s.dst_bit + (uint64_t)done;
+      c.dst_bit = s->dst_bit + (uint64_t)done;
     } else {
-      c.src = s.src + (uint64_t)(done * width);
-      c.dst = s.dst + (uint64_t)(done * width);
+      c.src = s->src + (uint64_t)(done * width);
+      c.dst = s->dst + (uint64_t)(done * width);
     }
-    out[n] = c;
+    k->out[n] = c;
   }
   return n;
 }
 
 int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out) {
+  const struct sink k = {out, plan->max_segments, plan->chunk_bytes};
   int64_t n = 0;
   const int64_t rows = plan->rows;
   for (int c = 0; c < plan->schema->n_fields; c++) {
@@ -261,10 +292,10 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *i
           } else {
             s.kind = FUNNEL_SEG_ONES;
           }
-          n = emit(out, n, plan->chunk_bytes, s);
+          n = emit(&k, n, &s);
         }
         if (f->offset_width != 0) {
-          n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){
+          n = emit(&k, n, &(struct funnel__segment){
               .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
               .src = in + (uint64_t)pc->offsets,
               .dst = offsets + (uint64_t)(row * f->offset_width),
@@ -272,19 +303,19 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *i
               .value = char_base - pc->first_offset});
           int64_t bytes = pc->last_offset - pc->first_offset;
           if (bytes > 0)
-            n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
+            n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
                                                 .src = in + (uint64_t)(pc->data + pc->first_offset),
                                                 .dst = data + (uint64_t)char_base,
                                                 .count = (uint64_t)bytes});
           char_base += bytes;
         } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-          n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_BITS,
+          n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BITS,
                                               .src = in + (uint64_t)pc->data,
                                               .dst = data,
                                               .dst_bit = (uint64_t)row,
                                               .count = (uint64_t)len});
         } else if (f->byte_width > 0) {
-          n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
+          n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
                                               .src = in + (uint64_t)pc->data,
                                               .dst = data + (uint64_t)(row * f->byte_width),
                                               .count = (uint64_t)(len * f->byte_width)});
@@ -294,14 +325,14 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *i
     }
     const int64_t pad = oc->validity_size * 8 - rows; /* bits after the last row */
     if (oc->null_count > 0 && pad > 0)
-      n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = validity,
+      n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = validity,
                                           .dst_bit = (uint64_t)rows, .count = (uint64_t)pad});
     if (f->type_id == FUNNEL_TYPE_BOOL && oc->data_size * 8 > rows)
-      n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = data,
+      n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = data,
                                           .dst_bit = (uint64_t)rows,
                                           .count = (uint64_t)(oc->data_size * 8 - rows)});
     if (f->offset_width != 0)
-      n = emit(out, n, plan->chunk_bytes, (struct funnel__segment){
+      n = emit(&k, n, &(struct funnel__segment){
           .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
           .dst = offsets + (uint64_t)(rows * f->offset_width),
           .value = char_base});

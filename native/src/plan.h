@@ -15,6 +15,8 @@ struct funnel__out_column {
   int64_t data, data_size;
 };
 
+struct funnel__offsets_job;
+
 struct funnel__plan {
   const struct funnel__schema *schema;
   const struct funnel__partition *parts;
@@ -25,19 +27,32 @@ struct funnel__plan {
   int64_t out_size;       /* bytes of the output allocation */
   int64_t max_segments;   /* room to reserve for the segment table */
   int64_t chunk_bytes;    /* pieces larger than this are cut into segments this size */
+  /* the string columns of batches whose interior offsets are to be checked */
+  const struct funnel__offsets_job *offset_jobs;
+  int64_t n_offset_jobs, n_offsets;
 };
 
 /* Checks every partition's schema against `schema` (the reader's, or when
- * NULL the first partition's that has one), binds every batch, sums null
- * counts and string bytes, lays out the output and the scratch. `parts`
- * have been through funnel__partition_parse. */
+ * NULL the first partition's that has one), binds every batch (so the first
+ * and last offset of every string piece are in bounds), sums null counts
+ * and string bytes, lays out the output and the scratch. `parts` have been
+ * through funnel__partition_parse. The interior string offsets are left to
+ * funnel__plan_check_offsets. */
 int funnel__plan_build(const struct funnel__schema *schema,
                        struct funnel__partition *parts, int64_t n_parts,
                        struct funnel__arena *arena, struct funnel__plan *out,
                        struct funnel_error *error);
 
-/* Writes the segment table into `out` (room for plan->max_segments) and
- * returns the number of segments. in_base[p] is the device address at
+/* Checks every interior string offset of the planned pieces (rising, within
+ * the piece's data), on the shared host threads when there are many; the
+ * error is the first bad piece's in partition order. Host memory only: a
+ * read runs it while its copies are in flight, since the kernel only adds
+ * a constant to each offset and reads no data by them. */
+int funnel__plan_check_offsets(const struct funnel__plan *plan, struct funnel_error *error);
+
+/* Writes the segment table into `out` (room for plan->max_segments; NULL
+ * only counts) and returns the number of segments; never writes past the
+ * room, and a count over it is a bug the caller reports. in_base[p] is the device address at
  * which partition p's bytes start (a copy, or the pinned host bytes
  * themselves); out_base the output allocation's. */
 int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,

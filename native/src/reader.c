@@ -291,10 +291,15 @@ struct stage_copy {
 struct stage_plan {
   struct stage_copy *copies;
   int64_t n;
+  int64_t tasks;        /* STAGE_TASK-sized memcpys, in the order of their bytes in the block */
+  int64_t first;        /* stage_range: the first task of the range that runs */
+  uint8_t *block;       /* the pinned block the pageable partitions go to, or NULL */
+  int64_t block_size;
 };
 
-static void stage_task(void *ctx, int64_t task) {
+static void stage_task(void *ctx, int64_t i) {
   const struct stage_plan *sp = ctx;
+  const int64_t task = sp->first + i;
   int64_t lo = 0, hi = sp->n - 1; /* the copy holding this task */
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;
@@ -315,7 +320,8 @@ static void hold(struct funnel_table *t, void *ptr, int64_t size) {
  * staged through the pinned pool first; lays out the runs. Host only. */
 static int layout_transfer(struct funnel_table *t, int transfer, uint64_t *in_base,
                            int64_t *in_scratch, struct run *runs, int64_t *n_runs,
-                           int64_t *scratch_size, bool *direct, struct funnel_error *error) {
+                           int64_t *scratch_size, bool *direct, struct stage_plan *staging,
+                           struct funnel_error *error) {
   const struct funnel__plan *plan = &t->plan;
   struct funnel__pool *pool = &t->dev->pool;
   const int64_t n = plan->n_parts;
@@ -341,7 +347,8 @@ static int layout_transfer(struct funnel_table *t, int transfer, uint64_t *in_ba
     if (stage != NULL) hold(t, stage, stage_bytes);
   }
 
-  struct stage_plan sp = {funnel__arena_calloc(&t->arena, (size_t)(n ? n : 1), sizeof(struct stage_copy)), 0};
+  struct stage_plan sp = {.copies = funnel__arena_calloc(&t->arena, (size_t)(n ? n : 1),
+                                                         sizeof(struct stage_copy))};
   if (sp.copies == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   int64_t stage_tasks = 0;
   int64_t scratch = 0, nr = 0;
@@ -389,10 +396,98 @@ static int layout_transfer(struct funnel_table *t, int transfer, uint64_t *in_ba
       nr++;
     }
   }
-  funnel__parallel_for(stage_tasks, stage_task, &sp);
+  sp.tasks = stage_tasks;
+  sp.block = stage;
+  sp.block_size = stage_at;
+  *staging = sp;
   *n_runs = nr;
   *scratch_size = scratch;
   return FUNNEL_OK;
+}
+
+/* The end, in the staging block, of the bytes that tasks [0, end_task)
+ * have written (the gaps between partitions come along in the copies). */
+static const uint8_t *staged_upto(const struct stage_plan *sp, int64_t end_task) {
+  if (end_task >= sp->tasks) return sp->block + sp->block_size;
+  int64_t lo = 0, hi = sp->n - 1; /* the copy holding the task end_task */
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (sp->copies[mid].first_task <= end_task) lo = mid; else hi = mid - 1;
+  }
+  const struct stage_copy *c = &sp->copies[lo];
+  return c->dst + (end_task - c->first_task) * STAGE_TASK;
+}
+
+/* Staging proceeds in up to this many rounds; the bytes of each round go up
+ * while the next is staged, so the host's memcpy and the link overlap. */
+#define STAGE_ROUNDS 16
+#define STAGE_ROUND_MIN ((int64_t)4 << 20)
+
+/* Enqueues the copy of every run, one each; the runs out of the staging
+ * block first, then, round by round as the host threads stage them, the
+ * bytes of the runs in the staging block. */
+static int enqueue_runs(struct funnel_table *t, const struct run *runs, int64_t n_runs,
+                        struct stage_plan *sp, void *stream, bool *enqueued,
+                        struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  if (sp->tasks > 0 && sp->block == NULL) {
+    /* no room for one block: the partitions were staged into blocks of
+     * their own, which go up like any pinned partition once filled */
+    sp->first = 0;
+    funnel__parallel_for(sp->tasks, stage_task, sp);
+    sp->tasks = 0;
+  }
+  const uint8_t *lo = sp->block, *hi = sp->block ? sp->block + sp->block_size : NULL;
+  int st = FUNNEL_OK;
+  for (int64_t i = 0; i < n_runs && st == FUNNEL_OK; i++) {
+    if (lo != NULL && runs[i].src >= lo && runs[i].src < hi) continue;
+    st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)runs[i].scratch, runs[i].src,
+                                    (size_t)runs[i].length, stream, error);
+    *enqueued |= st == FUNNEL_OK;
+  }
+  if (sp->tasks == 0 || st != FUNNEL_OK) return st;
+  int64_t rounds = sp->block_size / STAGE_ROUND_MIN;
+  if (rounds > STAGE_ROUNDS) rounds = STAGE_ROUNDS;
+  if (rounds < 1) rounds = 1;
+  const int64_t per_round = (sp->tasks + rounds - 1) / rounds;
+  int64_t r = 0; /* the next run to copy, of those in the block */
+  const uint8_t *sent = lo;
+  for (int64_t first = 0; first < sp->tasks && st == FUNNEL_OK; first += per_round) {
+    const int64_t end = first + per_round < sp->tasks ? first + per_round : sp->tasks;
+    sp->first = first;
+    funnel__parallel_for(end - first, stage_task, sp);
+    const uint8_t *upto = staged_upto(sp, end);
+    while (st == FUNNEL_OK && r < n_runs && sent < upto) {
+      const struct run *run = &runs[r];
+      if (run->src < lo || run->src >= hi || run->src + run->length <= sent) {
+        r++;
+        continue;
+      }
+      const uint8_t *from = run->src > sent ? run->src : sent;
+      const uint8_t *to = run->src + run->length < upto ? run->src + run->length : upto;
+      if (to > from) {
+        st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)(run->scratch + (from - run->src)),
+                                        from, (size_t)(to - from), stream, error);
+        *enqueued |= st == FUNNEL_OK;
+      }
+      sent = to;
+      if (to == run->src + run->length) r++;
+    }
+  }
+  return st;
+}
+
+/* Whether a read may put its copies in one batched call. Off unless
+ * FUNNEL_BATCH_COPY=1: on an H100 with driver 580.159.04, a
+ * cuMemcpyBatchAsync of thousands of host-to-device copies of mixed sizes
+ * failed now and then with a sticky CUDA_ERROR_LAUNCH_FAILED, which leaves
+ * the process unable to use the device (bench/RESULTS.md, 2026-11-23;
+ * test_pool's copy_mode_many_runs_of_mixed_sizes). One cuMemcpyHtoDAsync
+ * per run costs ~2 us of host time each, and only reads of partitions that
+ * lie far apart in pinned memory make many runs. */
+static bool batch_copy_enabled(void) {
+  const char *env = getenv("FUNNEL_BATCH_COPY");
+  return env != NULL && strcmp(env, "1") == 0;
 }
 
 /* Enqueues the copies, the segment table and the launch, records the
@@ -424,8 +519,9 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
 
   int64_t n_runs = 0, scratch_size = 0;
   bool direct = false;
+  struct stage_plan staging;
   FUNNEL_RETURN_NOT_OK(layout_transfer(t, reader->transfer, in_base, in_scratch, runs, &n_runs,
-                                       &scratch_size, &direct, error));
+                                       &scratch_size, &direct, &staging, error));
   const bool segs_in_place = direct && segs_pinned;
   int64_t segs_scratch = -1;
   if (!segs_in_place) {
@@ -442,14 +538,18 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
     if (in_scratch[p] >= 0) in_base[p] = t->scratch + (uint64_t)in_scratch[p];
   const int64_t n_segs = funnel__plan_segments(plan, in_base, t->out, segs);
   t->stats.segments = n_segs;
+  if (n_segs > plan->max_segments)
+    return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "internal error: %lld segments, room for %lld",
+                      (long long)n_segs, (long long)plan->max_segments);
   const uint64_t seg_dev = segs_in_place ? funnel__pool_device_address(pool, segs)
                                          : t->scratch + (uint64_t)segs_scratch;
 
   bool enqueued = false;
-  /* runs from pinned memory go in one batched call when there are many */
+  /* runs from pinned memory may go in one batched call (FUNNEL_BATCH_COPY=1) */
   int64_t first_pageable = 0;
   while (first_pageable < n_runs && runs[first_pageable].pinned) first_pageable++;
-  if (first_pageable == n_runs && n_runs > 2 && be->copy_h2d_batch_async != NULL) {
+  if (first_pageable == n_runs && n_runs > 2 && be->copy_h2d_batch_async != NULL &&
+      batch_copy_enabled() && staging.tasks == 0) {
     uint64_t *dst = funnel__arena_calloc(&t->arena, (size_t)n_runs, sizeof(uint64_t));
     const void **src = funnel__arena_calloc(&t->arena, (size_t)n_runs, sizeof(void *));
     size_t *len = funnel__arena_calloc(&t->arena, (size_t)n_runs, sizeof(size_t));
@@ -464,11 +564,7 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
                                           stream, error);
     enqueued |= st == FUNNEL_OK;
   } else {
-    for (int64_t i = 0; i < n_runs && st == FUNNEL_OK; i++) {
-      st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)runs[i].scratch, runs[i].src,
-                                      (size_t)runs[i].length, stream, error);
-      enqueued |= st == FUNNEL_OK;
-    }
+    st = enqueue_runs(t, runs, n_runs, &staging, stream, &enqueued, error);
   }
   if (st == FUNNEL_OK && !segs_in_place) {
     st = funnel__dev_copy_h2d_async(be, seg_dev, segs, (size_t)n_segs * sizeof(*segs), stream, error);
@@ -557,6 +653,9 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   const int64_t t2 = funnel__now_ns();
 
   if (st == FUNNEL_OK) st = submit(t, reader, stream ? (void *)stream : reader->stream, error);
+  /* while the copies run: a bad offset fails the read, whose release
+   * waits for what it enqueued before freeing anything */
+  if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&t->plan, error);
   const struct funnel__calls c3 = funnel__calls_now();
   const int64_t t3 = funnel__now_ns();
   if (st != FUNNEL_OK) {

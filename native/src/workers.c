@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MAX_THREADS 8
+#define MAX_THREADS 16
 
 static struct {
   pthread_once_t once;

@@ -5,7 +5,7 @@
  * One loop at a time runs on the workers; a caller that finds them busy
  * (another read on another thread) runs its loop alone, so no read ever
  * waits for another. FUNNEL_HOST_THREADS sets the number of threads that
- * run a loop, the caller included (default: the cores, at most 8; 1 turns
+ * run a loop, the caller included (default: the cores, at most 16; 1 turns
  * the workers off). */
 #ifndef FUNNEL_WORKERS_H
 #define FUNNEL_WORKERS_H

@@ -3,6 +3,7 @@
  * block back in the pool once the tables are gone. Expected values come
  * from the loop that wrote the partitions. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,6 +225,87 @@ static void transfer_modes(size_t stride) {
 static void transfer_modes_back_to_back(void) { transfer_modes(4096); }
 static void transfer_modes_far_apart(void) { transfer_modes((size_t)200 << 10); }
 
+/* Many partitions far apart in pinned memory, of sizes that alternate
+ * between a few hundred bytes and 8 KiB, read in COPY mode again and again:
+ * one copy each (on cuda one cuMemcpyBatchAsync), the right rows every
+ * time. On the H100 a batch of 4000 copies of mixed small and large sizes
+ * made by the benchmark's batched_scatter failed now and then with a sticky
+ * CUDA_ERROR_LAUNCH_FAILED (bench/RESULTS.md); this is funnel's own use of
+ * the batched copy, under the same mix. */
+static void copy_mode_many_runs_of_mixed_sizes(void) {
+  const int on_cpu = strcmp(check_backend(), "cpu") == 0;
+  const int n = on_cpu ? 300 : 4000, reps = on_cpu ? 2 : 20;
+  const size_t stride = (size_t)80 << 10; /* over the 64 KiB merge distance */
+  char pool_bytes[32];
+  snprintf(pool_bytes, sizeof(pool_bytes), "%zu", stride * (size_t)n + ((size_t)64 << 20));
+  setenv("FUNNEL_PINNED_POOL_BYTES", pool_bytes, 1);
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  const int ok = CHECK_OK(check_device_open(&dev, &err), &err);
+  unsetenv("FUNNEL_PINNED_POOL_BYTES");
+  if (!ok) return;
+  uint8_t *block = NULL;
+  int64_t *rows = calloc((size_t)n, sizeof(int64_t));
+  struct funnel_partition *parts = calloc((size_t)n, sizeof(*parts));
+  if (CHECK_OK(funnel_device_pinned_alloc(dev, stride * (size_t)n, (void **)&block, &err), &err)) {
+    static const int64_t SIZES[3] = {1, 500, 1000};
+    for (int p = 0; p < n; p++) {
+      rows[p] = SIZES[p % 3];
+      struct iw_buf b = partition(p, rows[p]);
+      memcpy(block + stride * (size_t)p, b.data, b.len);
+      parts[p] = (struct funnel_partition){block + stride * (size_t)p, b.len};
+      iw_buf_free(&b);
+    }
+    for (int r = 0; r < reps; r++) {
+      check_context("repetition %d of %d", r, reps);
+      struct funnel_read_stats s =
+          read_and_check_with(dev, parts, n, rows, FUNNEL_TRANSFER_COPY, 0);
+      if (!CHECK_EQ_I64(s.h2d_copies, n + 1)) break; /* + the segment table */
+    }
+    check_context("%s", "");
+    funnel_device_pinned_free(dev, block, stride * (size_t)n);
+  }
+  free(rows);
+  free(parts);
+  funnel_device_close(dev);
+}
+
+/* A pageable read big enough to be staged in several rounds, the copy of
+ * each round going up while the next is staged, with a pinned partition
+ * in the middle that is copied as it lies: the same rows as written. */
+static void pageable_reads_stage_in_rounds(void) {
+  setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
+  setenv("FUNNEL_PINNED_POOL_BYTES", "134217728", 1);
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  const int ok = CHECK_OK(check_device_open(&dev, &err), &err);
+  unsetenv("FUNNEL_STAGE_PAGEABLE");
+  unsetenv("FUNNEL_PINNED_POOL_BYTES");
+  if (!ok) return;
+  enum { P = 6 };
+  static const int64_t ROWS6[P] = {1000000, 1000, 1000000, 999999, 0, 1000001};
+  struct funnel_partition parts[P];
+  struct iw_buf bufs[P];
+  void *pinned = NULL;
+  for (int p = 0; p < P; p++) {
+    bufs[p] = partition(p, ROWS6[p]);
+    if (p == 1 && CHECK_OK(funnel_device_pinned_alloc(dev, bufs[p].len, &pinned, &err), &err)) {
+      memcpy(pinned, bufs[p].data, bufs[p].len);
+      parts[p] = (struct funnel_partition){pinned, bufs[p].len};
+    } else {
+      parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
+    }
+  }
+  struct funnel_read_stats s = read_and_check_with(dev, parts, P, ROWS6, FUNNEL_TRANSFER_COPY, 0);
+  CHECK_EQ_I64(s.staged_partitions, 4);
+  CHECK(s.h2d_copies >= 6); /* 3 runs, the staged ones cut at the rounds, + the segments */
+  CHECK(s.h2d_copies <= P + 16); /* at most 16 rounds more than one copy each */
+  funnel_device_pinned_free(dev, pinned, bufs[1].len);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  for (int p = 0; p < P; p++) iw_buf_free(&bufs[p]);
+  funnel_device_close(dev);
+}
+
 static void read_option_rejects_bad_values(void) {
   struct funnel_device *dev = NULL;
   struct funnel_reader *rd = NULL;
@@ -334,6 +416,8 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_with_a_full_pool_copies_from_pageable_memory),
       CHECK_TEST(transfer_modes_back_to_back),
       CHECK_TEST(transfer_modes_far_apart),
+      CHECK_TEST(copy_mode_many_runs_of_mixed_sizes),
+      CHECK_TEST(pageable_reads_stage_in_rounds),
       CHECK_TEST(read_option_rejects_bad_values),
       CHECK_TEST(big_reads_use_the_host_threads),
   };
