@@ -215,12 +215,14 @@ FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 
 /* How a read moves partition bytes to the device (FUNNEL_OPTION_TRANSFER). */
 enum funnel_transfer {
-  /* per read, by size: DIRECT when the pinned partitions total at most
-   * 8 MiB (FUNNEL_DIRECT_MAX_BYTES), where the copies' fixed costs would
-   * dominate; COPY otherwise */
+  /* When every partition lies in the pinned pool: COPY, with the copies
+   * enqueued before the partitions are parsed, so they fly while the host
+   * parses and plans. Otherwise, by size: DIRECT when the pinned partitions
+   * total at most 8 MiB (FUNNEL_DIRECT_MAX_BYTES), COPY above. */
   FUNNEL_TRANSFER_AUTO = 0,
-  /* every partition is copied to device memory (copies of partitions that
-   * lie back to back in pinned memory are merged), then the kernel runs */
+  /* every partition is copied to device memory (partitions that lie back to
+   * back in pinned memory go up in one copy), then the kernel runs; all in
+   * the pinned pool: copied before parsing, as AUTO does */
   FUNNEL_TRANSFER_COPY = 1,
   /* the kernel reads partitions that lie in the pinned pool straight from
    * host memory: no copy at all for them (others are still copied) */

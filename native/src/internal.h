@@ -54,5 +54,8 @@ struct funnel__arena {
 void *funnel__arena_alloc(struct funnel__arena *arena, size_t size);
 void *funnel__arena_calloc(struct funnel__arena *arena, size_t n, size_t size);
 void funnel__arena_free(struct funnel__arena *arena);
+/* Moves every block of `from` into `into` (freed with it); `from` is left
+ * empty. New allocations from `into` go on in its own newest block. */
+void funnel__arena_splice(struct funnel__arena *into, struct funnel__arena *from);
 
 #endif

@@ -3,6 +3,9 @@
  * that talks to the backend). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +63,9 @@ struct funnel_table {
   struct funnel__plan plan;
   uint64_t out;     /* device: the columns' buffers */
   uint64_t scratch; /* device: partition copies and the segment table */
+  uint64_t seg_scratch; /* device: the segment table, when it has its own */
+  int64_t *early_in; /* per partition, where its early copy lies in scratch
+                        (-1: none); NULL when the read made no early copy */
   void *event;      /* NULL when nothing was enqueued */
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
   pthread_mutex_t mu;
@@ -228,22 +234,87 @@ funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
 
 /* ------------------------------------------------------------------- read */
 
+/* Parsing many partitions runs on the shared host threads, in tasks of
+ * consecutive partitions, each with an arena of its own. */
+/* partitions: below this one thread is quicker (H100 host, 2026-11-23: 200
+ * partitions parsed in 0.08 ms alone, 0.12 ms on 16 threads; 1000 in 0.38
+ * and 0.13 ms) */
+#define PARSE_PARALLEL_MIN 400
+#define PARSE_TASK 8          /* partitions a task */
+
+struct parse_job {
+  const struct funnel_partition *parts;
+  const struct funnel__schema *known;
+  struct funnel__partition *pv;
+  int64_t first, count;       /* the partitions of the parallel part */
+  struct funnel__arena *arenas; /* one a task */
+  struct funnel_error *errors;  /* one a task */
+  int64_t *bad;                 /* a task's failing partition, or -1 */
+};
+
+static int parse_one(const struct funnel_partition *part, size_t i,
+                     const struct funnel__schema *known, struct funnel__arena *arena,
+                     struct funnel__partition *out, struct funnel_error *error) {
+  if (part->length == 0) return FUNNEL_OK;
+  if (part->data == NULL || part->length > INT64_MAX)
+    return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, (int64_t)i, -1, -1,
+                             "partition %zu: NULL data with length %zu", i, part->length);
+  return funnel__partition_parse_known(part->data, (int64_t)part->length, (int64_t)i, known,
+                                       arena, out, error);
+}
+
+static void parse_task(void *ctx, int64_t task) {
+  struct parse_job *j = ctx;
+  const int64_t lo = j->first + task * PARSE_TASK;
+  const int64_t hi = lo + PARSE_TASK < j->first + j->count ? lo + PARSE_TASK : j->first + j->count;
+  j->bad[task] = -1;
+  for (int64_t i = lo; i < hi; i++)
+    if (parse_one(&j->parts[i], (size_t)i, j->known, &j->arenas[task], &j->pv[i],
+                  &j->errors[task]) != FUNNEL_OK) {
+      j->bad[task] = i;
+      return;
+    }
+}
+
+/* Parses every partition; the error, if any, is the first bad partition's
+ * in partition order, as one thread going through them would find. */
 static int parse_all(const struct funnel_partition *parts, size_t count,
                      const struct funnel__schema *known, struct funnel_table *t,
                      struct funnel__partition **out, struct funnel_error *error) {
   struct funnel__partition *pv = funnel__arena_calloc(&t->arena, count ? count : 1, sizeof(*pv));
   if (pv == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  for (size_t i = 0; i < count; i++) {
-    if (parts[i].length == 0) {
-      t->stats.empty_partitions++;
-      continue;
+  for (size_t i = 0; i < count; i++) t->stats.empty_partitions += parts[i].length == 0;
+  /* without the reader's schema, the first partition that has one gives it
+   * (the others repeat it, which parse_known then checks with a memcmp) */
+  size_t i = 0;
+  for (; i < count && (known == NULL || count - i < PARSE_PARALLEL_MIN); i++) {
+    FUNNEL_RETURN_NOT_OK(parse_one(&parts[i], i, known, &t->arena, &pv[i], error));
+    if (known == NULL && parts[i].length > 0) known = pv[i].schema;
+  }
+  if (i < count) {
+    const int64_t n = (int64_t)(count - i), tasks = (n + PARSE_TASK - 1) / PARSE_TASK;
+    struct parse_job j = {
+        .parts = parts, .known = known, .pv = pv, .first = (int64_t)i, .count = n,
+        .arenas = calloc((size_t)tasks, sizeof(struct funnel__arena)),
+        .errors = calloc((size_t)tasks, sizeof(struct funnel_error)),
+        .bad = calloc((size_t)tasks, sizeof(int64_t))};
+    int st = FUNNEL_OK;
+    if (j.arenas == NULL || j.errors == NULL || j.bad == NULL) {
+      st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+    } else {
+      funnel__parallel_for(tasks, parse_task, &j);
+      for (int64_t k = 0; k < tasks; k++) {
+        funnel__arena_splice(&t->arena, &j.arenas[k]);
+        if (st == FUNNEL_OK && j.bad[k] >= 0) {
+          st = j.errors[k].code;
+          if (error != NULL) *error = j.errors[k];
+        }
+      }
     }
-    if (parts[i].data == NULL || parts[i].length > INT64_MAX)
-      return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, (int64_t)i, -1, -1,
-                               "partition %zu: NULL data with length %zu", i, parts[i].length);
-    FUNNEL_RETURN_NOT_OK(funnel__partition_parse_known(parts[i].data, (int64_t)parts[i].length,
-                                                       (int64_t)i, known, &t->arena, &pv[i], error));
-    if (known == NULL) known = pv[i].schema; /* the partitions repeat it */
+    free(j.arenas);
+    free(j.errors);
+    free(j.bad);
+    FUNNEL_RETURN_NOT_OK(st);
   }
   *out = pv;
   return FUNNEL_OK;
@@ -254,12 +325,15 @@ static int parse_all(const struct funnel_partition *parts, size_t count,
  * and ~1 us of copy engine) is worth ~100 KiB of link time. */
 #define MERGE_GAP ((int64_t)64 << 10)
 
-/* FUNNEL_TRANSFER_AUTO reads pinned partitions in place when they total at
- * most this many bytes (FUNNEL_DIRECT_MAX_BYTES overrides; read per read
- * so that benchmarks can sweep it). Measured on an H100 (PCIe Gen5,
- * bench/RESULTS.md, 2026-11-22 run C): the kernel reads pinned host memory
- * at ~44 GB/s, the copy engine at ~55 GB/s; in place wins at 3.6 MiB
- * (0.280 against 0.316 ms), copying at 15.5 MiB (0.484 against 0.512). */
+/* FUNNEL_TRANSFER_AUTO, for a read of partitions only some of which are
+ * pinned, reads the pinned ones in place when they total at most this many
+ * bytes (FUNNEL_DIRECT_MAX_BYTES overrides; read per read so that
+ * benchmarks can sweep it). Measured on an H100 (PCIe Gen5) on 2026-11-22,
+ * in a run whose record did not land: the kernel reads pinned host memory
+ * at ~44 GB/s, the copy engine at ~55 GB/s; in place won at 3.6 MiB (0.280
+ * against 0.316 ms), copying at 15.5 MiB (0.484 against 0.512). A read of
+ * pinned partitions only copies them before parsing (early_copies), which
+ * beat both on 2026-11-23 (bench/RESULTS.md). */
 #define DIRECT_MAX_DEFAULT ((int64_t)8 << 20)
 
 static int64_t direct_max_bytes(void) {
@@ -279,7 +353,7 @@ struct run {
 /* Staging: memcpy of pageable partitions into pinned memory, in tasks of
  * STAGE_TASK bytes run on the shared host threads (one thread copies
  * ~5-10 GB/s; the link takes ~55). */
-#define STAGE_TASK ((int64_t)4 << 20)
+#define STAGE_TASK ((int64_t)1 << 20)
 
 struct stage_copy {
   uint8_t *dst;
@@ -297,6 +371,33 @@ struct stage_plan {
   int64_t block_size;
 };
 
+/* memcpy with stores that bypass the cache where the processor has them
+ * (x86-64): staged bytes are read next by the copy engine, not by this
+ * thread, and a cached store first reads the line it writes, a third of the
+ * memory traffic of a copy. */
+static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__SSE2__)
+  size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+  if (head > n) head = n;
+  memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+    const __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+    const __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+    _mm_stream_si128((__m128i *)(dst + i), a);
+    _mm_stream_si128((__m128i *)(dst + i + 16), b);
+    _mm_stream_si128((__m128i *)(dst + i + 32), c);
+    _mm_stream_si128((__m128i *)(dst + i + 48), d);
+  }
+  memcpy(dst + i, src + i, n - i);
+  _mm_sfence(); /* the streamed stores are visible before the copy is enqueued */
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
 static void stage_task(void *ctx, int64_t i) {
   const struct stage_plan *sp = ctx;
   const int64_t task = sp->first + i;
@@ -308,7 +409,7 @@ static void stage_task(void *ctx, int64_t i) {
   const struct stage_copy *c = &sp->copies[lo];
   const int64_t at = (task - c->first_task) * STAGE_TASK;
   const int64_t len = c->length - at < STAGE_TASK ? c->length - at : STAGE_TASK;
-  memcpy(c->dst + at, c->src + at, (size_t)len);
+  stream_copy(c->dst + at, c->src + at, (size_t)len);
 }
 
 static void hold(struct funnel_table *t, void *ptr, int64_t size) {
@@ -418,10 +519,11 @@ static const uint8_t *staged_upto(const struct stage_plan *sp, int64_t end_task)
   return c->dst + (end_task - c->first_task) * STAGE_TASK;
 }
 
-/* Staging proceeds in up to this many rounds; the bytes of each round go up
+/* Staging proceeds in up to this many rounds of at least ROUND_MIN bytes
+ * (16 tasks: work for every host thread); the bytes of each round go up
  * while the next is staged, so the host's memcpy and the link overlap. */
 #define STAGE_ROUNDS 16
-#define STAGE_ROUND_MIN ((int64_t)4 << 20)
+#define STAGE_ROUND_MIN ((int64_t)16 << 20)
 
 /* Enqueues the copy of every run, one each; the runs out of the staging
  * block first, then, round by round as the host threads stage them, the
@@ -490,6 +592,70 @@ static bool batch_copy_enabled(void) {
   return env != NULL && strcmp(env, "1") == 0;
 }
 
+/* Before parsing: when every partition lies in the pinned pool (a fetch
+ * that wrote into PinnedPool buffers), their runs are copied at once, so
+ * the copies fly while the host parses and plans; the kernel then reads
+ * device memory. Records the table's event after them: a read that fails
+ * later waits for them before it frees anything. */
+static int early_copies(struct funnel_table *t, const struct funnel_partition *parts,
+                        size_t count, int transfer, void *stream, struct funnel_error *error) {
+  if (transfer == FUNNEL_TRANSFER_DIRECT || count == 0) return FUNNEL_OK;
+  struct funnel__pool *pool = &t->dev->pool;
+  for (size_t i = 0; i < count; i++)
+    if (parts[i].length > 0 &&
+        (parts[i].data == NULL || parts[i].length > INT64_MAX ||
+         !funnel__pool_contains(pool, parts[i].data, (int64_t)parts[i].length)))
+      return FUNNEL_OK;
+  int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
+  struct run *runs = funnel__arena_alloc(&t->arena, count * sizeof(struct run));
+  if (in == NULL || runs == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  int64_t nr = 0, scratch = 0;
+  for (size_t i = 0; i < count; i++) {
+    in[i] = -1;
+    if (parts[i].length == 0) continue;
+    const uint8_t *src = parts[i].data;
+    const int64_t len = (int64_t)parts[i].length;
+    struct run *last = nr > 0 ? &runs[nr - 1] : NULL;
+    if (last != NULL && src >= last->src + last->length &&
+        src - (last->src + last->length) <= MERGE_GAP) {
+      in[i] = last->scratch + (src - last->src);
+      last->length = src + len - last->src;
+      scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
+    } else {
+      runs[nr++] = (struct run){src, len, scratch, true};
+      in[i] = scratch;
+      scratch = funnel__align_up(scratch + len, FUNNEL__ALIGN);
+    }
+  }
+  if (nr == 0) return FUNNEL_OK;
+  struct funnel_backend *be = &t->dev->be;
+  FUNNEL_RETURN_NOT_OK(funnel__dev_alloc(be, (size_t)scratch, stream, &t->scratch, error));
+  int st = FUNNEL_OK;
+  bool enqueued = false;
+  for (int64_t r = 0; r < nr && st == FUNNEL_OK; r++) {
+    st = funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)runs[r].scratch, runs[r].src,
+                                    (size_t)runs[r].length, stream, error);
+    enqueued |= st == FUNNEL_OK;
+  }
+  struct funnel_error ev_error;
+  int ev = FUNNEL_OK;
+  if (st == FUNNEL_OK || enqueued) {
+    ev = funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
+    if (ev == FUNNEL_OK)
+      ev = funnel__dev_event_record(be, t->event, stream, st == FUNNEL_OK ? error : &ev_error);
+  }
+  if (st == FUNNEL_OK) st = ev;
+  if (st != FUNNEL_OK && enqueued && ev != FUNNEL_OK) {
+    /* cannot tell when the copies are done: leaking is safe, freeing not */
+    t->scratch = 0;
+    funnel__dev_event_destroy(be, t->event);
+    t->event = NULL;
+  }
+  if (st == FUNNEL_OK) t->early_in = in;
+  return st;
+}
+
 /* Enqueues the copies, the segment table and the launch, records the
  * event. On failure after something was enqueued, waits for it, so the
  * caller can free everything. */
@@ -520,11 +686,20 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
   int64_t n_runs = 0, scratch_size = 0;
   bool direct = false;
   struct stage_plan staging;
-  FUNNEL_RETURN_NOT_OK(layout_transfer(t, reader->transfer, in_base, in_scratch, runs, &n_runs,
-                                       &scratch_size, &direct, &staging, error));
-  const bool segs_in_place = direct && segs_pinned;
+  memset(&staging, 0, sizeof(staging));
+  const bool early = t->early_in != NULL;
+  if (early) { /* the partitions are on their way (early_copies) */
+    for (int64_t p = 0; p < n; p++) in_scratch[p] = t->early_in[p];
+  } else {
+    FUNNEL_RETURN_NOT_OK(layout_transfer(t, reader->transfer, in_base, in_scratch, runs, &n_runs,
+                                         &scratch_size, &direct, &staging, error));
+  }
+  /* the kernel reads the segment table in pinned memory when it reads its
+   * partitions there, or when they went up early */
+  const bool segs_in_place =
+      segs_pinned && (direct || (early && funnel__pool_device_address(pool, segs) != 0));
   int64_t segs_scratch = -1;
-  if (!segs_in_place) {
+  if (!segs_in_place && !early) {
     segs_scratch = scratch_size;
     scratch_size += seg_bytes;
   }
@@ -533,6 +708,8 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
   if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, stream, &t->out, error);
   if (st == FUNNEL_OK && scratch_size > 0)
     st = funnel__dev_alloc(be, (size_t)scratch_size, stream, &t->scratch, error);
+  if (st == FUNNEL_OK && early && !segs_in_place)
+    st = funnel__dev_alloc(be, (size_t)seg_bytes, stream, &t->seg_scratch, error);
   if (st != FUNNEL_OK) return st;
   for (int64_t p = 0; p < n; p++)
     if (in_scratch[p] >= 0) in_base[p] = t->scratch + (uint64_t)in_scratch[p];
@@ -542,9 +719,10 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
     return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "internal error: %lld segments, room for %lld",
                       (long long)n_segs, (long long)plan->max_segments);
   const uint64_t seg_dev = segs_in_place ? funnel__pool_device_address(pool, segs)
+                           : early       ? t->seg_scratch
                                          : t->scratch + (uint64_t)segs_scratch;
 
-  bool enqueued = false;
+  bool enqueued = early; /* the early copies are in flight */
   /* runs from pinned memory may go in one batched call (FUNNEL_BATCH_COPY=1) */
   int64_t first_pageable = 0;
   while (first_pageable < n_runs && runs[first_pageable].pinned) first_pageable++;
@@ -583,7 +761,8 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
   if (st == FUNNEL_OK && t->ev_end != NULL) st = funnel__dev_event_record(be, t->ev_end, stream, error);
   if (st == FUNNEL_OK || enqueued) {
     struct funnel_error ev_error;
-    int ev = funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
+    int ev = t->event != NULL ? FUNNEL_OK
+                              : funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
     if (ev == FUNNEL_OK)
       ev = funnel__dev_event_record(be, t->event, stream, st == FUNNEL_OK ? error : &ev_error);
     if (st == FUNNEL_OK) st = ev;
@@ -593,6 +772,7 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
       /* cannot tell when the device is done with the scratch: leaking it
        * is safe, freeing it is not */
       t->scratch = 0;
+      t->seg_scratch = 0;
       t->out = 0;
       t->n_staged = 0;
     }
@@ -618,6 +798,7 @@ static void table_release(struct funnel_table *t) {
   /* the read's work has completed: free on the device's own stream (the
    * read's may be gone with its reader) */
   funnel__dev_free(be, t->scratch, t->dev->stream);
+  funnel__dev_free(be, t->seg_scratch, t->dev->stream);
   funnel__dev_free(be, t->out, t->dev->stream);
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);
@@ -639,12 +820,16 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   t->stats.partitions = (int64_t)count;
   t->stats.kernel_ns = -1;
 
+  void *the_stream = stream ? (void *)stream : reader->stream;
+  const struct funnel__calls c_early = funnel__calls_now();
+  const int64_t t_early = funnel__now_ns();
+  int st = early_copies(t, parts, count, reader->transfer, the_stream, error);
   const struct funnel__calls c0 = funnel__calls_now();
   const int64_t t0 = funnel__now_ns();
   t->schema = schema_ref(reader->schema); /* the table may outlive the reader */
   const struct funnel__schema *schema = t->schema ? &t->schema->schema : NULL;
   struct funnel__partition *pv = NULL;
-  int st = parse_all(parts, count, schema, t, &pv, error);
+  if (st == FUNNEL_OK) st = parse_all(parts, count, schema, t, &pv, error);
   const struct funnel__calls c1 = funnel__calls_now();
   const int64_t t1 = funnel__now_ns();
 
@@ -652,7 +837,7 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   const struct funnel__calls c2 = funnel__calls_now();
   const int64_t t2 = funnel__now_ns();
 
-  if (st == FUNNEL_OK) st = submit(t, reader, stream ? (void *)stream : reader->stream, error);
+  if (st == FUNNEL_OK) st = submit(t, reader, the_stream, error);
   /* while the copies run: a bad offset fails the read, whose release
    * waits for what it enqueued before freeing anything */
   if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&t->plan, error);
@@ -669,21 +854,22 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   s->rows = plan->rows;
   s->columns = plan->schema->n_fields;
   s->column_sets = c3.launches - c2.launches > 0 ? 1 : 0;
-  s->h2d_copies = c3.h2d_copies - c0.h2d_copies;
-  s->bytes_h2d = c3.bytes_h2d - c0.bytes_h2d;
-  s->concat_launches = c3.launches - c0.launches;
-  s->device_allocs = c3.allocs - c0.allocs;
-  s->pinned_allocs = c3.host_allocs - c0.host_allocs;
-  s->syncs_in_read = c3.syncs - c0.syncs;
+  /* the early copies are part of submitting, made before parsing */
+  s->h2d_copies = c3.h2d_copies - c_early.h2d_copies;
+  s->bytes_h2d = c3.bytes_h2d - c_early.bytes_h2d;
+  s->concat_launches = c3.launches - c_early.launches;
+  s->device_allocs = c3.allocs - c_early.allocs;
+  s->pinned_allocs = c3.host_allocs - c_early.host_allocs;
+  s->syncs_in_read = c3.syncs - c_early.syncs;
   s->device_calls_parse = c1.calls - c0.calls;
   s->device_calls_plan = c2.calls - c1.calls;
-  s->device_calls_submit = c3.calls - c2.calls;
+  s->device_calls_submit = (c3.calls - c2.calls) + (c0.calls - c_early.calls);
   for (int c = 0; c < plan->schema->n_fields; c++)
     s->bytes_out += plan->columns[c].validity_size + plan->columns[c].offsets_size +
                     plan->columns[c].data_size;
   s->parse_ns = t1 - t0;
   s->plan_ns = t2 - t1;
-  s->submit_ns = t3 - t2;
+  s->submit_ns = (t3 - t2) + (t0 - t_early);
   *out = t;
   return FUNNEL_OK;
 }
@@ -704,7 +890,8 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
     if (st == FUNNEL_OK) {
       /* the inputs are no longer needed on the device */
       funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
-      t->scratch = 0;
+      funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
+      t->scratch = t->seg_scratch = 0;
       release_staged(t);
       t->done = 1;
     }

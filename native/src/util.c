@@ -86,6 +86,15 @@ void *funnel__arena_calloc(struct funnel__arena *arena, size_t n, size_t size) {
   return p;
 }
 
+void funnel__arena_splice(struct funnel__arena *into, struct funnel__arena *from) {
+  struct funnel__arena_block *b = from->head;
+  if (b == NULL) return;
+  while (b->next != NULL) b = b->next;
+  b->next = into->head;
+  into->head = from->head;
+  from->head = NULL;
+}
+
 void funnel__arena_free(struct funnel__arena *arena) {
   struct funnel__arena_block *b = arena->head;
   while (b != NULL) {

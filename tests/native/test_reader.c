@@ -542,6 +542,38 @@ static void read_rejects_malformed_partition_and_names_it(void) {
   table_src_free(&src);
 }
 
+/* Enough partitions that they are parsed on several host threads: of two
+ * bad ones, the error names the first, as a serial parse would. */
+static void read_names_the_first_of_many_bad_partitions(void) {
+  enum { N = 600 };
+  struct table_src src = table_random(&small_schema, 3 * N, 100, 16);
+  int64_t rows[N];
+  for (int i = 0; i < N; i++) rows[i] = 3;
+  struct shape sh = {.n_parts = N, .part_rows = rows, .max_batches = 1, .framing = STREAM};
+  struct parts ps = make_parts(&src, &sh, 6);
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  ps.p[211].length -= 11; /* both cut into their batch's body */
+  ps.p[170].length -= 11;
+  if (CHECK_STATUS(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), FUNNEL_ERR_MALFORMED, &err)) {
+    CHECK_EQ_I64(err.partition, 170);
+    CHECK(strstr(err.message, "partition 170") != NULL);
+  }
+  CHECK(t == NULL);
+  ps.p[170].length += 11;
+  if (CHECK_STATUS(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), FUNNEL_ERR_MALFORMED, &err))
+    CHECK_EQ_I64(err.partition, 211);
+  ps.p[211].length += 11;
+  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+    CHECK_EQ_I64(funnel_table_num_rows(t), 3 * N);
+    funnel_table_free(t);
+  }
+  funnel_reader_free(rd);
+  parts_free(&ps);
+  table_src_free(&src);
+}
+
 /* Two partitions of 1.1e9 string bytes each overflow utf8's 32-bit
  * offsets. The bytes are an untouched anonymous mapping: parse and plan
  * read only the headers and the offsets, and the read fails before any
@@ -919,6 +951,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_rejects_missing_schema),
       CHECK_TEST(read_rejects_schema_mismatch),
       CHECK_TEST(read_rejects_malformed_partition_and_names_it),
+      CHECK_TEST(read_names_the_first_of_many_bad_partitions),
       CHECK_TEST(read_rejects_utf8_over_int32_offsets),
       CHECK_TEST(read_every_type_one_partition),
       CHECK_TEST(read_every_type_two_partitions),
