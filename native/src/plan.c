@@ -208,9 +208,12 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->chunk_bytes = chunk != NULL && atoll(chunk) > 0 ? atoll(chunk) : (int64_t)64 << 10;
   /* Room for the table without walking it: at most three segments a piece
    * (validity, offsets, data) and three a column (padding bits twice, the
-   * last offset), plus one per cut; a piece of b output bytes is cut at most
-   * b / chunk_bytes times, and the pieces' bytes sum to at most out_size. */
-  out->max_segments = 3 * pieces + 3 * (int64_t)n_cols + size / out->chunk_bytes + 1;
+   * last offset), plus one per cut. emit cuts a piece of b output bytes
+   * into chunks of at least chunk_bytes - 7 bytes (offsets go by whole
+   * values of up to 8 bytes), so at most b / (chunk_bytes - 7) times, and
+   * the pieces' bytes sum to at most out_size. */
+  const int64_t least_chunk = out->chunk_bytes > 8 ? out->chunk_bytes - 7 : 1;
+  out->max_segments = 3 * pieces + 3 * (int64_t)n_cols + size / least_chunk + 1;
   /* an empty read counts exactly, so that one with nothing to write (no
    * string column) enqueues nothing at all */
   if (rows == 0 || n_cols == 0) out->max_segments = funnel__plan_segments(out, NULL, 0, NULL);

@@ -5,6 +5,8 @@
  * Error cases first: every rejection must carry the specific code, the
  * partition (and column where one is at fault) and a message. Then the
  * valid inputs: every supported type, legacy framing, several streams. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -787,6 +789,43 @@ static void parse_rejects_truncated_ipc_file(void) {
   free_cols(cols, 3);
 }
 
+/* The room the plan reserves for the segment table, counted without the
+ * walk, holds every table the walk writes, whatever the cut size: every
+ * type, a 0-row batch, bits cut anywhere. */
+static void plan_segment_room_holds_every_chunk_size(void) {
+  struct iw_field fields[N_EVERY];
+  for (int i = 0; i < N_EVERY; i++) fields[i] = every_type[i].f;
+  struct iw_schema s = {N_EVERY, fields, 0};
+  struct iw_col cols[N_EVERY];
+  uint64_t rng = 11;
+  for (int i = 0; i < N_EVERY; i++) iw_col_random(&cols[i], &fields[i], 3000, 300, &rng);
+  struct iw_buf b = {0};
+  iw_schema_message(&b, &s, NULL, NULL);
+  iw_batch_from_cols(&b, &s, cols, 0, 1999, NULL, NULL);
+  iw_batch_from_cols(&b, &s, cols, 1999, 1999, NULL, NULL);
+  iw_batch_from_cols(&b, &s, cols, 1999, 3000, NULL, NULL);
+  iw_eos(&b, NULL);
+  static const int64_t extra[] = {1021, 4093, 4096, 65536, 1 << 20};
+  for (int k = 0; k < 300 + 5; k++) {
+    const int64_t chunk = k < 300 ? k + 1 : extra[k - 300];
+    char text[32];
+    snprintf(text, sizeof(text), "%lld", (long long)chunk);
+    setenv("FUNNEL_SEGMENT_CHUNK_BYTES", text, 1);
+    check_context("chunk %lld", (long long)chunk);
+    struct parsed p;
+    struct funnel_error err;
+    if (CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err)) {
+      const int64_t walked = funnel__plan_segments(&p.plan, NULL, 0, NULL);
+      if (!CHECK(walked <= p.plan.max_segments)) k = 1000;
+    }
+    parsed_free(&p);
+  }
+  unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
+  check_context("%s", "");
+  iw_buf_free(&b);
+  free_cols(cols, N_EVERY);
+}
+
 static void schema_diff_names_first_differing_column(void) {
   struct iw_field f[4] = {
       {.type = FUNNEL_TYPE_TIMESTAMP, .name = "t", .nullable = 1, .time_unit = 2, .timezone = "UTC"},
@@ -853,6 +892,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(parse_accepts_several_streams_in_one_partition),
       CHECK_TEST(parse_accepts_ipc_file_format),
       CHECK_TEST(parse_rejects_truncated_ipc_file),
+      CHECK_TEST(plan_segment_room_holds_every_chunk_size),
       CHECK_TEST(schema_diff_names_first_differing_column),
   };
   return CHECK_MAIN(argc, argv, tests);

@@ -129,9 +129,16 @@ public final class FunnelReader implements AutoCloseable {
 
   /** How a read moves partition bytes to the device (funnel.h's {@code enum funnel_transfer}). */
   public enum Transfer {
-    /** Per read, by size: {@link #DIRECT} for small pinned reads, {@link #COPY} otherwise. */
+    /**
+     * Partitions all in the pinned pool: {@link #COPY}, the copies enqueued before parsing so they
+     * overlap the host's work. Otherwise by size: {@link #DIRECT} for a few MiB of pinned
+     * partitions, {@link #COPY} above.
+     */
     AUTO,
-    /** Copy to device memory (partitions back to back in pinned memory in one copy), then concat. */
+    /**
+     * Copy to device memory (partitions back to back in pinned memory in one copy), then concat;
+     * all pinned: copied before parsing.
+     */
     COPY,
     /** The kernel reads partitions in the pinned pool straight from host memory: no copy. */
     DIRECT

@@ -24,6 +24,9 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
  * <pre>
  * java -jar funnel.jar demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]
  * java -jar funnel.jar concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...
+ * java -jar funnel.jar bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]
+ *                            [--c-results C.csv] [--jit-warmup-ms MS]
+ * java -jar funnel.jar chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...
  * </pre>
  */
 public final class Main {
@@ -40,7 +43,10 @@ public final class Main {
 
   static final String USAGE =
       "usage: funnel demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]\n"
-          + "       funnel concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...";
+          + "       funnel concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...\n"
+          + "       funnel bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]\n"
+          + "                    [--c-results C.csv] [--jit-warmup-ms MS]\n"
+          + "       funnel chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...";
 
   public static void main(String[] args) {
     System.exit(run(args, System.out, System.err));
@@ -59,6 +65,10 @@ public final class Main {
           return concat(rest, out, err);
         case "demo":
           return Demo.run(rest, out);
+        case "bench":
+          return Bench.run(rest, out, err);
+        case "chart":
+          return Chart.run(rest, out, err);
         default:
           throw new UsageException("unknown command '" + args[0] + "'");
       }
