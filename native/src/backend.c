@@ -1,37 +1,80 @@
 /* backend.c: the only callers of the backend vtable. */
+#include <stdatomic.h>
+
 #include "backend.h"
 
 static _Thread_local struct funnel__calls calls;
 
 struct funnel__calls funnel__calls_now(void) { return calls; }
 
+/* What is alive, over every thread: allocations, events and streams made
+ * through the wrappers and not yet freed. */
+static _Atomic int64_t live_allocs, live_host_allocs, live_events, live_streams;
+
+struct funnel__live funnel__live_now(void) {
+  return (struct funnel__live){atomic_load(&live_allocs), atomic_load(&live_host_allocs),
+                               atomic_load(&live_events), atomic_load(&live_streams)};
+}
+
+/* Fault injection: the armed call of each kind fails, counted over every
+ * thread from the arming. One relaxed load per call when nothing is armed. */
+static _Atomic int64_t fault_at[FUNNEL__N_FAULTS], fault_seen[FUNNEL__N_FAULTS];
+
+void funnel__fault_arm(int kind, int64_t k) {
+  if (kind < 0 || kind >= FUNNEL__N_FAULTS) return;
+  atomic_store(&fault_seen[kind], 0);
+  atomic_store(&fault_at[kind], k > 0 ? k : 0);
+}
+
+int64_t funnel__fault_calls(int kind) {
+  return kind >= 0 && kind < FUNNEL__N_FAULTS ? atomic_load(&fault_seen[kind]) : 0;
+}
+
+bool funnel__fault_hit(int kind) {
+  if (atomic_load_explicit(&fault_at[kind], memory_order_relaxed) == 0) return false;
+  const int64_t n = atomic_fetch_add(&fault_seen[kind], 1) + 1;
+  return n == atomic_load(&fault_at[kind]);
+}
+
+#define INJECT(kind, code, step)                                                      \
+  if (funnel__fault_hit(kind))                                                         \
+  return FUNNEL_ERR(error, code, "[%s] injected fault (FUNNEL__FAULT_" #kind ")", step)
+
 #define MISSING(be, slot) \
   FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "backend %s has no %s", (be)->name, slot)
 
 int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error) {
+  INJECT(FUNNEL__FAULT_ALLOC, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY, "device allocation");
   calls.calls++;
   calls.allocs++;
-  return be->alloc(be, size, stream, out, error);
+  const int st = be->alloc(be, size, stream, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_allocs, 1);
+  return st;
 }
 
 void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream) {
   if (ptr == 0) return;
   calls.calls++;
+  atomic_fetch_sub(&live_allocs, 1);
   be->free(be, ptr, stream);
 }
 
 int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,
                            struct funnel_error *error) {
   if (be->host_alloc == NULL) return MISSING(be, "host_alloc");
+  INJECT(FUNNEL__FAULT_PINNED, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "pinned host allocation");
   calls.calls++;
   calls.host_allocs++;
-  return be->host_alloc(be, size, out, error);
+  const int st = be->host_alloc(be, size, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_host_allocs, 1);
+  return st;
 }
 
 void funnel__dev_host_free(struct funnel_backend *be, void *ptr) {
   if (ptr == NULL || be->host_free == NULL) return;
   calls.calls++;
+  atomic_fetch_sub(&live_host_allocs, 1);
   be->host_free(be, ptr);
 }
 
@@ -45,17 +88,21 @@ int funnel__dev_host_device_address(struct funnel_backend *be, void *host, uint6
 int funnel__dev_stream_create(struct funnel_backend *be, void **out,
                               struct funnel_error *error) {
   calls.calls++;
-  return be->stream_create(be, out, error);
+  const int st = be->stream_create(be, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_streams, 1);
+  return st;
 }
 
 void funnel__dev_stream_destroy(struct funnel_backend *be, void *stream) {
   if (stream == NULL) return;
   calls.calls++;
+  atomic_fetch_sub(&live_streams, 1);
   be->stream_destroy(be, stream);
 }
 
 int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const void *src,
                                size_t size, void *stream, struct funnel_error *error) {
+  INJECT(FUNNEL__FAULT_COPY, FUNNEL_ERR_DEVICE, "host-to-device copy");
   calls.calls++;
   calls.h2d_copies++;
   calls.bytes_h2d += (int64_t)size;
@@ -64,6 +111,7 @@ int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const vo
 
 int funnel__dev_copy_d2h_async(struct funnel_backend *be, void *dst, uint64_t src,
                                size_t size, void *stream, struct funnel_error *error) {
+  INJECT(FUNNEL__FAULT_COPY, FUNNEL_ERR_DEVICE, "device-to-host copy");
   calls.calls++;
   calls.d2h_copies++;
   calls.bytes_d2h += (int64_t)size;
@@ -79,6 +127,7 @@ int funnel__dev_copy_h2d_batch_async(struct funnel_backend *be, const uint64_t *
       FUNNEL_RETURN_NOT_OK(funnel__dev_copy_h2d_async(be, dst[i], src[i], size[i], stream, error));
     return FUNNEL_OK;
   }
+  INJECT(FUNNEL__FAULT_COPY, FUNNEL_ERR_DEVICE, "batched host-to-device copy");
   calls.calls++;
   calls.h2d_batches++;
   calls.h2d_copies += (int64_t)n;
@@ -89,6 +138,7 @@ int funnel__dev_copy_h2d_batch_async(struct funnel_backend *be, const uint64_t *
 int funnel__dev_copy_d2d_async(struct funnel_backend *be, uint64_t dst, uint64_t src,
                                size_t size, void *stream, struct funnel_error *error) {
   if (be->copy_d2d_async == NULL) return MISSING(be, "copy_d2d_async");
+  INJECT(FUNNEL__FAULT_COPY, FUNNEL_ERR_DEVICE, "device-to-device copy");
   calls.calls++;
   calls.d2d_copies++;
   return be->copy_d2d_async(be, dst, src, size, stream, error);
@@ -96,6 +146,7 @@ int funnel__dev_copy_d2d_async(struct funnel_backend *be, uint64_t dst, uint64_t
 
 int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int64_t count,
                               void *stream, struct funnel_error *error) {
+  INJECT(FUNNEL__FAULT_LAUNCH, FUNNEL_ERR_DEVICE, "concat launch");
   calls.calls++;
   calls.launches++;
   return be->launch_concat(be, segments, count, stream, error);
@@ -103,15 +154,21 @@ int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int6
 
 int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error) {
+  INJECT(FUNNEL__FAULT_EVENT, FUNNEL_ERR_DEVICE, "event creation");
   calls.calls++;
-  return be->event_create(be, out, error);
+  const int st = be->event_create(be, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_events, 1);
+  return st;
 }
 
 int funnel__dev_event_create_timed(struct funnel_backend *be, void **out,
                                    struct funnel_error *error) {
   if (be->event_create_timed == NULL) return funnel__dev_event_create(be, out, error);
+  INJECT(FUNNEL__FAULT_EVENT, FUNNEL_ERR_DEVICE, "event creation");
   calls.calls++;
-  return be->event_create_timed(be, out, error);
+  const int st = be->event_create_timed(be, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_events, 1);
+  return st;
 }
 
 int funnel__dev_event_elapsed_ns(struct funnel_backend *be, void *start, void *end,
@@ -123,6 +180,7 @@ int funnel__dev_event_elapsed_ns(struct funnel_backend *be, void *start, void *e
 
 int funnel__dev_event_record(struct funnel_backend *be, void *event, void *stream,
                              struct funnel_error *error) {
+  INJECT(FUNNEL__FAULT_EVENT, FUNNEL_ERR_DEVICE, "event record");
   calls.calls++;
   return be->event_record(be, event, stream, error);
 }
@@ -143,5 +201,6 @@ int funnel__dev_event_wait(struct funnel_backend *be, void *event,
 void funnel__dev_event_destroy(struct funnel_backend *be, void *event) {
   if (event == NULL) return;
   calls.calls++;
+  atomic_fetch_sub(&live_events, 1);
   be->event_destroy(be, event);
 }

@@ -95,6 +95,36 @@ struct funnel__calls {
 };
 struct funnel__calls funnel__calls_now(void);
 
+/* Objects made through the wrappers and not yet freed, over every thread:
+ * a test's way to see that nothing leaked. */
+struct funnel__live {
+  int64_t allocs;      /* device allocations */
+  int64_t host_allocs; /* pinned host allocations */
+  int64_t events;
+  int64_t streams;
+};
+struct funnel__live funnel__live_now(void);
+
+/* Fault injection, for tests: after funnel__fault_arm(kind, k), the k-th
+ * call of that kind (counted over every thread) fails with an error whose
+ * message names the step and says it was injected; k <= 0 disarms.
+ * Event waits and queries are never failed: a read that cannot wait for
+ * its work cannot free it. */
+enum funnel__fault_kind {
+  FUNNEL__FAULT_ALLOC,  /* device allocations */
+  FUNNEL__FAULT_PINNED, /* pinned host allocations and pinned pool blocks */
+  FUNNEL__FAULT_COPY,   /* copies of every direction */
+  FUNNEL__FAULT_LAUNCH, /* kernel launches */
+  FUNNEL__FAULT_EVENT,  /* event creation and record */
+  FUNNEL__N_FAULTS
+};
+void funnel__fault_arm(int kind, int64_t k);
+/* calls of the kind made since it was armed */
+int64_t funnel__fault_calls(int kind);
+/* true when this call of the kind is the armed one (the wrappers and the
+ * pinned pool ask) */
+bool funnel__fault_hit(int kind);
+
 int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error);
 void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream);

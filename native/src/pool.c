@@ -52,6 +52,7 @@ static bool ensure(struct funnel__pool *pool) {
 }
 
 void *funnel__pool_alloc(struct funnel__pool *pool, int64_t size) {
+  if (funnel__fault_hit(FUNNEL__FAULT_PINNED)) return NULL;
   if (size <= 0) size = 1;
   size = funnel__align_up(size, FUNNEL__ALIGN);
   void *out = NULL;

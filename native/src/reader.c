@@ -592,6 +592,20 @@ static bool batch_copy_enabled(void) {
   return env != NULL && strcmp(env, "1") == 0;
 }
 
+/* After a failure with work enqueued on `stream`: records the table's event
+ * after it (once more, if the first record is what failed) and waits, so
+ * that everything can be freed. If even that fails, forgets the memory the
+ * work may still use: a leak is safe, a free is not. */
+static void settle(struct funnel_table *t, void *stream) {
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel_error e;
+  if (t->event != NULL && funnel__dev_event_record(be, t->event, stream, &e) == FUNNEL_OK &&
+      funnel__dev_event_wait(be, t->event, &e) == FUNNEL_OK)
+    return;
+  t->scratch = t->seg_scratch = t->out = 0;
+  t->n_staged = 0;
+}
+
 /* Before parsing: when every partition lies in the pinned pool (a fetch
  * that wrote into PinnedPool buffers), their runs are copied at once, so
  * the copies fly while the host parses and plans; the kernel then reads
@@ -630,6 +644,9 @@ static int early_copies(struct funnel_table *t, const struct funnel_partition *p
   }
   if (nr == 0) return FUNNEL_OK;
   struct funnel_backend *be = &t->dev->be;
+  /* the event first: once a copy is enqueued, the read must be able to
+   * wait for it, whatever fails next */
+  FUNNEL_RETURN_NOT_OK(funnel__dev_event_create(be, &t->event, error));
   FUNNEL_RETURN_NOT_OK(funnel__dev_alloc(be, (size_t)scratch, stream, &t->scratch, error));
   int st = FUNNEL_OK;
   bool enqueued = false;
@@ -638,20 +655,8 @@ static int early_copies(struct funnel_table *t, const struct funnel_partition *p
                                     (size_t)runs[r].length, stream, error);
     enqueued |= st == FUNNEL_OK;
   }
-  struct funnel_error ev_error;
-  int ev = FUNNEL_OK;
-  if (st == FUNNEL_OK || enqueued) {
-    ev = funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
-    if (ev == FUNNEL_OK)
-      ev = funnel__dev_event_record(be, t->event, stream, st == FUNNEL_OK ? error : &ev_error);
-  }
-  if (st == FUNNEL_OK) st = ev;
-  if (st != FUNNEL_OK && enqueued && ev != FUNNEL_OK) {
-    /* cannot tell when the copies are done: leaking is safe, freeing not */
-    t->scratch = 0;
-    funnel__dev_event_destroy(be, t->event);
-    t->event = NULL;
-  }
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->event, stream, error);
+  if (st != FUNNEL_OK && enqueued) settle(t, stream);
   if (st == FUNNEL_OK) t->early_in = in;
   return st;
 }
@@ -672,6 +677,8 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
   if (t->staged == NULL || in_base == NULL || in_scratch == NULL || runs == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   if (plan->max_segments == 0) return FUNNEL_OK; /* no columns: nothing to run */
+  /* the event before anything is enqueued (see early_copies) */
+  if (t->event == NULL) FUNNEL_RETURN_NOT_OK(funnel__dev_event_create(be, &t->event, error));
 
   /* the segment table sits in pinned memory when the pool has room; a
    * direct read lets the kernel read it there, else it goes up with the
@@ -759,24 +766,8 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
     enqueued |= st == FUNNEL_OK;
   }
   if (st == FUNNEL_OK && t->ev_end != NULL) st = funnel__dev_event_record(be, t->ev_end, stream, error);
-  if (st == FUNNEL_OK || enqueued) {
-    struct funnel_error ev_error;
-    int ev = t->event != NULL ? FUNNEL_OK
-                              : funnel__dev_event_create(be, &t->event, st == FUNNEL_OK ? error : &ev_error);
-    if (ev == FUNNEL_OK)
-      ev = funnel__dev_event_record(be, t->event, stream, st == FUNNEL_OK ? error : &ev_error);
-    if (st == FUNNEL_OK) st = ev;
-    if (st != FUNNEL_OK && enqueued && ev == FUNNEL_OK) {
-      funnel__dev_event_wait(be, t->event, &ev_error);
-    } else if (st != FUNNEL_OK && enqueued) {
-      /* cannot tell when the device is done with the scratch: leaking it
-       * is safe, freeing it is not */
-      t->scratch = 0;
-      t->seg_scratch = 0;
-      t->out = 0;
-      t->n_staged = 0;
-    }
-  }
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->event, stream, error);
+  if (st != FUNNEL_OK && enqueued) settle(t, stream);
   return st;
 }
 
@@ -970,6 +961,10 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
   FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
   struct funnel_backend *be = &t->dev->be;
   void *stream = t->dev->stream;
+  /* the event before any copy: the caller's buffers may be released only
+   * once every copy into them is known complete */
+  void *event = NULL;
+  FUNNEL_RETURN_NOT_OK(funnel__dev_event_create(be, &event, error));
   bool enqueued = false;
   int st = FUNNEL_OK;
   for (int c = 0; c < t->plan.schema->n_fields && st == FUNNEL_OK; c++) {
@@ -985,14 +980,20 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
       enqueued |= st == FUNNEL_OK;
     }
   }
-  if (!enqueued) return st;
-  void *event = NULL;
+  if (!enqueued) {
+    funnel__dev_event_destroy(be, event);
+    return st;
+  }
   struct funnel_error ev_error;
-  int ev = funnel__dev_event_create(be, &event, st == FUNNEL_OK ? error : &ev_error);
-  if (ev == FUNNEL_OK) ev = funnel__dev_event_record(be, event, stream, st == FUNNEL_OK ? error : &ev_error);
+  int ev = funnel__dev_event_record(be, event, stream, st == FUNNEL_OK ? error : &ev_error);
+  if (ev != FUNNEL_OK) { /* once more: the copies must be waited for */
+    if (st == FUNNEL_OK) st = ev;
+    ev = funnel__dev_event_record(be, event, stream, &ev_error);
+  }
   if (ev == FUNNEL_OK) ev = funnel__dev_event_wait(be, event, st == FUNNEL_OK ? error : &ev_error);
+  if (ev != FUNNEL_OK && st == FUNNEL_OK) st = ev;
   funnel__dev_event_destroy(be, event);
-  return st != FUNNEL_OK ? st : ev;
+  return st;
 }
 
 funnel_status funnel_table_stats(const struct funnel_table *t, struct funnel_read_stats *out,
