@@ -210,7 +210,9 @@ FUNNEL_API funnel_status funnel_reader_create(struct funnel_device *dev,
                                               struct funnel_reader **out,
                                               struct funnel_error *error);
 
-/* Frees a reader. Tables it made stay valid. NULL is a no-op. */
+/* Frees a reader, after the work queued on its own stream has completed:
+ * tables it made stay valid, and ones still in flight finish. NULL is a
+ * no-op. */
 FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 
 /* How a read moves partition bytes to the device (FUNNEL_OPTION_TRANSFER). */

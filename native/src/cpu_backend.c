@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 
@@ -32,6 +33,7 @@ struct task {
 };
 
 struct stream {
+  int64_t delay_ns; /* before each copy and launch (FUNNEL_CPU_STREAM_DELAY_US) */
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -49,6 +51,12 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&s->mu);
 
     enum task_kind kind = t->kind;
+    if (s->delay_ns > 0 && (kind == TASK_COPY || kind == TASK_CONCAT)) {
+      /* a slow device, for the tests of the async contract: a caller that
+       * frees memory the work still uses is caught (ASan, wrong output) */
+      const struct timespec d = {(time_t)(s->delay_ns / 1000000000), (long)(s->delay_ns % 1000000000)};
+      nanosleep(&d, NULL);
+    }
     switch (kind) {
       case TASK_COPY:
         memcpy(t->dst, t->src, t->size);
@@ -135,6 +143,8 @@ static int cpu_stream_create(struct funnel_backend *be, void **out, struct funne
   if (s == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cpu backend: out of host memory");
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  const char *delay = getenv("FUNNEL_CPU_STREAM_DELAY_US"); /* tests only */
+  if (delay != NULL && *delay) s->delay_ns = 1000 * (int64_t)atoll(delay);
   if (pthread_create(&s->thread, NULL, worker, s) != 0) {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
