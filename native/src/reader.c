@@ -152,7 +152,7 @@ funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
   if (p == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
                       "the pinned pool (%lld bytes, %lld in use) cannot hold %zu more bytes",
-                      (long long)dev->pool.size, (long long)dev->pool.in_use, size);
+                      (long long)dev->pool.size, (long long)funnel_device_pinned_in_use(dev), size);
   *out = p;
   return FUNNEL_OK;
 }
@@ -320,10 +320,15 @@ static int parse_all(const struct funnel_partition *parts, size_t count,
   return FUNNEL_OK;
 }
 
-/* Partitions that lie this close after each other in pinned memory go up
- * in one copy, the gap with them: a copy's fixed cost (~2 us of host time
- * and ~1 us of copy engine) is worth ~100 KiB of link time. */
-#define MERGE_GAP ((int64_t)64 << 10)
+/* Partitions that lie at most this far after each other in pinned memory go
+ * up in one copy, the gap with them. No further: a wider gap may be another
+ * thread's pool block, which the copy would read while that thread writes
+ * it (a data race on the cpu backend, found by ThreadSanitizer in
+ * test_stress). Up to 64 bytes the gap is the padding the pool rounds each
+ * block to, so it belongs to the block of the partition before it; a fetch
+ * that wrote its partitions back to back into one buffer still goes up in
+ * one copy. */
+#define MERGE_GAP ((int64_t)FUNNEL__ALIGN)
 
 /* FUNNEL_TRANSFER_AUTO, for a read of partitions only some of which are
  * pinned, reads the pinned ones in place when they total at most this many
@@ -484,8 +489,13 @@ static int layout_transfer(struct funnel_table *t, int transfer, uint64_t *in_ba
       }
     }
     struct run *last = nr > 0 ? &runs[nr - 1] : NULL;
+    /* a run lies wholly inside the staging block or wholly outside it:
+     * enqueue_runs copies those outside at once, before the block is
+     * staged, and those inside round by round as the block fills */
+    const bool in_block = stage != NULL && src >= stage && src < stage + stage_bytes;
     if (last != NULL && last->pinned && is_pinned && src >= last->src + last->length &&
-        src - (last->src + last->length) <= MERGE_GAP) {
+        src - (last->src + last->length) <= MERGE_GAP &&
+        in_block == (stage != NULL && last->src >= stage && last->src < stage + stage_bytes)) {
       in_scratch[p] = last->scratch + (src - last->src);
       last->length = src + len - last->src;
       /* the gap is pool memory too: both ends lie in the one pinned block */
