@@ -640,7 +640,7 @@ static void read_more_than_2_32_rows_of_bool(void) {
   const int64_t out_bytes = (total + 7) / 8;
 #if defined(UNDER_TSAN)
   /* one thread's copies of 1 GiB: nothing for ThreadSanitizer to look at,
-   * and 35 s and 6 GiB of shadow for it to do so (2026-11-24, 2 cores) */
+   * and 35 s and 6 GiB of shadow for it to do so (2026-11-23, 2 cores) */
   printf("    SKIPPED %s under ThreadSanitizer: a single-threaded read of 1 GiB, run by the "
          "plain and AddressSanitizer builds\n", __func__);
   return;
