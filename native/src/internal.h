@@ -15,6 +15,10 @@
  * enough that sizes derived from a row count (bitmaps, offsets, 16-byte
  * values) cannot overflow int64. */
 #define FUNNEL__MAX_ROWS (INT64_MAX / 64)
+/* The most bytes a table's buffers may take together: 64 TiB, far past any
+ * device, so that headers claiming absurd sizes (rows of a zero-width
+ * column take no bytes of input) fail as a limit, not as an allocation. */
+#define FUNNEL__MAX_OUTPUT_BYTES ((int64_t)1 << 46)
 
 /* Fills `error` (which may be NULL) and returns `code`. `partition`,
  * `column`, `offset` are -1 when not known. */

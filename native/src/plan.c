@@ -188,6 +188,11 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
                                "column %d '%s': %lld rows overflow", c, f->name, (long long)rows);
     }
     oc->data = carve(&size, oc->data_size);
+    if (size > FUNNEL__MAX_OUTPUT_BYTES)
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                               "column %d '%s': the table of %lld rows would need more than "
+                               "%lld bytes of device memory",
+                               c, f->name, (long long)rows, (long long)FUNNEL__MAX_OUTPUT_BYTES);
   }
 
   out->schema = schema;

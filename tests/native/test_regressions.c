@@ -146,6 +146,39 @@ static int bool_batch_of_int64_max_rows(void) {
 static void read_rejects_bool_batch_of_int64_max_rows(void) { ISOLATED(bool_batch_of_int64_max_rows); }
 
 /* ---------------------------------------------------------------------
+ * Found by the libFuzzer run of 2026-11-23 (tests/fuzz/RESULTS.md): rows of
+ * a fixed_size_binary(0) column take no bytes, so a batch of a few hundred
+ * bytes may claim 2^57 rows; with one null in another batch the table needs
+ * a 2^54-byte validity bitmap, and the read failed allocating its segment
+ * table on the host (FUNNEL_ERR_HOST_OUT_OF_MEMORY, which a plugin would
+ * take for "spill and retry"). Now a limit, naming the column. */
+static int zero_width_column_of_2_57_rows(void) {
+  static const struct iw_field f[] = {
+      {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "z", .nullable = 1, .byte_width = 0}};
+  static const struct iw_schema s = {1, f, 0};
+  struct iw_column none = {.length = 1, .data = "", .data_length = 0};
+  struct iw_column one_null = {.length = 1, .null_count = 1, .validity = "\0", .validity_length = 1,
+                               .data = "", .data_length = 0};
+  struct iw_buf b = {0};
+  struct iw_layout l;
+  iw_schema_message(&b, &s, NULL, NULL);
+  iw_batch_message(&b, &s, 1, &none, NULL, &l);
+  put64(b.data + l.length_field, FUNNEL__MAX_ROWS - 1);
+  put64(b.data + l.nodes, FUNNEL__MAX_ROWS - 1);
+  iw_batch_message(&b, &s, 1, &one_null, NULL, NULL);
+  iw_eos(&b, NULL);
+  struct funnel_partition p = {iw_dup(b.data, b.len), b.len};
+  int rc = read_expecting(&p, 1, FUNNEL_ERR_LIMIT, -1, 0);
+  free((void *)p.data);
+  iw_buf_free(&b);
+  return rc;
+}
+
+static void read_rejects_zero_width_column_of_2_57_rows(void) {
+  ISOLATED(zero_width_column_of_2_57_rows);
+}
+
+/* ---------------------------------------------------------------------
  * Bug 3: a flatbuffer table whose vtable would start before the metadata
  * reads as an empty table instead of an error (format.c fb_table_at: the
  * `vt < 0` branch returns without setting r->bad). A corrupt Schema table
@@ -239,6 +272,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_rejects_large_offsets_that_overflow_rebase),
       CHECK_TEST(read_rejects_bool_batch_of_int64_max_rows),
       CHECK_TEST(read_rejects_schema_vtable_before_metadata),
+      CHECK_TEST(read_rejects_zero_width_column_of_2_57_rows),
       CHECK_TEST(stats_count_zero_row_batches),
       CHECK_TEST(partition_schema_mismatch_names_column),
   };

@@ -1,0 +1,371 @@
+/* fuzz_parse_plan.c: a libFuzzer harness over parse and plan, the host
+ * code a read runs on bytes it was handed (no backend, no device).
+ *
+ * An input is a small frame around one to three partitions:
+ *
+ *   byte 0   bits 0-1  partitions - 1 (3: three partitions, as 2)
+ *            bit 2     a reader schema (an encapsulated Schema message)
+ *                      comes first
+ *            bit 3     parse as a read does, with a known schema: the
+ *                      reader's, else the first partition's
+ *            bits 4-7  FUNNEL_SEGMENT_CHUNK_BYTES, from chunk_sizes (NULL:
+ *                      unset, the default)
+ *   then the chunks: [reader schema], partition 0, 1, ...; each but the
+ *   last is a uint16 length (little-endian, clamped to what is left) and
+ *   that many bytes; the last takes the rest.
+ *
+ * Each chunk is copied into a malloc'd buffer of exactly its length, so
+ * ASan sees any read past a partition. The run parses, builds the plan,
+ * writes the segment table and checks the string offsets, as a read does,
+ * and aborts on what a read must never see:
+ *  - a rejection without a known code, a message, or a partition, column
+ *    and byte offset in range;
+ *  - a plan whose output layout differs from one recomputed here, or whose
+ *    rows are not the partitions' rows;
+ *  - more segments than plan.max_segments (the reader's table would
+ *    overflow), a different count when only counting, or a segment that
+ *    reads outside its partition or writes outside the output;
+ *  - funnel__plan_check_offsets disagreeing with a plain loop over every
+ *    offset (accept, or the first bad piece in partition order).
+ *
+ * FUNNEL_FUZZ_EXPECT_VALID=1 also aborts on any rejection: for checking
+ * that the seed corpus (gen_corpus.c) is all valid input. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "plan.h"
+
+#define MAX_PARTS 3
+/* the segment table is written only up to this room (a table of 2^18
+ * segments is 10 MiB); larger plans are parsed and planned, not walked */
+#define MAX_WALKED_SEGMENTS ((int64_t)1 << 18)
+/* device addresses the segments are built on: partition p at (p + 1) << 40,
+ * the output at 1 << 48, far apart so that each address names its buffer */
+#define IN_BASE(p) ((uint64_t)((p) + 1) << 40)
+#define OUT_BASE ((uint64_t)1 << 48)
+
+static const char *const chunk_sizes[16] = {NULL, "1",  "2",   "3",    "7",    "8",
+                                            "9",  "15", "16",  "17",   "64",   "100",
+                                            "1000", "4096", "65536", NULL};
+
+static int expect_valid, valid_wanted; /* wanted: expected, and not libFuzzer's empty input */
+
+__attribute__((noreturn, format(printf, 1, 2))) static void fail(const char *fmt, ...);
+
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fuzz_parse_plan: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  const char *v = getenv("FUNNEL_FUZZ_EXPECT_VALID");
+  expect_valid = v != NULL && *v != '\0' && *v != '0';
+  return 0;
+}
+
+/* ----------------------------------------------------------------- input */
+
+struct input {
+  int n_parts;
+  int reader_schema;
+  int known;
+  uint8_t *schema;            /* the reader schema's bytes, or NULL */
+  int64_t schema_length;
+  uint8_t *parts[MAX_PARTS];  /* NULL when empty */
+  int64_t lengths[MAX_PARTS];
+};
+
+static uint8_t *copy_exact(const uint8_t *p, size_t n) {
+  if (n == 0) return NULL;
+  uint8_t *c = malloc(n);
+  if (c == NULL) fail("out of memory");
+  memcpy(c, p, n);
+  return c;
+}
+
+/* The next chunk of the frame: a uint16 length and its bytes, or the rest
+ * when it is the last. */
+static uint8_t *take(const uint8_t **data, size_t *size, int last, int64_t *length) {
+  size_t n = *size;
+  if (!last) {
+    n = 0;
+    if (*size >= 2) {
+      n = (size_t)((*data)[0] | (*data)[1] << 8);
+      *data += 2;
+      *size -= 2;
+    } else {
+      *data += *size;
+      *size = 0;
+    }
+    if (n > *size) n = *size;
+  }
+  uint8_t *c = copy_exact(*data, n);
+  *data += n;
+  *size -= n;
+  *length = (int64_t)n;
+  return c;
+}
+
+static void input_split(const uint8_t *data, size_t size, struct input *in) {
+  memset(in, 0, sizeof(*in));
+  const uint8_t control = size > 0 ? data[0] : 0;
+  if (size > 0) {
+    data++;
+    size--;
+  }
+  in->n_parts = (control & 3) + 1 > MAX_PARTS ? MAX_PARTS : (control & 3) + 1;
+  in->reader_schema = (control >> 2) & 1;
+  in->known = (control >> 3) & 1;
+  const char *chunk = chunk_sizes[control >> 4];
+  if (chunk != NULL) setenv("FUNNEL_SEGMENT_CHUNK_BYTES", chunk, 1);
+  else unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
+  if (in->reader_schema) in->schema = take(&data, &size, 0, &in->schema_length);
+  for (int p = 0; p < in->n_parts; p++)
+    in->parts[p] = take(&data, &size, p == in->n_parts - 1, &in->lengths[p]);
+}
+
+static void input_free(struct input *in) {
+  free(in->schema);
+  for (int p = 0; p < MAX_PARTS; p++) free(in->parts[p]);
+}
+
+/* ------------------------------------------------------------ rejections */
+
+static const char *const phase_names[] = {"reader schema", "parse", "plan", "offsets"};
+enum phase { PHASE_SCHEMA, PHASE_PARSE, PHASE_PLAN, PHASE_OFFSETS };
+
+static void check_rejection(enum phase phase, int st, const struct funnel_error *err,
+                            const struct input *in) {
+  const char *what = phase_names[phase];
+  if (valid_wanted) fail("%s rejected a seed: %s", what, err->message);
+  const int known = st == FUNNEL_ERR_MALFORMED || st == FUNNEL_ERR_UNSUPPORTED ||
+                    st == FUNNEL_ERR_SCHEMA_MISMATCH || st == FUNNEL_ERR_NO_SCHEMA ||
+                    st == FUNNEL_ERR_LIMIT ||
+                    (phase == PHASE_SCHEMA && st == FUNNEL_ERR_INVALID_ARGUMENT);
+  if (!known) fail("%s: unexpected code %s: %s", what, funnel_code_name(st), err->message);
+  if (err->code != st)
+    fail("%s: returned %s, error says %s", what, funnel_code_name(st), funnel_code_name(err->code));
+  if (err->message[0] == '\0') fail("%s: %s without a message", what, funnel_code_name(st));
+  if (memchr(err->message, '\0', sizeof(err->message)) == NULL)
+    fail("%s: message not NUL-terminated", what);
+  if (err->partition < -1 || err->partition >= in->n_parts)
+    fail("%s: partition %lld of %d: %s", what, (long long)err->partition, in->n_parts, err->message);
+  if (phase == PHASE_SCHEMA && err->partition != -1)
+    fail("%s: reader schema error names partition %lld: %s", what, (long long)err->partition,
+         err->message);
+  if (err->column < -1) fail("%s: column %lld: %s", what, (long long)err->column, err->message);
+  if (err->offset < -1) fail("%s: offset %lld: %s", what, (long long)err->offset, err->message);
+  /* a byte offset is one within the partition named */
+  if (err->partition >= 0 && err->offset > in->lengths[err->partition])
+    fail("%s: offset %lld past the %lld bytes of partition %lld: %s", what,
+         (long long)err->offset, (long long)in->lengths[err->partition],
+         (long long)err->partition, err->message);
+}
+
+/* ------------------------------------------------------------------ plan */
+
+static int64_t bitmap_bytes(int64_t rows) { return (rows + 7) / 8; }
+
+/* The output layout recomputed from the pieces, and checked against the
+ * plan: null counts, sizes, 64-byte aligned regions in column order inside
+ * out_size. */
+static void check_layout(const struct funnel__plan *plan, const struct funnel__partition *pv,
+                         int n_parts) {
+  int64_t rows = 0;
+  for (int p = 0; p < n_parts; p++) rows += pv[p].rows;
+  if (plan->rows != rows) fail("plan has %lld rows, the partitions %lld", (long long)plan->rows, (long long)rows);
+  int64_t end = 0;
+  for (int c = 0; c < plan->schema->n_fields; c++) {
+    const struct funnel__field *f = &plan->schema->fields[c];
+    const struct funnel__out_column *oc = &plan->columns[c];
+    int64_t nulls = 0, chars = 0;
+    for (int p = 0; p < n_parts; p++)
+      for (int64_t b = 0; b < pv[p].n_batches; b++) {
+        const struct funnel__piece *pc = &pv[p].batches[b].pieces[c];
+        nulls += pc->null_count;
+        if (f->offset_width != 0 && pc->length > 0) chars += pc->last_offset - pc->first_offset;
+      }
+    if (oc->null_count != nulls)
+      fail("column %d: null count %lld, pieces say %lld", c, (long long)oc->null_count, (long long)nulls);
+    int64_t data_size;
+    if (f->offset_width != 0) data_size = chars;
+    else if (f->type_id == FUNNEL_TYPE_BOOL) data_size = bitmap_bytes(rows);
+    else data_size = rows * f->byte_width; /* the plan refused an overflow */
+    const struct {
+      int64_t at, size, want;
+      int present;
+    } regions[3] = {
+        {oc->validity, oc->validity_size, nulls > 0 ? bitmap_bytes(rows) : 0, nulls > 0},
+        {oc->offsets, oc->offsets_size, f->offset_width ? (rows + 1) * f->offset_width : 0,
+         f->offset_width != 0},
+        {oc->data, oc->data_size, data_size, 1},
+    };
+    for (int k = 0; k < 3; k++) {
+      if (!regions[k].present) {
+        if (regions[k].at != -1) fail("column %d: buffer %d placed at %lld, not needed", c, k, (long long)regions[k].at);
+        continue;
+      }
+      if (regions[k].size != regions[k].want)
+        fail("column %d: buffer %d of %lld bytes, want %lld", c, k, (long long)regions[k].size,
+             (long long)regions[k].want);
+      if (regions[k].at < end || regions[k].at % FUNNEL__ALIGN != 0 ||
+          regions[k].size > plan->out_size - regions[k].at)
+        fail("column %d: buffer %d at %lld (+%lld) overlaps, is unaligned or leaves the %lld-byte output",
+             c, k, (long long)regions[k].at, (long long)regions[k].size, (long long)plan->out_size);
+      end = regions[k].at + regions[k].size;
+    }
+  }
+}
+
+/* [addr, addr + bytes) inside [base, base + size) */
+static int inside(uint64_t addr, uint64_t bytes, uint64_t base, uint64_t size) {
+  return addr >= base && addr - base <= size && bytes <= size - (addr - base);
+}
+
+static void check_segment(const struct funnel__plan *plan, const struct funnel__segment *s,
+                          int64_t i, const int64_t *lengths, int n_parts) {
+  uint64_t src_bytes = 0, dst_bytes = 0;
+  int bits = 0;
+  switch (s->kind) {
+    case FUNNEL_SEG_BYTES: src_bytes = dst_bytes = s->count; break;
+    case FUNNEL_SEG_BITS:
+      if (s->src_bit >= 8) fail("segment %lld: source bit %u", (long long)i, s->src_bit);
+      src_bytes = (s->src_bit + s->count + 7) / 8;
+      bits = 1;
+      break;
+    case FUNNEL_SEG_ONES:
+    case FUNNEL_SEG_ZEROS: bits = 1; break;
+    case FUNNEL_SEG_OFFSETS32: src_bytes = dst_bytes = 4 * s->count; break;
+    case FUNNEL_SEG_OFFSETS64: src_bytes = dst_bytes = 8 * s->count; break;
+    case FUNNEL_SEG_PUT32: dst_bytes = 4; break;
+    case FUNNEL_SEG_PUT64: dst_bytes = 8; break;
+    default: fail("segment %lld: kind %u", (long long)i, s->kind);
+  }
+  /* bit kinds write from bit dst_bit of dst on */
+  const uint64_t dst = s->dst + (bits ? s->dst_bit / 8 : 0);
+  if (bits) dst_bytes = (s->dst_bit % 8 + s->count + 7) / 8;
+  if (!inside(dst, dst_bytes, OUT_BASE, (uint64_t)plan->out_size))
+    fail("segment %lld (kind %u, count %llu): writes %llu bytes at output byte %lld, the output "
+         "is %lld bytes",
+         (long long)i, s->kind, (unsigned long long)s->count, (unsigned long long)dst_bytes,
+         (long long)(dst - OUT_BASE), (long long)plan->out_size);
+  const int reads = s->kind == FUNNEL_SEG_BYTES || s->kind == FUNNEL_SEG_BITS ||
+                    s->kind == FUNNEL_SEG_OFFSETS32 || s->kind == FUNNEL_SEG_OFFSETS64;
+  const int64_t p = (int64_t)(s->src >> 40) - 1;
+  if (reads && (p < 0 || p >= n_parts || !inside(s->src, src_bytes, IN_BASE(p), (uint64_t)lengths[p])))
+    fail("segment %lld (kind %u, count %llu): reads %llu bytes at %#llx, outside every partition",
+         (long long)i, s->kind, (unsigned long long)s->count, (unsigned long long)src_bytes,
+         (unsigned long long)s->src);
+}
+
+static void check_segments(const struct funnel__plan *plan, const int64_t *lengths, int n_parts) {
+  if (plan->max_segments > MAX_WALKED_SEGMENTS) return;
+  uint64_t in_base[MAX_PARTS];
+  for (int p = 0; p < n_parts; p++) in_base[p] = IN_BASE(p);
+  const int64_t counted = funnel__plan_segments(plan, in_base, OUT_BASE, NULL);
+  if (counted > plan->max_segments)
+    fail("%lld segments, room for %lld", (long long)counted, (long long)plan->max_segments);
+  struct funnel__segment *segs = malloc((size_t)(plan->max_segments ? plan->max_segments : 1) * sizeof(*segs));
+  if (segs == NULL) fail("out of memory");
+  const int64_t n = funnel__plan_segments(plan, in_base, OUT_BASE, segs);
+  if (n != counted) fail("%lld segments written, %lld counted", (long long)n, (long long)counted);
+  for (int64_t i = 0; i < n; i++) check_segment(plan, &segs[i], i, lengths, n_parts);
+  free(segs);
+}
+
+/* The first string piece, in partition order, whose offsets decrease
+ * somewhere: a plain loop over every offset. Returns 0 when none. */
+static int first_bad_offsets(const struct funnel__plan *plan, const struct funnel__partition *pv,
+                             int n_parts, int64_t *part, int *col) {
+  for (int p = 0; p < n_parts; p++)
+    for (int64_t b = 0; b < pv[p].n_batches; b++)
+      for (int c = 0; c < plan->schema->n_fields; c++) {
+        const int w = plan->schema->fields[c].offset_width;
+        const struct funnel__piece *pc = &pv[p].batches[b].pieces[c];
+        if (w == 0 || pc->length == 0) continue;
+        const uint8_t *o = pv[p].bytes + pc->offsets;
+        int64_t prev = INT64_MIN;
+        for (int64_t k = 0; k <= pc->length; k++) {
+          int64_t v;
+          if (w == 4) {
+            int32_t x;
+            memcpy(&x, o + 4 * k, 4);
+            v = x;
+          } else {
+            memcpy(&v, o + 8 * k, 8);
+          }
+          if (v < prev) {
+            *part = p;
+            *col = c;
+            return 1;
+          }
+          prev = v;
+        }
+      }
+  return 0;
+}
+
+/* ------------------------------------------------------------------- run */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  struct input in;
+  valid_wanted = expect_valid && size > 0;
+  input_split(data, size, &in);
+  struct funnel__arena arena = {0};
+  struct funnel_error err;
+  memset(&err, 0, sizeof(err));
+  struct funnel__partition pv[MAX_PARTS];
+  memset(pv, 0, sizeof(pv));
+
+  struct funnel__schema reader_schema;
+  const struct funnel__schema *schema = NULL;
+  int st = FUNNEL_OK;
+  if (in.reader_schema) {
+    st = funnel__schema_parse(in.schema, in.schema_length, &arena, &reader_schema, &err);
+    if (st != FUNNEL_OK) check_rejection(PHASE_SCHEMA, st, &err, &in);
+    else schema = &reader_schema;
+  }
+  /* as a read parses: an empty partition is an empty shuffle block */
+  const struct funnel__schema *known = schema;
+  for (int p = 0; p < in.n_parts && st == FUNNEL_OK; p++) {
+    if (in.lengths[p] == 0) continue;
+    st = in.known ? funnel__partition_parse_known(in.parts[p], in.lengths[p], p, known, &arena, &pv[p], &err)
+                  : funnel__partition_parse(in.parts[p], in.lengths[p], p, &arena, &pv[p], &err);
+    if (st != FUNNEL_OK) check_rejection(PHASE_PARSE, st, &err, &in);
+    else if (known == NULL) known = pv[p].schema;
+  }
+  struct funnel__plan plan;
+  if (st == FUNNEL_OK) {
+    st = funnel__plan_build(schema, pv, in.n_parts, &arena, &plan, &err);
+    if (st != FUNNEL_OK) check_rejection(PHASE_PLAN, st, &err, &in);
+  }
+  if (st == FUNNEL_OK) {
+    check_layout(&plan, pv, in.n_parts);
+    check_segments(&plan, in.lengths, in.n_parts);
+    int64_t bad_part = -1;
+    int bad_col = -1;
+    const int bad = first_bad_offsets(&plan, pv, in.n_parts, &bad_part, &bad_col);
+    st = funnel__plan_check_offsets(&plan, &err);
+    if (st != FUNNEL_OK) check_rejection(PHASE_OFFSETS, st, &err, &in);
+    if (!bad && st != FUNNEL_OK) fail("offsets rejected, all rise: %s", err.message);
+    if (bad && st == FUNNEL_OK)
+      fail("offsets accepted, partition %lld column %d has one that falls", (long long)bad_part, bad_col);
+    if (bad && (err.partition != bad_part || err.column != bad_col))
+      fail("offsets: error names partition %lld column %lld, the first bad piece is %lld, %d: %s",
+           (long long)err.partition, (long long)err.column, (long long)bad_part, bad_col, err.message);
+  }
+  funnel__arena_free(&arena);
+  input_free(&in);
+  return 0;
+}
