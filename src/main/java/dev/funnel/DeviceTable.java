@@ -35,6 +35,7 @@ public final class DeviceTable implements AutoCloseable {
 
   private volatile long handle; // 0 once closed
   private ByteBuffer[] inputs; // kept reachable until the read's work completes
+  private List<PinnedBuffer> pinned = List.of(); // blocks the work reads, told when it is done
   private final long numRows;
   private final Schema schema;
   private final List<DeviceColumn> columns;
@@ -106,8 +107,38 @@ public final class DeviceTable implements AutoCloseable {
   /** Blocks until the read's work has completed; the inputs are then released. */
   public void waitReady() {
     waitReady(handle());
+    released();
+  }
+
+  /** The pinned blocks the read's partitions lie in (set once, by the reader). */
+  void holding(List<PinnedBuffer> blocks) {
+    synchronized (this) {
+      pinned = blocks;
+    }
+  }
+
+  /**
+   * Waits for the read's work, if the table is still open (a closed one has waited). Under the
+   * table's lock, so a close on another thread cannot free it meanwhile.
+   */
+  void awaitWork() {
+    synchronized (this) {
+      if (handle != 0) {
+        waitReady(handle);
+      }
+    }
+    released();
+  }
+
+  private void released() {
+    List<PinnedBuffer> blocks;
     synchronized (this) {
       inputs = null;
+      blocks = pinned;
+      pinned = List.of();
+    }
+    for (PinnedBuffer b : blocks) {
+      b.done(this);
     }
   }
 
@@ -176,12 +207,15 @@ public final class DeviceTable implements AutoCloseable {
 
   /** Waits for work in flight, then frees the device memory. Idempotent. */
   @Override
-  public synchronized void close() {
-    if (handle != 0) {
+  public void close() {
+    synchronized (this) {
+      if (handle == 0) {
+        return;
+      }
       free(handle);
       handle = 0;
-      inputs = null;
     }
+    released();
   }
 
   @Override

@@ -7,6 +7,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Supplier;
+import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.ipc.WriteChannel;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -95,13 +97,39 @@ public final class FunnelReader implements AutoCloseable {
       positions[i] = b.position();
       lengths[i] = b.remaining();
     }
-    long table = readBuffers(handle(), held, positions, lengths, stream);
-    return new DeviceTable(table, held);
+    long[] addresses = new long[n];
+    for (int i = 0; i < n; i++) {
+      addresses[i] = MemoryUtil.getByteBufferAddress(held[i]) + positions[i];
+    }
+    List<PinnedBuffer> blocks = device.pinnedPool().holding(addresses, lengths);
+    return holding(
+        blocks, () -> new DeviceTable(readBuffers(handle(), held, positions, lengths, stream), held));
+  }
+
+  /**
+   * Makes the table of a read whose partitions lie in {@code blocks}: each block is held from
+   * before the read enqueues until its work has completed, so that closing the block waits.
+   */
+  private static DeviceTable holding(List<PinnedBuffer> blocks, Supplier<DeviceTable> read) {
+    for (PinnedBuffer b : blocks) {
+      b.enter();
+    }
+    DeviceTable table = null;
+    try {
+      table = read.get();
+      table.holding(blocks);
+      return table;
+    } finally {
+      for (PinnedBuffer b : blocks) {
+        b.entered(table);
+      }
+    }
   }
 
   /**
    * Reads partitions given as host addresses and lengths. The memory must stay valid and unchanged
-   * until the returned table is ready or closed.
+   * until the returned table is ready or closed; partitions in a {@link PinnedBuffer} are held
+   * for you (its close waits for this read).
    */
   public DeviceTable read(long[] addresses, long[] lengths) {
     return read(0L, addresses, lengths);
@@ -123,8 +151,10 @@ public final class FunnelReader implements AutoCloseable {
         throw new IllegalArgumentException("partition " + i + " has address 0");
       }
     }
-    long table = readAddresses(handle(), addresses.clone(), lengths.clone(), stream);
-    return new DeviceTable(table, null);
+    long[] a = addresses.clone();
+    long[] l = lengths.clone();
+    List<PinnedBuffer> blocks = device.pinnedPool().holding(a, l);
+    return holding(blocks, () -> new DeviceTable(readAddresses(handle(), a, l, stream), null));
   }
 
   /** How a read moves partition bytes to the device (funnel.h's {@code enum funnel_transfer}). */

@@ -1,6 +1,10 @@
 package dev.funnel;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
  * The device's pinned (page-locked) host memory pool, allocated once on first use and reused.
@@ -13,6 +17,8 @@ public final class PinnedPool {
   }
 
   private final FunnelDevice device;
+  /** The buffers handed out and not closed, by address: a read finds those it reads from. */
+  private final ConcurrentSkipListMap<Long, PinnedBuffer> live = new ConcurrentSkipListMap<>();
 
   PinnedPool(FunnelDevice device) {
     this.device = device;
@@ -28,7 +34,32 @@ public final class PinnedPool {
       throw new IllegalArgumentException("pinned buffer size " + size + " out of [0, 2^31)");
     }
     long address = nativeAlloc(device.handle(), size);
-    return new PinnedBuffer(this, address, size, nativeWrap(address, size));
+    PinnedBuffer b = new PinnedBuffer(this, address, size, nativeWrap(address, size));
+    live.put(address, b);
+    return b;
+  }
+
+  /**
+   * The live buffers that partitions [address, address + length) lie in, each once; a read holds
+   * them until its work has completed (see {@link PinnedBuffer#close()}).
+   */
+  List<PinnedBuffer> holding(long[] addresses, long[] lengths) {
+    List<PinnedBuffer> found = new ArrayList<>();
+    for (int i = 0; i < addresses.length; i++) {
+      if (lengths[i] == 0) {
+        continue;
+      }
+      Map.Entry<Long, PinnedBuffer> e = live.floorEntry(addresses[i]);
+      if (e != null && addresses[i] + lengths[i] <= e.getKey() + e.getValue().size()
+          && !found.contains(e.getValue())) {
+        found.add(e.getValue());
+      }
+    }
+    return found;
+  }
+
+  void forget(PinnedBuffer b) {
+    live.remove(b.address(), b);
   }
 
   /** Bytes of the pool in use, by callers and by reads staging pageable partitions. */
