@@ -42,6 +42,7 @@ public final class DeviceTable implements AutoCloseable {
 
   DeviceTable(long handle, ByteBuffer[] inputs) {
     this.handle = handle;
+    Handles.table(1);
     this.inputs = inputs;
     try {
       this.numRows = numRows(handle);
@@ -214,6 +215,7 @@ public final class DeviceTable implements AutoCloseable {
       }
       free(handle);
       handle = 0;
+      Handles.table(-1);
     }
     released();
   }

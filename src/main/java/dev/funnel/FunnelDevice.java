@@ -15,6 +15,7 @@ public final class FunnelDevice implements AutoCloseable {
 
   private FunnelDevice(long handle) {
     this.handle = handle;
+    Handles.device(1);
     this.backend = nativeBackend(handle);
   }
 
@@ -68,6 +69,7 @@ public final class FunnelDevice implements AutoCloseable {
     if (handle != 0) {
       nativeClose(handle);
       handle = 0;
+      Handles.device(-1);
     }
   }
 

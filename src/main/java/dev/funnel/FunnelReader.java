@@ -52,6 +52,7 @@ public final class FunnelReader implements AutoCloseable {
   private FunnelReader(FunnelDevice device, byte[] schemaIpc) {
     this.device = Objects.requireNonNull(device, "device");
     this.handle = create(device.handle(), schemaIpc);
+    Handles.reader(1);
   }
 
   /** The device this reader reads onto. */
@@ -203,6 +204,7 @@ public final class FunnelReader implements AutoCloseable {
     if (handle != 0) {
       free(handle);
       handle = 0;
+      Handles.reader(-1);
     }
   }
 
