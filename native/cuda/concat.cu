@@ -85,7 +85,8 @@ __device__ void copy_words(uint8_t *dst, const uint8_t *src, uint64_t n) {
 }
 
 // Copies n bytes whose source and destination differ in alignment mod 8
-// (string characters land at any byte): every thread writes aligned 8-byte
+// (string characters land at any byte; callers with a skew of 0 mod 8 use
+// copy_words): every thread writes aligned 8-byte
 // words of dst, each joined from the two aligned source words it straddles,
 // so no thread moves single bytes but at the two ends. Both source words
 // hold at least one byte of the range, so no read leaves the aligned words
@@ -96,17 +97,14 @@ __device__ void copy_shifted(uint8_t *dst, const uint8_t *src, uint64_t n) {
   for (uint64_t i = threadIdx.x; i < h; i += blockDim.x) dst[i] = src[i];
   const uint64_t words = (n - h) / 8;
   const uint8_t *s = src + h;
+  // dst + h is 8-aligned and the caller's skew is not a multiple of 8, so
+  // the source is off by r in 1..7
   const unsigned r = (unsigned)((uintptr_t)s & 7);
   uint64_t *dw = (uint64_t *)(dst + h);
-  if (r == 0) {
-    const uint64_t *sw = (const uint64_t *)s;
-    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) dw[i] = sw[i];
-  } else {
-    const uint64_t *sa = (const uint64_t *)(s - r);
-    const unsigned lo_shift = 8 * r, hi_shift = 64 - 8 * r;
-    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x)
-      dw[i] = (sa[i] >> lo_shift) | (sa[i + 1] << hi_shift);
-  }
+  const uint64_t *sa = (const uint64_t *)(s - r);
+  const unsigned lo_shift = 8 * r, hi_shift = 64 - 8 * r;
+  for (uint64_t i = threadIdx.x; i < words; i += blockDim.x)
+    dw[i] = (sa[i] >> lo_shift) | (sa[i + 1] << hi_shift);
   for (uint64_t i = h + words * 8 + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 

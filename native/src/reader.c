@@ -355,6 +355,26 @@ struct run {
   bool pinned;
 };
 
+/* Lays partition bytes [src, src + len) out in the scratch allocation:
+ * into the last run when both are pinned, `src` follows it within
+ * MERGE_GAP and the caller allows it (`may_merge`), else as a new run.
+ * Returns the bytes' offset in scratch; *scratch is the size laid out. */
+static int64_t add_run(struct run *runs, int64_t *nr, int64_t *scratch, const uint8_t *src,
+                       int64_t len, bool pinned, bool may_merge) {
+  struct run *last = *nr > 0 ? &runs[*nr - 1] : NULL;
+  if (last != NULL && may_merge && last->pinned && pinned &&
+      src >= last->src + last->length && src - (last->src + last->length) <= MERGE_GAP) {
+    /* the gap is pool memory too: both ends lie in the one pinned block */
+    last->length = src + len - last->src;
+    *scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
+    return last->scratch + (src - last->src);
+  }
+  runs[(*nr)++] = (struct run){src, len, *scratch, pinned};
+  const int64_t at = *scratch;
+  *scratch = funnel__align_up(at + len, FUNNEL__ALIGN);
+  return at;
+}
+
 /* Staging: memcpy of pageable partitions into pinned memory, in tasks of
  * STAGE_TASK bytes run on the shared host threads (one thread copies
  * ~5-10 GB/s; the link takes ~55). */
@@ -488,24 +508,14 @@ static int layout_transfer(struct funnel_table *t, int transfer, uint64_t *in_ba
         is_pinned = true;
       }
     }
-    struct run *last = nr > 0 ? &runs[nr - 1] : NULL;
     /* a run lies wholly inside the staging block or wholly outside it:
      * enqueue_runs copies those outside at once, before the block is
      * staged, and those inside round by round as the block fills */
     const bool in_block = stage != NULL && src >= stage && src < stage + stage_bytes;
-    if (last != NULL && last->pinned && is_pinned && src >= last->src + last->length &&
-        src - (last->src + last->length) <= MERGE_GAP &&
-        in_block == (stage != NULL && last->src >= stage && last->src < stage + stage_bytes)) {
-      in_scratch[p] = last->scratch + (src - last->src);
-      last->length = src + len - last->src;
-      /* the gap is pool memory too: both ends lie in the one pinned block */
-      scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
-    } else {
-      runs[nr] = (struct run){src, len, scratch, is_pinned};
-      in_scratch[p] = scratch;
-      scratch = funnel__align_up(scratch + len, FUNNEL__ALIGN);
-      nr++;
-    }
+    const struct run *last = nr > 0 ? &runs[nr - 1] : NULL;
+    const bool last_in_block =
+        last != NULL && stage != NULL && last->src >= stage && last->src < stage + stage_bytes;
+    in_scratch[p] = add_run(runs, &nr, &scratch, src, len, is_pinned, in_block == last_in_block);
   }
   sp.tasks = stage_tasks;
   sp.block = stage;
@@ -635,23 +645,10 @@ static int early_copies(struct funnel_table *t, const struct funnel_partition *p
   if (in == NULL || runs == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   int64_t nr = 0, scratch = 0;
-  for (size_t i = 0; i < count; i++) {
-    in[i] = -1;
-    if (parts[i].length == 0) continue;
-    const uint8_t *src = parts[i].data;
-    const int64_t len = (int64_t)parts[i].length;
-    struct run *last = nr > 0 ? &runs[nr - 1] : NULL;
-    if (last != NULL && src >= last->src + last->length &&
-        src - (last->src + last->length) <= MERGE_GAP) {
-      in[i] = last->scratch + (src - last->src);
-      last->length = src + len - last->src;
-      scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
-    } else {
-      runs[nr++] = (struct run){src, len, scratch, true};
-      in[i] = scratch;
-      scratch = funnel__align_up(scratch + len, FUNNEL__ALIGN);
-    }
-  }
+  for (size_t i = 0; i < count; i++)
+    in[i] = parts[i].length == 0 ? -1
+                                 : add_run(runs, &nr, &scratch, parts[i].data,
+                                           (int64_t)parts[i].length, true, true);
   if (nr == 0) return FUNNEL_OK;
   struct funnel_backend *be = &t->dev->be;
   /* the event first: once a copy is enqueued, the read must be able to
