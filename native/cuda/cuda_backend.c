@@ -33,7 +33,9 @@ extern const unsigned char funnel__fatbin[];
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) \
   X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuMemPoolCreate)  \
   X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) \
-  X(cuMemPoolTrimTo) X(cuMemcpyDtoDAsync) X(cuEventElapsedTime) X(cuMemHostGetDevicePointer)
+  X(cuMemPoolTrimTo) X(cuMemcpyDtoDAsync) X(cuEventElapsedTime) X(cuMemHostGetDevicePointer) \
+  X(cuMemAlloc) X(cuMemFree) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle)      \
+  X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuDeviceGetUuid)
 
 struct cuda {
   void *lib;
@@ -303,6 +305,101 @@ static void cuda_event_destroy(struct funnel_backend *be, void *event) {
   leave(cu);
 }
 
+/* Sharing: CUDA IPC works on cuMemAlloc allocations (not on those of a
+ * stream-ordered pool without handle types), so shared memory is a plain
+ * allocation, its IPC handle the handle. */
+static int cuda_shared_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                             struct funnel__ipc_handle *handle, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUdeviceptr p = 0;
+  CUipcMemHandle h;
+  int st = CU(cuMemAlloc, (&p, size ? size : 1));
+  if (st == FUNNEL_OK) {
+    st = CU(cuIpcGetMemHandle, (&h, p));
+    if (st != FUNNEL_OK) cu->cuMemFree(p);
+  }
+  leave(cu);
+  if (st != FUNNEL_OK) return st;
+  _Static_assert(sizeof(h) == sizeof(handle->bytes), "CUipcMemHandle is 64 bytes");
+  memcpy(handle->bytes, &h, sizeof(h));
+  *out = (uint64_t)p;
+  return FUNNEL_OK;
+}
+
+static void cuda_shared_free(struct funnel_backend *be, uint64_t ptr, size_t size,
+                             const struct funnel__ipc_handle *handle) {
+  (void)size;
+  (void)handle;
+  struct cuda *cu = CUDA(be);
+  if (enter(cu, NULL) != FUNNEL_OK) return;
+  cu->cuMemFree((CUdeviceptr)ptr);
+  leave(cu);
+}
+
+static int cuda_shared_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                            size_t size, uint64_t *out, struct funnel_error *error) {
+  (void)size;
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUipcMemHandle h;
+  memcpy(&h, handle->bytes, sizeof(h));
+  CUdeviceptr p = 0;
+  int st = CU(cuIpcOpenMemHandle, (&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  leave(cu);
+  if (st == FUNNEL_OK) *out = (uint64_t)p;
+  return st;
+}
+
+static void cuda_shared_close(struct funnel_backend *be, uint64_t ptr, size_t size) {
+  (void)size;
+  struct cuda *cu = CUDA(be);
+  if (enter(cu, NULL) != FUNNEL_OK) return;
+  cu->cuIpcCloseMemHandle((CUdeviceptr)ptr);
+  leave(cu);
+}
+
+static int cuda_ipc_event_create(struct funnel_backend *be, void **out,
+                                 struct funnel__ipc_handle *handle, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUevent e = NULL;
+  CUipcEventHandle h;
+  int st = CU(cuEventCreate, (&e, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS));
+  if (st == FUNNEL_OK) {
+    st = CU(cuIpcGetEventHandle, (&h, e));
+    if (st != FUNNEL_OK) cu->cuEventDestroy(e);
+  }
+  leave(cu);
+  if (st != FUNNEL_OK) return st;
+  _Static_assert(sizeof(h) == sizeof(handle->bytes), "CUipcEventHandle is 64 bytes");
+  memcpy(handle->bytes, &h, sizeof(h));
+  *out = e;
+  return FUNNEL_OK;
+}
+
+static int cuda_ipc_event_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                               void **out, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUipcEventHandle h;
+  memcpy(&h, handle->bytes, sizeof(h));
+  CUevent e = NULL;
+  int st = CU(cuIpcOpenEventHandle, (&e, h));
+  leave(cu);
+  if (st == FUNNEL_OK) *out = e;
+  return st;
+}
+
+static int cuda_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
+                            struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  CUuuid u;
+  FUNNEL_RETURN_NOT_OK(CU(cuDeviceGetUuid, (&u, cu->device)));
+  memcpy(uuid, u.bytes, 16);
+  return FUNNEL_OK;
+}
+
 static void cuda_release(struct funnel_backend *be) {
   struct cuda *cu = CUDA(be);
   if (cu == NULL) return;
@@ -433,6 +530,14 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   be->event_query = cuda_event_query;
   be->event_wait = cuda_event_wait;
   be->event_destroy = cuda_event_destroy;
+  be->shared_alloc = cuda_shared_alloc;
+  be->shared_free = cuda_shared_free;
+  be->shared_open = cuda_shared_open;
+  be->shared_close = cuda_shared_close;
+  be->ipc_event_create = cuda_ipc_event_create;
+  be->ipc_event_open = cuda_ipc_event_open;
+  be->device_uuid = cuda_device_uuid;
+  be->device_id = (int64_t)cu->device;
   be->release = cuda_release;
   return FUNNEL_OK;
 }

@@ -70,7 +70,9 @@ enum funnel_code {
   FUNNEL_ERR_NO_DEVICE = 10,
   /* A sticky device error: the context is unusable, the process must
    * not use the device again. */
-  FUNNEL_ERR_FATAL = 11
+  FUNNEL_ERR_FATAL = 11,
+  /* A shared table still has importers, or an export was withdrawn. */
+  FUNNEL_ERR_IN_USE = 12
 };
 
 typedef int funnel_status;
@@ -360,9 +362,161 @@ FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,
                                             struct funnel_read_stats *out,
                                             struct funnel_error *error);
 
-/* Waits for the table's work if it is still in flight, then frees its
- * device memory. NULL is a no-op. */
+/* Frees the caller's handle to the table: waits for the table's work if it
+ * is still in flight, then frees its device memory, unless an export
+ * (funnel_table_export_device) still holds it: the memory then goes with
+ * the export's release. NULL is a no-op. */
 FUNNEL_API void funnel_table_free(struct funnel_table *table);
+
+/* ----------------------------------------- Arrow C Device Data Interface */
+
+/* The structures of the Arrow C Data Interface and C Device Data Interface
+ * (https://arrow.apache.org/docs/format/CDeviceDataInterface.html), as the
+ * specification defines them, under its include guards so that a consumer
+ * that has them from elsewhere (Arrow C++, nanoarrow, dlpack-style headers)
+ * keeps its own. */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  const char *format;
+  const char *name;
+  const char *metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema **children;
+  struct ArrowSchema *dictionary;
+  void (*release)(struct ArrowSchema *);
+  void *private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void **buffers;
+  struct ArrowArray **children;
+  struct ArrowArray *dictionary;
+  void (*release)(struct ArrowArray *);
+  void *private_data;
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
+#ifndef ARROW_C_DEVICE_DATA_INTERFACE
+#define ARROW_C_DEVICE_DATA_INTERFACE
+
+#define ARROW_DEVICE_CPU 1
+#define ARROW_DEVICE_CUDA 2
+#define ARROW_DEVICE_CUDA_HOST 3
+
+typedef int32_t ArrowDeviceType;
+
+struct ArrowDeviceArray {
+  struct ArrowArray array;
+  int64_t device_id;
+  ArrowDeviceType device_type;
+  void *sync_event;
+  int64_t reserved[3];
+};
+
+#endif /* ARROW_C_DEVICE_DATA_INTERFACE */
+
+/* Exports the table, without copying it, as a struct array (one child per
+ * column, the table's rows as its length) into the caller's `array`, and
+ * optionally its schema (a "+s" struct, one child field per column, names,
+ * types and nullability as read) into `schema` (NULL: not wanted).
+ *
+ * cuda: device_type ARROW_DEVICE_CUDA, device_id the CUDA device ordinal,
+ * buffers are device addresses; sync_event points to a CUevent recorded
+ * after the read's concat, on which the consumer waits (cuStreamWaitEvent)
+ * before it reads, or is NULL when the read has completed. cpu backend:
+ * ARROW_DEVICE_CPU, device_id -1, sync_event NULL (the export waits for
+ * the read first: a CPU consumer has no event to wait on).
+ *
+ * The export holds the table (and its device) until the consumer calls
+ * array->release: the table's buffers stay valid after funnel_table_free
+ * and funnel_device_close, and are freed by the last of the release and
+ * funnel_table_free. Children may be moved out and released on their own
+ * (each holds the table too). The schema holds nothing of the table. A
+ * column with no nulls has a NULL validity buffer. */
+FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
+                                                    struct ArrowDeviceArray *array,
+                                                    struct ArrowSchema *schema,
+                                                    struct funnel_error *error);
+
+/* ----------------------------------------------------- sharing (CUDA IPC) */
+
+/* A table shared with other processes on the same host and device: a copy
+ * of the table's buffers in memory other processes can open (cuda: one
+ * cuMemAlloc allocation shared with cuIpcGetMemHandle; cpu backend: one
+ * POSIX shared memory object), and a self-describing descriptor (bytes)
+ * that another process passes to funnel_table_import.
+ *
+ * Descriptor (little-endian, every field 8-byte aligned; version 1):
+ *   "FNLTBL01" magic; u32 version; u32 backend (1 cpu, 2 cuda);
+ *   u8[16] device UUID; i64 exporter pid; char[64] control block name;
+ *   i64 rows; i32 columns; i32 allocations; i32 has_event; u32 0;
+ *   u8[64] interprocess event handle (cuda; zeros when none);
+ *   allocations x { u8[64] handle of the allocation base; i64 size };
+ *   i64 schema length; the schema as an encapsulated Arrow IPC Schema
+ *   message, padded to 8 bytes;
+ *   columns x { i64 null count; 3 x { i32 allocation (-1: absent); u32 0;
+ *   i64 offset; i64 length } (validity, offsets, data) }.
+ *
+ * The protocol that keeps the memory alive: the exporter creates a control
+ * block (POSIX shared memory, named in the descriptor) with one slot per
+ * importer. funnel_table_import claims a slot (its pid and start time)
+ * before it opens the memory, funnel_table_free of the imported table
+ * gives the slot back after it has closed the memory.
+ * funnel_export_close first withdraws the export (no new imports), then
+ * waits until no slot is held, and only then frees the memory. An importer
+ * that dies without closing is noticed (its pid is gone, or a new process
+ * has its pid) and its slot reclaimed, by funnel_export_importers and
+ * funnel_export_close: its mappings died with it. If the exporter dies, its
+ * memory is freed by the driver (cpu: the shared memory objects stay in
+ * /dev/shm until removed); importers must not rely on their buffers after
+ * that, which they cannot observe: sharing is for processes of one job. */
+struct funnel_export;
+
+/* Shares `table` (waits for its read first). Up to FUNNEL_EXPORT_SLOTS
+ * importers may hold it at once. Fails for an imported table (share the
+ * original). */
+#define FUNNEL_EXPORT_SLOTS 64
+FUNNEL_API funnel_status funnel_table_export(struct funnel_table *table,
+                                             struct funnel_export **out,
+                                             struct funnel_error *error);
+
+/* The descriptor: valid until the export is closed. */
+FUNNEL_API const void *funnel_export_descriptor(const struct funnel_export *ex,
+                                                size_t *length);
+
+/* Importers holding the export now; importers that died are reclaimed. */
+FUNNEL_API int funnel_export_importers(struct funnel_export *ex);
+
+/* Withdraws the export (later imports fail), waits up to `timeout_ms`
+ * (< 0: without limit) for its importers to close, then frees it. On
+ * FUNNEL_ERR_IN_USE importers still hold it: the export stays (withdrawn)
+ * and is to be closed again. */
+FUNNEL_API funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
+                                             struct funnel_error *error);
+
+/* Opens a table another process exported, as a read-only table of this
+ * process: its columns point into the exporter's memory, funnel_table_wait
+ * waits for the exporter's copy, and funnel_table_free closes it and tells
+ * the exporter. Fails with FUNNEL_ERR_MALFORMED for bytes that are not a
+ * descriptor (naming the offset), FUNNEL_ERR_INVALID_ARGUMENT when opened
+ * on another backend or device, or in the exporting process itself, and
+ * FUNNEL_ERR_IN_USE when the export was withdrawn or has no free slot. */
+FUNNEL_API funnel_status funnel_table_import(struct funnel_device *dev, const void *descriptor,
+                                             size_t length, struct funnel_table **out,
+                                             struct funnel_error *error);
 
 #ifdef __cplusplus
 }

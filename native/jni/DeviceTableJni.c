@@ -130,3 +130,32 @@ JNIEXPORT void JNICALL Java_dev_funnel_DeviceTable_free(JNIEnv *env, jclass cls,
   (void)cls;
   funnel_table_free(TABLE(h));
 }
+
+/* Fills the caller's ArrowDeviceArray (and ArrowSchema when `schema` is not
+ * 0) at the given addresses. */
+JNIEXPORT void JNICALL Java_dev_funnel_DeviceTable_exportDevice(JNIEnv *env, jclass cls, jlong h,
+                                                               jlong array, jlong schema) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "DeviceTable")) return;
+  if (array == 0) {
+    funnel_jni_throw_code(env, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "exportDevice: the ArrowDeviceArray address is 0");
+    return;
+  }
+  struct funnel_error error;
+  if (funnel_table_export_device(TABLE(h), FUNNEL_JNI_PTR(struct ArrowDeviceArray, array),
+                                 FUNNEL_JNI_PTR(struct ArrowSchema, schema), &error) != FUNNEL_OK)
+    funnel_jni_throw(env, &error);
+}
+
+JNIEXPORT jlong JNICALL Java_dev_funnel_DeviceTable_share(JNIEnv *env, jclass cls, jlong h) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "DeviceTable")) return 0;
+  struct funnel_export *ex = NULL;
+  struct funnel_error error;
+  if (funnel_table_export(TABLE(h), &ex, &error) != FUNNEL_OK) {
+    funnel_jni_throw(env, &error);
+    return 0;
+  }
+  return FUNNEL_JNI_HANDLE(ex);
+}

@@ -80,3 +80,22 @@ JNIEXPORT jobject JNICALL Java_dev_funnel_PinnedPool_nativeWrap(JNIEnv *env, jcl
   (void)cls;
   return (*env)->NewDirectByteBuffer(env, (void *)(uintptr_t)address, size);
 }
+
+JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeImport(JNIEnv *env, jclass cls, jlong h,
+                                                                  jbyteArray descriptor) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return 0;
+  const jsize n = (*env)->GetArrayLength(env, descriptor);
+  jbyte *bytes = (*env)->GetByteArrayElements(env, descriptor, NULL);
+  if (bytes == NULL) return 0;
+  struct funnel_table *t = NULL;
+  struct funnel_error error;
+  const funnel_status st =
+      funnel_table_import(FUNNEL_JNI_PTR(struct funnel_device, h), bytes, (size_t)n, &t, &error);
+  (*env)->ReleaseByteArrayElements(env, descriptor, bytes, JNI_ABORT);
+  if (st != FUNNEL_OK) {
+    funnel_jni_throw(env, &error);
+    return 0;
+  }
+  return FUNNEL_JNI_HANDLE(t);
+}

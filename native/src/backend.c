@@ -204,3 +204,57 @@ void funnel__dev_event_destroy(struct funnel_backend *be, void *event) {
   atomic_fetch_sub(&live_events, 1);
   be->event_destroy(be, event);
 }
+
+int funnel__dev_shared_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                             struct funnel__ipc_handle *handle, struct funnel_error *error) {
+  if (be->shared_alloc == NULL) return MISSING(be, "shared_alloc");
+  INJECT(FUNNEL__FAULT_ALLOC, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY, "shared device allocation");
+  calls.calls++;
+  calls.allocs++;
+  const int st = be->shared_alloc(be, size, out, handle, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_allocs, 1);
+  return st;
+}
+
+void funnel__dev_shared_free(struct funnel_backend *be, uint64_t ptr, size_t size,
+                             const struct funnel__ipc_handle *handle) {
+  if (ptr == 0 || be->shared_free == NULL) return;
+  calls.calls++;
+  atomic_fetch_sub(&live_allocs, 1);
+  be->shared_free(be, ptr, size, handle);
+}
+
+int funnel__dev_shared_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                            size_t size, uint64_t *out, struct funnel_error *error) {
+  if (be->shared_open == NULL) return MISSING(be, "shared_open");
+  calls.calls++;
+  const int st = be->shared_open(be, handle, size, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_allocs, 1);
+  return st;
+}
+
+void funnel__dev_shared_close(struct funnel_backend *be, uint64_t ptr, size_t size) {
+  if (ptr == 0 || be->shared_close == NULL) return;
+  calls.calls++;
+  atomic_fetch_sub(&live_allocs, 1);
+  be->shared_close(be, ptr, size);
+}
+
+int funnel__dev_ipc_event_create(struct funnel_backend *be, void **out,
+                                 struct funnel__ipc_handle *handle, struct funnel_error *error) {
+  if (be->ipc_event_create == NULL) return MISSING(be, "ipc_event_create");
+  INJECT(FUNNEL__FAULT_EVENT, FUNNEL_ERR_DEVICE, "interprocess event creation");
+  calls.calls++;
+  const int st = be->ipc_event_create(be, out, handle, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_events, 1);
+  return st;
+}
+
+int funnel__dev_ipc_event_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                               void **out, struct funnel_error *error) {
+  if (be->ipc_event_open == NULL) return MISSING(be, "ipc_event_open");
+  calls.calls++;
+  const int st = be->ipc_event_open(be, handle, out, error);
+  if (st == FUNNEL_OK) atomic_fetch_add(&live_events, 1);
+  return st;
+}

@@ -13,12 +13,20 @@
 
 #define FUNNEL_BACKEND_VERSION 1
 
+/* An opaque handle by which another process opens shared memory or an
+ * event (the size of CUipcMemHandle and CUipcEventHandle). */
+struct funnel__ipc_handle {
+  uint8_t bytes[64];
+};
+
 struct funnel_backend {
   int version;
   const char *name;
   void *private_data;
   /* copies from pageable memory are slow: stage them in pinned memory */
   int stage_pageable;
+  /* the Arrow C Device Data Interface's device_id (cuda: the ordinal) */
+  int64_t device_id;
 
   /* device memory, ordered on `stream`: usable by work enqueued there
    * after the call, and by any stream once that work has completed */
@@ -69,6 +77,25 @@ struct funnel_backend {
                      struct funnel_error *error);
   int (*event_wait)(struct funnel_backend *be, void *event, struct funnel_error *error);
   void (*event_destroy)(struct funnel_backend *be, void *event);
+
+  /* Sharing with other processes (ipc.c). Memory another process opens by
+   * a handle (cuda: cuMemAlloc + cuIpcGetMemHandle; cpu: a POSIX shared
+   * memory object, named in the handle); the opener sees it read only. */
+  int (*shared_alloc)(struct funnel_backend *be, size_t size, uint64_t *out,
+                      struct funnel__ipc_handle *handle, struct funnel_error *error);
+  void (*shared_free)(struct funnel_backend *be, uint64_t ptr, size_t size,
+                      const struct funnel__ipc_handle *handle);
+  int (*shared_open)(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                     size_t size, uint64_t *out, struct funnel_error *error);
+  void (*shared_close)(struct funnel_backend *be, uint64_t ptr, size_t size);
+  /* optional: an event another process may wait on (cuda:
+   * CU_EVENT_INTERPROCESS); NULL: the exporter waits instead */
+  int (*ipc_event_create)(struct funnel_backend *be, void **out,
+                          struct funnel__ipc_handle *handle, struct funnel_error *error);
+  int (*ipc_event_open)(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                        void **out, struct funnel_error *error);
+  /* the device's UUID (cpu: the host's boot id) */
+  int (*device_uuid)(struct funnel_backend *be, uint8_t uuid[16], struct funnel_error *error);
 
   void (*release)(struct funnel_backend *be);
 };
@@ -161,6 +188,18 @@ int funnel__dev_event_query(struct funnel_backend *be, void *event, int *done,
 int funnel__dev_event_wait(struct funnel_backend *be, void *event,
                            struct funnel_error *error);
 void funnel__dev_event_destroy(struct funnel_backend *be, void *event);
+/* sharing: counted in live allocs (memory) and events, like the others */
+int funnel__dev_shared_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                             struct funnel__ipc_handle *handle, struct funnel_error *error);
+void funnel__dev_shared_free(struct funnel_backend *be, uint64_t ptr, size_t size,
+                             const struct funnel__ipc_handle *handle);
+int funnel__dev_shared_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                            size_t size, uint64_t *out, struct funnel_error *error);
+void funnel__dev_shared_close(struct funnel_backend *be, uint64_t ptr, size_t size);
+int funnel__dev_ipc_event_create(struct funnel_backend *be, void **out,
+                                 struct funnel__ipc_handle *handle, struct funnel_error *error);
+int funnel__dev_ipc_event_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                               void **out, struct funnel_error *error);
 
 /* The partition-map concat, as the cpu backend runs it: every segment in
  * order. The reference for every other backend's kernel. */

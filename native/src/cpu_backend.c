@@ -4,10 +4,17 @@
  * caller that frees a source too early is caught (by ASan, by wrong
  * output). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 
@@ -275,6 +282,105 @@ static void cpu_event_destroy(struct funnel_backend *be, void *event) {
   free(e);
 }
 
+/* Shared memory: a POSIX shared memory object per allocation, its name in
+ * the handle. The exporter maps it read-write and unlinks it when freed;
+ * an importer maps it read only. */
+static _Atomic int64_t shm_sequence;
+
+static int cpu_shared_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
+                            struct funnel__ipc_handle *handle, struct funnel_error *error) {
+  (void)be;
+  memset(handle, 0, sizeof(*handle));
+  snprintf((char *)handle->bytes, sizeof(handle->bytes), "/funnel-%ld-%lld-%lld", (long)getpid(),
+           (long long)atomic_fetch_add(&shm_sequence, 1), (long long)funnel__now_ns());
+  const char *name = (const char *)handle->bytes;
+  const size_t bytes = size ? size : 1;
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "cpu backend: shm_open(%s): %s", name,
+                      strerror(errno));
+  if (ftruncate(fd, (off_t)bytes) != 0) {
+    const int e = errno;
+    close(fd);
+    shm_unlink(name);
+    return FUNNEL_ERR(error, e == ENOSPC || e == ENOMEM || e == EFBIG ? FUNNEL_ERR_DEVICE_OUT_OF_MEMORY
+                                                                      : FUNNEL_ERR_DEVICE,
+                      "cpu backend: cannot size shared memory %s to %zu bytes: %s", name, bytes,
+                      strerror(e));
+  }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    shm_unlink(name);
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY,
+                      "cpu backend: cannot map %zu bytes of shared memory %s: %s", bytes, name,
+                      strerror(e));
+  }
+  *out = (uint64_t)(uintptr_t)p;
+  return FUNNEL_OK;
+}
+
+static void cpu_shared_free(struct funnel_backend *be, uint64_t ptr, size_t size,
+                            const struct funnel__ipc_handle *handle) {
+  (void)be;
+  munmap((void *)(uintptr_t)ptr, size ? size : 1);
+  shm_unlink((const char *)handle->bytes);
+}
+
+static int cpu_shared_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
+                           size_t size, uint64_t *out, struct funnel_error *error) {
+  (void)be;
+  char name[sizeof(handle->bytes) + 1];
+  memcpy(name, handle->bytes, sizeof(handle->bytes));
+  name[sizeof(handle->bytes)] = '\0';
+  const size_t bytes = size ? size : 1;
+  int fd = shm_open(name, O_RDONLY, 0);
+  if (fd < 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "cpu backend: cannot open shared memory %s: %s",
+                      name, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < bytes) {
+    close(fd);
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE,
+                      "cpu backend: shared memory %s holds %lld bytes, the descriptor says %zu",
+                      name, (long long)st.st_size, bytes);
+  }
+  void *p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (p == MAP_FAILED)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "cpu backend: cannot map shared memory %s: %s",
+                      name, strerror(e));
+  *out = (uint64_t)(uintptr_t)p;
+  return FUNNEL_OK;
+}
+
+static void cpu_shared_close(struct funnel_backend *be, uint64_t ptr, size_t size) {
+  (void)be;
+  munmap((void *)(uintptr_t)ptr, size ? size : 1);
+}
+
+/* The host's boot id: processes of one boot of one host share cpu tables. */
+static int cpu_device_uuid(struct funnel_backend *be, uint8_t uuid[16], struct funnel_error *error) {
+  (void)be;
+  memset(uuid, 0, 16);
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  char text[64] = {0};
+  const bool read = f != NULL && fgets(text, sizeof(text), f) != NULL;
+  if (f != NULL) fclose(f);
+  if (!read)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "cpu backend: cannot read the host's boot id");
+  int n = 0;
+  for (const char *c = text; *c && n < 32; c++) {
+    int v = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (v < 0) continue;
+    uuid[n / 2] = (uint8_t)(uuid[n / 2] << 4 | v);
+    n++;
+  }
+  return FUNNEL_OK;
+}
+
 static void cpu_release(struct funnel_backend *be) { be->release = NULL; }
 
 int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error) {
@@ -299,6 +405,12 @@ int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *err
   be->event_wait = cpu_event_wait;
   be->event_elapsed_ns = cpu_event_elapsed;
   be->event_destroy = cpu_event_destroy;
+  be->shared_alloc = cpu_shared_alloc;
+  be->shared_free = cpu_shared_free;
+  be->shared_open = cpu_shared_open;
+  be->shared_close = cpu_shared_close;
+  be->device_uuid = cpu_device_uuid;
+  be->device_id = -1;
   be->release = cpu_release;
   return FUNNEL_OK;
 }

@@ -13,28 +13,8 @@
 #include "backend.h"
 #include "plan.h"
 #include "pool.h"
+#include "table.h"
 #include "workers.h"
-
-struct funnel_device {
-  struct funnel_backend be;
-  void *stream; /* for copies back to the host */
-  struct funnel__pool pool;
-  int stage_pageable;
-};
-
-/* pinned pool blocks a read holds until its work has completed */
-struct staged {
-  void *ptr;
-  int64_t size;
-};
-
-/* The reader's schema, shared by the reader and every table it made (a
- * table may outlive its reader): freed with the last reference. */
-struct shared_schema {
-  _Atomic int64_t refs;
-  struct funnel__arena arena;
-  struct funnel__schema schema;
-};
 
 static struct shared_schema *schema_ref(struct shared_schema *s) {
   if (s != NULL) atomic_fetch_add(&s->refs, 1);
@@ -47,33 +27,6 @@ static void schema_unref(struct shared_schema *s) {
     free(s);
   }
 }
-
-struct funnel_reader {
-  struct funnel_device *dev;
-  void *stream;
-  struct shared_schema *schema; /* NULL when not given */
-  int transfer;                  /* enum funnel_transfer */
-  int time_kernel;
-};
-
-struct funnel_table {
-  struct funnel_device *dev;
-  struct shared_schema *schema; /* the reader's, when it had one */
-  struct funnel__arena arena; /* schema, partitions, plan, host segments */
-  struct funnel__plan plan;
-  uint64_t out;     /* device: the columns' buffers */
-  uint64_t scratch; /* device: partition copies and the segment table */
-  uint64_t seg_scratch; /* device: the segment table, when it has its own */
-  int64_t *early_in; /* per partition, where its early copy lies in scratch
-                        (-1: none); NULL when the read made no early copy */
-  void *event;      /* NULL when nothing was enqueued */
-  void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
-  pthread_mutex_t mu;
-  int done;         /* the event has completed and scratch is freed */
-  struct staged *staged;
-  int64_t n_staged;
-  struct funnel_read_stats stats;
-};
 
 #define CHECK_ARG(cond, what) \
   if (!(cond)) return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "%s", what)
@@ -113,6 +66,7 @@ funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
   if (pool_bytes != NULL && *pool_bytes) size = strtoll(pool_bytes, NULL, 10);
   funnel__pool_init(&dev->pool, &dev->be, size > 0 ? size : 0);
   dev->stage_pageable = stage != NULL && *stage ? atoi(stage) != 0 : dev->be.stage_pageable;
+  atomic_init(&dev->refs, 1);
   *out = dev;
   return FUNNEL_OK;
 }
@@ -121,13 +75,20 @@ const char *funnel_device_backend(const struct funnel_device *dev) {
   return dev ? dev->be.name : "none";
 }
 
-void funnel_device_close(struct funnel_device *dev) {
-  if (dev == NULL) return;
+struct funnel_device *funnel__device_ref(struct funnel_device *dev) {
+  atomic_fetch_add(&dev->refs, 1);
+  return dev;
+}
+
+void funnel__device_unref(struct funnel_device *dev) {
+  if (dev == NULL || atomic_fetch_sub(&dev->refs, 1) != 1) return;
   funnel__dev_stream_destroy(&dev->be, dev->stream);
   funnel__pool_release(&dev->pool);
   if (dev->be.release) dev->be.release(&dev->be);
   free(dev);
 }
+
+void funnel_device_close(struct funnel_device *dev) { funnel__device_unref(dev); }
 
 funnel_status funnel_device_stream_create(struct funnel_device *dev, uintptr_t *out,
                                           struct funnel_error *error) {
@@ -180,7 +141,7 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   CHECK_ARG(schema_length <= INT64_MAX, "funnel_reader_create: schema length too large");
   struct funnel_reader *r = calloc(1, sizeof(*r));
   if (r == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  r->dev = dev;
+  r->dev = funnel__device_ref(dev);
   int st = FUNNEL_OK;
   if (schema_length > 0) {
     r->schema = calloc(1, sizeof(*r->schema));
@@ -192,6 +153,7 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &r->stream, error);
   if (st != FUNNEL_OK) {
     schema_unref(r->schema);
+    funnel__device_unref(r->dev);
     free(r);
     return st;
   }
@@ -204,6 +166,7 @@ void funnel_reader_free(struct funnel_reader *reader) {
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
   schema_unref(reader->schema);
+  funnel__device_unref(reader->dev);
   free(reader);
 }
 
@@ -798,10 +761,21 @@ static void table_release(struct funnel_table *t) {
   funnel__dev_free(be, t->scratch, t->dev->stream);
   funnel__dev_free(be, t->seg_scratch, t->dev->stream);
   funnel__dev_free(be, t->out, t->dev->stream);
+  if (t->import != NULL) funnel__import_release(t);
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);
   schema_unref(t->schema);
+  funnel__device_unref(t->dev);
   free(t);
+}
+
+struct funnel_table *funnel__table_ref(struct funnel_table *t) {
+  atomic_fetch_add(&t->refs, 1);
+  return t;
+}
+
+void funnel__table_unref(struct funnel_table *t) {
+  if (t != NULL && atomic_fetch_sub(&t->refs, 1) == 1) table_release(t);
 }
 
 funnel_status funnel_reader_read_async(struct funnel_reader *reader,
@@ -813,7 +787,8 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
   CHECK_ARG(parts != NULL || count == 0, "funnel_reader_read_async: parts is NULL");
   struct funnel_table *t = calloc(1, sizeof(*t));
   if (t == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  t->dev = reader->dev;
+  atomic_init(&t->refs, 1);
+  t->dev = funnel__device_ref(reader->dev);
   pthread_mutex_init(&t->mu, NULL);
   t->stats.partitions = (int64_t)count;
   t->stats.kernel_ns = -1;
@@ -918,12 +893,20 @@ int funnel_table_num_columns(const struct funnel_table *t) {
   return t ? t->plan.schema->n_fields : 0;
 }
 
-static struct funnel_buffer buffer_at(const struct funnel_table *t, int64_t offset, int64_t size) {
-  struct funnel_buffer b = {0, 0};
-  if (offset >= 0 && t->out != 0) {
-    b.address = t->out + (uint64_t)offset;
-    b.size = size;
-  }
+uint64_t funnel__table_buffer(const struct funnel_table *t, int c, int k, int64_t *size) {
+  const struct funnel__out_column *oc = &t->plan.columns[c];
+  const int64_t offset = k == 0 ? oc->validity : k == 1 ? oc->offsets : oc->data;
+  const int64_t n = k == 0 ? oc->validity_size : k == 1 ? oc->offsets_size : oc->data_size;
+  const uint64_t address = t->import_addr != NULL ? t->import_addr[3 * c + k]
+                           : offset >= 0 && t->out != 0 ? t->out + (uint64_t)offset
+                                                         : 0;
+  *size = address != 0 ? n : 0;
+  return address;
+}
+
+static struct funnel_buffer buffer_at(const struct funnel_table *t, int c, int k) {
+  struct funnel_buffer b;
+  b.address = funnel__table_buffer(t, c, k, &b.size);
   return b;
 }
 
@@ -948,9 +931,9 @@ funnel_status funnel_table_column(const struct funnel_table *t, int index,
   out->decimal_scale = f->scale;
   out->length = t->plan.rows;
   out->null_count = oc->null_count;
-  out->validity = buffer_at(t, oc->validity, oc->validity_size);
-  out->offsets = buffer_at(t, oc->offsets, oc->offsets_size);
-  out->data = buffer_at(t, oc->data, oc->data_size);
+  out->validity = buffer_at(t, index, 0);
+  out->offsets = buffer_at(t, index, 1);
+  out->data = buffer_at(t, index, 2);
   return FUNNEL_OK;
 }
 
@@ -975,15 +958,12 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
   bool enqueued = false;
   int st = FUNNEL_OK;
   for (int c = 0; c < t->plan.schema->n_fields && st == FUNNEL_OK; c++) {
-    const struct funnel__out_column *oc = &t->plan.columns[c];
-    const struct { void *dst; int64_t offset, size; } bufs[3] = {
-        {columns[c].validity, oc->validity, oc->validity_size},
-        {columns[c].offsets, oc->offsets, oc->offsets_size},
-        {columns[c].data, oc->data, oc->data_size}};
+    void *const dst[3] = {columns[c].validity, columns[c].offsets, columns[c].data};
     for (int k = 0; k < 3 && st == FUNNEL_OK; k++) {
-      if (bufs[k].dst == NULL || bufs[k].offset < 0 || bufs[k].size == 0) continue;
-      st = funnel__dev_copy_d2h_async(be, bufs[k].dst, t->out + (uint64_t)bufs[k].offset,
-                                      (size_t)bufs[k].size, stream, error);
+      int64_t size;
+      const uint64_t src = funnel__table_buffer(t, c, k, &size);
+      if (dst[k] == NULL || src == 0 || size == 0) continue;
+      st = funnel__dev_copy_d2h_async(be, dst[k], src, (size_t)size, stream, error);
       enqueued |= st == FUNNEL_OK;
     }
   }
@@ -1011,6 +991,4 @@ funnel_status funnel_table_stats(const struct funnel_table *t, struct funnel_rea
   return FUNNEL_OK;
 }
 
-void funnel_table_free(struct funnel_table *t) {
-  if (t != NULL) table_release(t);
-}
+void funnel_table_free(struct funnel_table *t) { funnel__table_unref(t); }

@@ -43,6 +43,7 @@ const char *funnel_code_name(int code) {
     case FUNNEL_ERR_DEVICE_OUT_OF_MEMORY: return "FUNNEL_ERR_DEVICE_OUT_OF_MEMORY";
     case FUNNEL_ERR_DEVICE: return "FUNNEL_ERR_DEVICE";
     case FUNNEL_ERR_NO_DEVICE: return "FUNNEL_ERR_NO_DEVICE";
+    case FUNNEL_ERR_IN_USE: return "FUNNEL_ERR_IN_USE";
     case FUNNEL_ERR_FATAL: return "FUNNEL_ERR_FATAL";
     default: return "FUNNEL_ERR_UNKNOWN";
   }

@@ -198,6 +198,32 @@ public final class DeviceTable implements AutoCloseable {
         || t == MinorType.LARGEVARBINARY;
   }
 
+  /**
+   * Exports the table, without copying it, through the Arrow C Device Data Interface: fills the
+   * caller's {@code struct ArrowDeviceArray} at {@code deviceArrayAddress} with a struct array (one
+   * child per column) and, unless {@code schemaAddress} is 0, the caller's {@code struct
+   * ArrowSchema} with its schema.
+   *
+   * <p>On cuda the device type is CUDA and {@code sync_event} points to a {@code CUevent} the
+   * consumer waits on before reading (NULL when the read has completed); on the cpu backend the
+   * device type is CPU and the export waits for the read first. The array holds the table's memory
+   * until the consumer calls its release callback, also after this table and its device are
+   * closed. Arrow Java imports the CPU case with {@code Data.importVectorSchemaRoot} (the {@code
+   * ArrowArray} is the first member of the device array, at the same address).
+   */
+  public void exportTo(long deviceArrayAddress, long schemaAddress) {
+    exportDevice(handle(), deviceArrayAddress, schemaAddress);
+  }
+
+  /**
+   * Shares the table with other processes on this host and device: see {@link SharedTable}. Waits
+   * for the read, then copies the table's buffers once into shareable memory. An imported table
+   * cannot be shared again.
+   */
+  public SharedTable share() {
+    return new SharedTable(share(handle()));
+  }
+
   private long handle() {
     long h = handle;
     if (h == 0) {
@@ -249,4 +275,8 @@ public final class DeviceTable implements AutoCloseable {
   private static native void copyToHost(long handle, long[] addresses);
 
   private static native void free(long handle);
+
+  private static native void exportDevice(long handle, long array, long schema);
+
+  private static native long share(long handle);
 }

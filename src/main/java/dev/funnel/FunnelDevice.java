@@ -56,6 +56,23 @@ public final class FunnelDevice implements AutoCloseable {
     nativeStreamDestroy(handle(), stream);
   }
 
+  /**
+   * Opens a table another process shared ({@link DeviceTable#share()}), from its descriptor, as a
+   * read-only table of this process: its columns point into the sharing process's memory, and
+   * closing it tells that process it is done.
+   *
+   * @throws FunnelException {@link FunnelException.Code#INVALID_ARGUMENT} when the table was
+   *     shared from another backend or device, or by this very process; {@link
+   *     MalformedPartitionException} for bytes that are not a descriptor; {@link
+   *     FunnelException.Code#IN_USE} when the sharing process has withdrawn it
+   */
+  public DeviceTable importShared(byte[] descriptor) {
+    if (descriptor == null) {
+      throw new IllegalArgumentException("descriptor is null");
+    }
+    return new DeviceTable(nativeImport(handle(), descriptor), null);
+  }
+
   long handle() {
     long h = handle;
     if (h == 0) {
@@ -87,4 +104,6 @@ public final class FunnelDevice implements AutoCloseable {
   private static native long nativeStreamCreate(long handle);
 
   private static native void nativeStreamDestroy(long handle, long stream);
+
+  private static native long nativeImport(long handle, byte[] descriptor);
 }

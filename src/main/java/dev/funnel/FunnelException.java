@@ -28,6 +28,7 @@ public class FunnelException extends RuntimeException {
     DEVICE,
     NO_DEVICE,
     FATAL,
+    IN_USE,
     UNKNOWN;
 
     static Code of(int value) {

@@ -1,0 +1,253 @@
+/* export.c: a table through the Arrow C Device Data Interface.
+ *
+ * The exported struct array and each of its children hold a reference to
+ * the table, so a consumer may keep (or move out) any of them past
+ * funnel_table_free; the buffers are the table's own, not copies. The
+ * schema is built from the table's columns and holds nothing of it. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "table.h"
+
+/* ------------------------------------------------------------------ array */
+
+struct child_private {
+  struct funnel_table *table;
+  const void *buffers[3];
+};
+
+struct parent_private {
+  struct funnel_table *table;
+  const void *buffers[1];
+  struct ArrowArray *children;   /* the child structs, as given out */
+  struct ArrowArray **child_ptrs;
+  int64_t n_children;
+  void *event; /* what sync_event points to */
+};
+
+static void release_child(struct ArrowArray *a) {
+  if (a == NULL || a->release == NULL) return;
+  struct child_private *p = a->private_data;
+  funnel__table_unref(p->table);
+  free(p);
+  a->release = NULL;
+}
+
+static void release_parent(struct ArrowArray *a) {
+  if (a == NULL || a->release == NULL) return;
+  struct parent_private *p = a->private_data;
+  /* children the consumer did not move out are released with the parent */
+  for (int64_t i = 0; i < p->n_children; i++)
+    if (p->children[i].release != NULL) p->children[i].release(&p->children[i]);
+  free(p->children);
+  free(p->child_ptrs);
+  funnel__table_unref(p->table);
+  free(p);
+  a->release = NULL;
+}
+
+/* buffers of column `c` in the order Arrow gives them for its type */
+static int64_t child_buffers(const struct funnel_table *t, int c, const void **out) {
+  int64_t size;
+  const bool var = t->plan.schema->fields[c].offset_width > 0;
+  out[0] = (const void *)(uintptr_t)funnel__table_buffer(t, c, 0, &size);
+  if (var) out[1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, 1, &size);
+  out[var ? 2 : 1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, 2, &size);
+  return var ? 3 : 2;
+}
+
+static int export_array(struct funnel_table *t, struct ArrowArray *out, void ***sync,
+                        struct funnel_error *error) {
+  const int n = t->plan.schema->n_fields;
+  struct parent_private *p = calloc(1, sizeof(*p));
+  struct child_private **cp = calloc((size_t)n + 1, sizeof(*cp));
+  if (p != NULL) {
+    p->children = calloc((size_t)n + 1, sizeof(*p->children));
+    p->child_ptrs = calloc((size_t)n + 1, sizeof(*p->child_ptrs));
+  }
+  bool ok = p != NULL && cp != NULL && p->children != NULL && p->child_ptrs != NULL;
+  for (int c = 0; ok && c < n; c++) ok = (cp[c] = calloc(1, sizeof(**cp))) != NULL;
+  if (!ok) {
+    for (int c = 0; cp != NULL && c < n; c++) free(cp[c]);
+    if (p != NULL) {
+      free(p->children);
+      free(p->child_ptrs);
+    }
+    free(p);
+    free(cp);
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  }
+  p->n_children = n;
+  for (int c = 0; c < n; c++) {
+    struct ArrowArray *a = &p->children[c];
+    cp[c]->table = funnel__table_ref(t);
+    a->length = t->plan.rows;
+    a->null_count = t->plan.columns[c].null_count;
+    a->n_buffers = child_buffers(t, c, cp[c]->buffers);
+    a->buffers = cp[c]->buffers;
+    a->release = release_child;
+    a->private_data = cp[c];
+    p->child_ptrs[c] = a;
+  }
+  free(cp);
+  p->table = funnel__table_ref(t);
+  p->event = t->event;
+  *sync = &p->event;
+  memset(out, 0, sizeof(*out));
+  out->length = t->plan.rows;
+  out->n_buffers = 1; /* a struct's validity: none, no row of it is null */
+  out->buffers = p->buffers;
+  out->n_children = n;
+  out->children = p->child_ptrs;
+  out->release = release_parent;
+  out->private_data = p;
+  return FUNNEL_OK;
+}
+
+/* ----------------------------------------------------------------- schema */
+
+struct schema_private {
+  char format[64];
+  char *owned; /* a timestamp's format with its timezone, when long */
+  struct ArrowSchema *children;
+  struct ArrowSchema **child_ptrs;
+  int64_t n_children;
+};
+
+static void release_schema(struct ArrowSchema *s) {
+  if (s == NULL || s->release == NULL) return;
+  struct schema_private *p = s->private_data;
+  for (int64_t i = 0; i < p->n_children; i++)
+    if (p->children[i].release != NULL) p->children[i].release(&p->children[i]);
+  free(p->children);
+  free(p->child_ptrs);
+  free(p->owned);
+  free((void *)s->name);
+  free(p);
+  s->release = NULL;
+}
+
+/* The C Data Interface's format string of a field. */
+static int format_of(const struct funnel__field *f, struct schema_private *p,
+                     struct funnel_error *error) {
+  static const char *const simple[] = {
+      [FUNNEL_TYPE_INT8] = "c",    [FUNNEL_TYPE_INT16] = "s",   [FUNNEL_TYPE_INT32] = "i",
+      [FUNNEL_TYPE_INT64] = "l",   [FUNNEL_TYPE_UINT8] = "C",   [FUNNEL_TYPE_UINT16] = "S",
+      [FUNNEL_TYPE_UINT32] = "I",  [FUNNEL_TYPE_UINT64] = "L",  [FUNNEL_TYPE_FLOAT32] = "f",
+      [FUNNEL_TYPE_FLOAT64] = "g", [FUNNEL_TYPE_BOOL] = "b",    [FUNNEL_TYPE_DATE32] = "tdD",
+      [FUNNEL_TYPE_DATE64] = "tdm", [FUNNEL_TYPE_UTF8] = "u",   [FUNNEL_TYPE_BINARY] = "z",
+      [FUNNEL_TYPE_LARGE_UTF8] = "U", [FUNNEL_TYPE_LARGE_BINARY] = "Z"};
+  switch (f->type_id) {
+    case FUNNEL_TYPE_TIMESTAMP: {
+      static const char units[] = {'s', 'm', 'u', 'n'};
+      const size_t need = strlen(f->timezone) + 5;
+      char *dst = p->format;
+      if (need > sizeof(p->format)) {
+        if ((p->owned = malloc(need)) == NULL)
+          return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+        dst = p->owned;
+      }
+      snprintf(dst, need, "ts%c:%s", units[f->time_unit & 3], f->timezone);
+      return FUNNEL_OK;
+    }
+    case FUNNEL_TYPE_DECIMAL128:
+      snprintf(p->format, sizeof(p->format), "d:%d,%d", f->precision, f->scale);
+      return FUNNEL_OK;
+    case FUNNEL_TYPE_FIXED_SIZE_BINARY:
+      snprintf(p->format, sizeof(p->format), "w:%d", f->byte_width);
+      return FUNNEL_OK;
+    default:
+      if (f->type_id <= 0 || f->type_id >= (int)(sizeof(simple) / sizeof(simple[0])) ||
+          simple[f->type_id] == NULL)
+        return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED, "no C Data Interface format for %s",
+                          funnel_type_name(f->type_id));
+      snprintf(p->format, sizeof(p->format), "%s", simple[f->type_id]);
+      return FUNNEL_OK;
+  }
+}
+
+static int export_field(const char *name, const struct funnel__field *f, struct ArrowSchema *out,
+                        int64_t n_children, struct funnel_error *error) {
+  struct schema_private *p = calloc(1, sizeof(*p));
+  char *copy = p != NULL ? strdup(name) : NULL;
+  if (p != NULL && n_children > 0) {
+    p->children = calloc((size_t)n_children, sizeof(*p->children));
+    p->child_ptrs = calloc((size_t)n_children, sizeof(*p->child_ptrs));
+  }
+  int st = p == NULL || copy == NULL || (n_children > 0 && (p->children == NULL ||
+                                                           p->child_ptrs == NULL))
+               ? FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory")
+               : FUNNEL_OK;
+  if (st == FUNNEL_OK) {
+    if (f != NULL) st = format_of(f, p, error);
+    else snprintf(p->format, sizeof(p->format), "+s");
+  }
+  if (st != FUNNEL_OK) {
+    if (p != NULL) {
+      free(p->children);
+      free(p->child_ptrs);
+      free(p->owned);
+    }
+    free(p);
+    free(copy);
+    return st;
+  }
+  memset(out, 0, sizeof(*out));
+  out->format = p->owned != NULL ? p->owned : p->format;
+  out->name = copy;
+  out->flags = f == NULL || f->nullable ? ARROW_FLAG_NULLABLE : 0;
+  out->n_children = n_children;
+  out->children = p->child_ptrs;
+  out->release = release_schema;
+  out->private_data = p;
+  return FUNNEL_OK;
+}
+
+static int export_schema(const struct funnel_table *t, struct ArrowSchema *out,
+                         struct funnel_error *error) {
+  const struct funnel__schema *s = t->plan.schema;
+  FUNNEL_RETURN_NOT_OK(export_field("", NULL, out, s->n_fields, error));
+  struct schema_private *p = out->private_data;
+  for (int c = 0; c < s->n_fields; c++) {
+    int st = export_field(s->fields[c].name, &s->fields[c], &p->children[c], 0, error);
+    if (st != FUNNEL_OK) {
+      p->n_children = c; /* release what was made */
+      out->release(out);
+      return st;
+    }
+    p->child_ptrs[c] = &p->children[c];
+    p->n_children = c + 1;
+  }
+  return FUNNEL_OK;
+}
+
+/* ----------------------------------------------------------------- export */
+
+funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
+                                         struct ArrowSchema *schema, struct funnel_error *error) {
+  funnel__error_clear(error);
+  if (t == NULL || array == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "funnel_table_export_device: table and array must not be NULL");
+  const bool cuda = strcmp(t->dev->be.name, "cuda") == 0;
+  /* a CPU consumer has no event to wait on */
+  if (!cuda) FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
+  struct ArrowSchema s;
+  if (schema != NULL) FUNNEL_RETURN_NOT_OK(export_schema(t, &s, error));
+  struct ArrowDeviceArray a;
+  memset(&a, 0, sizeof(a));
+  void **event = NULL;
+  int st = export_array(t, &a.array, &event, error);
+  if (st != FUNNEL_OK) {
+    if (schema != NULL) s.release(&s);
+    return st;
+  }
+  a.device_type = cuda ? ARROW_DEVICE_CUDA : ARROW_DEVICE_CPU;
+  a.device_id = cuda ? t->dev->be.device_id : -1;
+  a.sync_event = cuda && *event != NULL && !funnel_table_is_ready(t) ? (void *)event : NULL;
+  *array = a;
+  if (schema != NULL) *schema = s;
+  return FUNNEL_OK;
+}

@@ -1,0 +1,625 @@
+/* ipc.c: sharing a table with other processes (funnel.h, "sharing").
+ *
+ * The exporter copies the table's buffers into memory another process can
+ * open (the backend's shared_alloc: cuda IPC or POSIX shared memory) and
+ * writes a descriptor; an importer maps that memory read only and builds a
+ * table over it. A control block in POSIX shared memory (both backends: the
+ * protocol is the host's business) holds one slot per importer, so the
+ * exporter frees nothing while an importer holds it, and notices importers
+ * that died. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "table.h"
+
+#define DESCRIPTOR_MAGIC "FNLTBL01"
+#define DESCRIPTOR_VERSION 1
+#define CONTROL_MAGIC UINT64_C(0x31544c43464e4c46) /* "FLNFCLT1" */
+#define NAME_BYTES 64
+#define BACKEND_CPU 1
+#define BACKEND_CUDA 2
+
+/* ---------------------------------------------------------- control block */
+
+struct slot {
+  _Atomic int32_t pid;     /* 0: free */
+  uint32_t unused;
+  _Atomic uint64_t start;  /* the holder's start time (0: not yet written) */
+};
+
+struct control {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t n_slots;
+  _Atomic int32_t withdrawn; /* 1: no new imports */
+  int32_t exporter_pid;
+  _Atomic int64_t imports;   /* imports ever made */
+  struct slot slots[FUNNEL_EXPORT_SLOTS];
+};
+
+/* A process's start time in clock ticks since boot (/proc/PID/stat, field
+ * 22), so a pid reused by a new process is not taken for the importer; 0
+ * when unknown. */
+static uint64_t start_time(pid_t pid) {
+  char path[64], text[1024];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  const size_t n = fread(text, 1, sizeof(text) - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  const char *p = strrchr(text, ')'); /* the command may hold spaces */
+  if (p == NULL) return 0;
+  unsigned long long value = 0;
+  int field = 2;
+  for (p++; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  return field == 22 && sscanf(p, "%llu", &value) == 1 ? value : 0;
+}
+
+static bool holder_alive(struct slot *s, int32_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  const uint64_t start = atomic_load(&s->start), now = start_time(pid);
+  return start == 0 || now == 0 || start == now;
+}
+
+/* Frees the slots of importers that died; returns the live ones. */
+static int reap(struct control *c) {
+  int live = 0;
+  for (uint32_t i = 0; i < FUNNEL_EXPORT_SLOTS; i++) {
+    struct slot *s = &c->slots[i];
+    int32_t pid = atomic_load(&s->pid);
+    if (pid == 0) continue;
+    if (holder_alive(s, pid)) {
+      live++;
+    } else {
+      atomic_store(&s->start, 0);
+      atomic_compare_exchange_strong(&s->pid, &pid, 0);
+    }
+  }
+  return live;
+}
+
+static void *map_control(const char *name, bool create, struct funnel_error *error) {
+  int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+  if (fd < 0) {
+    const int e = errno;
+    if (!create && e == ENOENT)
+      FUNNEL_ERR(error, FUNNEL_ERR_IN_USE,
+                 "the export is closed: its control block %s is gone", name);
+    else
+      FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "shm_open(%s): %s", name, strerror(e));
+    return NULL;
+  }
+  struct stat st;
+  if ((create && ftruncate(fd, sizeof(struct control)) != 0) ||
+      (!create && (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(struct control)))) {
+    const int e = errno;
+    close(fd);
+    if (create) shm_unlink(name);
+    FUNNEL_ERR(error, create ? FUNNEL_ERR_HOST_OUT_OF_MEMORY : FUNNEL_ERR_MALFORMED,
+               "control block %s: %s", name, create ? strerror(e) : "too small");
+    return NULL;
+  }
+  void *p = mmap(NULL, sizeof(struct control), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    if (create) shm_unlink(name);
+    FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cannot map control block %s: %s", name,
+               strerror(e));
+    return NULL;
+  }
+  return p;
+}
+
+/* ------------------------------------------------------------- descriptor */
+
+struct writer {
+  uint8_t *p;
+  size_t at;
+};
+
+static void put(struct writer *w, const void *v, size_t n) {
+  memcpy(w->p + w->at, v, n);
+  w->at += n;
+}
+static void put_u32(struct writer *w, uint32_t v) { put(w, &v, 4); }
+static void put_i32(struct writer *w, int32_t v) { put(w, &v, 4); }
+static void put_i64(struct writer *w, int64_t v) { put(w, &v, 8); }
+
+struct cursor {
+  const uint8_t *p;
+  size_t length, at;
+  struct funnel_error *error;
+};
+
+static int take(struct cursor *c, void *v, size_t n, const char *what) {
+  if (c->length - c->at < n)
+    return funnel__error_set(c->error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)c->at,
+                             "table descriptor truncated at byte %zu: %zu bytes for %s, %zu left",
+                             c->at, n, what, c->length - c->at);
+  memcpy(v, c->p + c->at, n);
+  c->at += n;
+  return FUNNEL_OK;
+}
+
+/* --------------------------------------------------------------- exporter */
+
+struct funnel_export {
+  struct funnel_device *dev;
+  uint64_t mem;
+  size_t mem_size;
+  struct funnel__ipc_handle mem_handle;
+  void *event; /* interprocess event after the copy (cuda), or NULL */
+  struct control *control;
+  char control_name[NAME_BYTES];
+  uint8_t *descriptor;
+  size_t length;
+};
+
+static _Atomic int64_t export_sequence;
+
+static void export_free(struct funnel_export *ex) {
+  struct funnel_backend *be = &ex->dev->be;
+  if (ex->event != NULL) {
+    funnel__dev_event_wait(be, ex->event, NULL);
+    funnel__dev_event_destroy(be, ex->event);
+  }
+  funnel__dev_shared_free(be, ex->mem, ex->mem_size, &ex->mem_handle);
+  if (ex->control != NULL) {
+    munmap(ex->control, sizeof(struct control));
+    shm_unlink(ex->control_name);
+  }
+  free(ex->descriptor);
+  funnel__device_unref(ex->dev);
+  free(ex);
+}
+
+/* Copies the table's buffers into shared memory; the copy is waited for
+ * (cpu) or an interprocess event is recorded after it (cuda). */
+static int share_buffers(struct funnel_table *t, struct funnel_export *ex,
+                         struct funnel__ipc_handle *event_handle, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  void *stream = t->dev->stream;
+  ex->mem_size = (size_t)t->plan.out_size;
+  if (ex->mem_size == 0) return FUNNEL_OK;
+  const bool ipc_event = be->ipc_event_create != NULL;
+  void *event = NULL;
+  /* the event before the copy: once it is enqueued it must be waited for */
+  FUNNEL_RETURN_NOT_OK(ipc_event ? funnel__dev_ipc_event_create(be, &event, event_handle, error)
+                                 : funnel__dev_event_create(be, &event, error));
+  int st = funnel__dev_shared_alloc(be, ex->mem_size, &ex->mem, &ex->mem_handle, error);
+  if (st == FUNNEL_OK) st = funnel__dev_copy_d2d_async(be, ex->mem, t->out, ex->mem_size, stream, error);
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, event, stream, error);
+  if (st == FUNNEL_OK && !ipc_event) st = funnel__dev_event_wait(be, event, error);
+  if (st != FUNNEL_OK || !ipc_event) {
+    if (st != FUNNEL_OK && ex->mem != 0) {
+      /* a copy may be in flight: wait on the stream through a last event */
+      struct funnel_error e;
+      if (funnel__dev_event_record(be, event, stream, &e) == FUNNEL_OK &&
+          funnel__dev_event_wait(be, event, &e) == FUNNEL_OK) {
+        funnel__dev_shared_free(be, ex->mem, ex->mem_size, &ex->mem_handle);
+      }
+      ex->mem = 0;
+    }
+    funnel__dev_event_destroy(be, event);
+    return st;
+  }
+  ex->event = event;
+  return FUNNEL_OK;
+}
+
+static int write_descriptor(struct funnel_table *t, struct funnel_export *ex,
+                            const uint8_t uuid[16], const struct funnel__ipc_handle *event_handle,
+                            struct funnel_error *error) {
+  const struct funnel__schema *schema = t->plan.schema;
+  const int n = schema->n_fields;
+  const int n_alloc = ex->mem != 0 ? 1 : 0;
+  const size_t schema_padded = (size_t)funnel__align_up(schema->ipc_length, 8);
+  const size_t length = 8 + 4 + 4 + 16 + 8 + NAME_BYTES + 8 + 4 * 4 + 64 +
+                        (size_t)n_alloc * (64 + 8) + 8 + schema_padded + (size_t)n * (8 + 3 * 24);
+  struct writer w = {calloc(1, length), 0};
+  if (w.p == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  put(&w, DESCRIPTOR_MAGIC, 8);
+  put_u32(&w, DESCRIPTOR_VERSION);
+  put_u32(&w, strcmp(t->dev->be.name, "cuda") == 0 ? BACKEND_CUDA : BACKEND_CPU);
+  put(&w, uuid, 16);
+  put_i64(&w, (int64_t)getpid());
+  put(&w, ex->control_name, NAME_BYTES);
+  put_i64(&w, t->plan.rows);
+  put_i32(&w, n);
+  put_i32(&w, n_alloc);
+  put_i32(&w, ex->event != NULL);
+  put_u32(&w, 0);
+  put(&w, event_handle->bytes, 64);
+  if (n_alloc) {
+    put(&w, ex->mem_handle.bytes, 64);
+    put_i64(&w, (int64_t)ex->mem_size);
+  }
+  put_i64(&w, schema->ipc_length);
+  put(&w, schema->ipc, (size_t)schema->ipc_length);
+  w.at += schema_padded - (size_t)schema->ipc_length;
+  for (int c = 0; c < n; c++) {
+    const struct funnel__out_column *oc = &t->plan.columns[c];
+    put_i64(&w, oc->null_count);
+    const int64_t offset[3] = {oc->validity, oc->offsets, oc->data};
+    const int64_t size[3] = {oc->validity_size, oc->offsets_size, oc->data_size};
+    for (int k = 0; k < 3; k++) {
+      const bool present = n_alloc && offset[k] >= 0 && size[k] > 0;
+      put_i32(&w, present ? 0 : -1);
+      put_u32(&w, 0);
+      put_i64(&w, present ? offset[k] : 0);
+      put_i64(&w, present ? size[k] : 0);
+    }
+  }
+  ex->descriptor = w.p;
+  ex->length = w.at;
+  return FUNNEL_OK;
+}
+
+funnel_status funnel_table_export(struct funnel_table *t, struct funnel_export **out,
+                                  struct funnel_error *error) {
+  funnel__error_clear(error);
+  if (t == NULL || out == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "funnel_table_export: table and out must not be NULL");
+  if (t->import != NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "an imported table cannot be shared again: share the original in the "
+                      "process that exported it");
+  struct funnel_backend *be = &t->dev->be;
+  if (be->shared_alloc == NULL || be->device_uuid == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED, "the %s backend cannot share tables",
+                      be->name);
+  FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
+  uint8_t uuid[16];
+  FUNNEL_RETURN_NOT_OK(be->device_uuid(be, uuid, error));
+  struct funnel_export *ex = calloc(1, sizeof(*ex));
+  if (ex == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  ex->dev = funnel__device_ref(t->dev);
+  snprintf(ex->control_name, sizeof(ex->control_name), "/funnel-ctl-%ld-%lld-%lld",
+           (long)getpid(), (long long)atomic_fetch_add(&export_sequence, 1),
+           (long long)funnel__now_ns());
+  int st = FUNNEL_OK;
+  ex->control = map_control(ex->control_name, true, error);
+  if (ex->control == NULL) {
+    st = error != NULL ? error->code : FUNNEL_ERR_DEVICE;
+  } else {
+    struct control *c = ex->control;
+    memset(c, 0, sizeof(*c));
+    c->version = DESCRIPTOR_VERSION;
+    c->n_slots = FUNNEL_EXPORT_SLOTS;
+    c->exporter_pid = (int32_t)getpid();
+    atomic_thread_fence(memory_order_seq_cst);
+    c->magic = CONTROL_MAGIC;
+  }
+  struct funnel__ipc_handle event_handle;
+  memset(&event_handle, 0, sizeof(event_handle));
+  if (st == FUNNEL_OK) st = share_buffers(t, ex, &event_handle, error);
+  if (st == FUNNEL_OK) st = write_descriptor(t, ex, uuid, &event_handle, error);
+  if (st != FUNNEL_OK) {
+    export_free(ex);
+    return st;
+  }
+  *out = ex;
+  return FUNNEL_OK;
+}
+
+const void *funnel_export_descriptor(const struct funnel_export *ex, size_t *length) {
+  if (ex == NULL) return NULL;
+  if (length != NULL) *length = ex->length;
+  return ex->descriptor;
+}
+
+int funnel_export_importers(struct funnel_export *ex) {
+  return ex != NULL && ex->control != NULL ? reap(ex->control) : 0;
+}
+
+funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
+                                  struct funnel_error *error) {
+  funnel__error_clear(error);
+  if (ex == NULL) return FUNNEL_OK;
+  struct control *c = ex->control;
+  atomic_store(&c->withdrawn, 1);
+  const int64_t deadline = funnel__now_ns() + (timeout_ms < 0 ? 0 : timeout_ms * 1000000);
+  for (;;) {
+    const int live = reap(c);
+    if (live == 0) break;
+    if (timeout_ms >= 0 && funnel__now_ns() >= deadline) {
+      char pids[256];
+      size_t at = 0;
+      pids[0] = '\0';
+      for (uint32_t i = 0; i < FUNNEL_EXPORT_SLOTS && at < sizeof(pids) - 16; i++) {
+        const int32_t pid = atomic_load(&c->slots[i].pid);
+        if (pid != 0) at += (size_t)snprintf(pids + at, sizeof(pids) - at, "%s%d", at ? ", " : "", pid);
+      }
+      return FUNNEL_ERR(error, FUNNEL_ERR_IN_USE,
+                        "%d importer%s still hold%s the shared table (pid %s) after %lld ms; it "
+                        "is withdrawn: close it again once they are done",
+                        live, live == 1 ? "" : "s", live == 1 ? "s" : "", pids,
+                        (long long)timeout_ms);
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  export_free(ex);
+  return FUNNEL_OK;
+}
+
+/* --------------------------------------------------------------- importer */
+
+struct funnel__import {
+  struct control *control;
+  int slot;
+  int n_alloc;
+  uint64_t *mem;
+  int64_t *mem_size;
+};
+
+void funnel__import_release(struct funnel_table *t) {
+  struct funnel__import *im = t->import;
+  for (int i = 0; i < im->n_alloc; i++)
+    funnel__dev_shared_close(&t->dev->be, im->mem[i], (size_t)im->mem_size[i]);
+  if (im->control != NULL) {
+    if (im->slot >= 0) {
+      atomic_store(&im->control->slots[im->slot].start, 0);
+      atomic_store(&im->control->slots[im->slot].pid, 0);
+    }
+    munmap(im->control, sizeof(struct control));
+  }
+  free(im);
+  t->import = NULL;
+}
+
+static void hex(const uint8_t *b, char out[33]) {
+  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Takes a slot of the control block for this process. */
+static int claim_slot(struct funnel__import *im, struct funnel_error *error) {
+  struct control *c = im->control;
+  if (c->magic != CONTROL_MAGIC || c->version != DESCRIPTOR_VERSION)
+    return FUNNEL_ERR(error, FUNNEL_ERR_MALFORMED, "the export's control block is not funnel's");
+  const int32_t me = (int32_t)getpid();
+  for (int pass = 0; pass < 2 && im->slot < 0; pass++) {
+    if (pass == 1) reap(c);
+    for (int i = 0; i < FUNNEL_EXPORT_SLOTS && im->slot < 0; i++) {
+      int32_t free_pid = 0;
+      if (atomic_compare_exchange_strong(&c->slots[i].pid, &free_pid, me)) im->slot = i;
+    }
+  }
+  if (im->slot < 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_IN_USE, "the shared table has %d importers already",
+                      FUNNEL_EXPORT_SLOTS);
+  atomic_store(&c->slots[im->slot].start, start_time(me));
+  /* after the slot is taken: the exporter either sees the slot, or this
+   * sees the withdrawal */
+  if (atomic_load(&c->withdrawn))
+    return FUNNEL_ERR(error, FUNNEL_ERR_IN_USE,
+                      "the shared table was withdrawn by its exporter (pid %d)", c->exporter_pid);
+  atomic_fetch_add(&c->imports, 1);
+  return FUNNEL_OK;
+}
+
+struct header {
+  char magic[8];
+  uint32_t version, backend;
+  uint8_t uuid[16];
+  int64_t pid;
+  char control[NAME_BYTES];
+  int64_t rows;
+  int32_t columns, allocations, has_event;
+  uint32_t unused;
+  struct funnel__ipc_handle event;
+};
+
+static int read_header(struct cursor *cur, struct header *h) {
+  FUNNEL_RETURN_NOT_OK(take(cur, h->magic, 8, "the magic"));
+  if (memcmp(h->magic, DESCRIPTOR_MAGIC, 8) != 0)
+    return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, -1, 0,
+                             "not a funnel table descriptor: bad magic at byte 0");
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->version, 4, "the version"));
+  if (h->version != DESCRIPTOR_VERSION)
+    return funnel__error_set(cur->error, FUNNEL_ERR_UNSUPPORTED, -1, -1, 8,
+                             "table descriptor version %u, this funnel reads version %d",
+                             h->version, DESCRIPTOR_VERSION);
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->backend, 4, "the backend"));
+  FUNNEL_RETURN_NOT_OK(take(cur, h->uuid, 16, "the device UUID"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->pid, 8, "the exporter's pid"));
+  FUNNEL_RETURN_NOT_OK(take(cur, h->control, NAME_BYTES, "the control block's name"));
+  h->control[NAME_BYTES - 1] = '\0';
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->rows, 8, "the row count"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->columns, 4, "the column count"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->allocations, 4, "the allocation count"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->has_event, 4, "the event flag"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &h->unused, 4, "padding"));
+  FUNNEL_RETURN_NOT_OK(take(cur, h->event.bytes, 64, "the event handle"));
+  if (h->rows < 0 || h->rows > FUNNEL__MAX_ROWS || h->columns < 0 || h->allocations < 0 ||
+      h->allocations > 3 * (int64_t)h->columns + 1 || (h->has_event != 0 && h->has_event != 1) ||
+      h->control[0] != '/')
+    return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, -1, 96,
+                             "table descriptor header out of range: %lld rows, %d columns, %d "
+                             "allocations, event flag %d",
+                             (long long)h->rows, h->columns, h->allocations, h->has_event);
+  return FUNNEL_OK;
+}
+
+/* The smallest size Arrow's layout allows for buffer k of a column. */
+static int64_t min_size(const struct funnel__field *f, int k, int64_t rows) {
+  if (k == 0) return (rows + 7) / 8;
+  if (k == 1) return f->offset_width > 0 ? (rows + 1) * f->offset_width : 0;
+  if (f->type_id == FUNNEL_TYPE_BOOL) return (rows + 7) / 8;
+  return f->offset_width > 0 ? 0 : rows * f->byte_width;
+}
+
+static int import_table(struct funnel_device *dev, struct cursor *cur, struct funnel_table *t,
+                        struct funnel__import *im, struct funnel_error *error) {
+  struct funnel_backend *be = &dev->be;
+  struct header h;
+  FUNNEL_RETURN_NOT_OK(read_header(cur, &h));
+  const bool cuda = strcmp(be->name, "cuda") == 0;
+  if ((h.backend == BACKEND_CUDA) != cuda)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "the table was shared from the %s backend; this device is %s",
+                      h.backend == BACKEND_CUDA ? "cuda" : "cpu", be->name);
+  uint8_t uuid[16];
+  if (be->device_uuid == NULL || be->shared_open == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED, "the %s backend cannot open shared tables",
+                      be->name);
+  FUNNEL_RETURN_NOT_OK(be->device_uuid(be, uuid, error));
+  if (memcmp(uuid, h.uuid, 16) != 0) {
+    char want[33], have[33];
+    hex(h.uuid, want);
+    hex(uuid, have);
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "the table was shared from device %s; this device is %s%s", want, have,
+                      cuda ? "" : " (cpu: the host's boot id)");
+  }
+
+  struct funnel__ipc_handle *handles =
+      funnel__arena_calloc(&t->arena, (size_t)h.allocations + 1, sizeof(*handles));
+  im->mem = funnel__arena_calloc(&t->arena, (size_t)h.allocations + 1, sizeof(uint64_t));
+  im->mem_size = funnel__arena_calloc(&t->arena, (size_t)h.allocations + 1, sizeof(int64_t));
+  if (handles == NULL || im->mem == NULL || im->mem_size == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (int i = 0; i < h.allocations; i++) {
+    FUNNEL_RETURN_NOT_OK(take(cur, handles[i].bytes, 64, "an allocation's handle"));
+    FUNNEL_RETURN_NOT_OK(take(cur, &im->mem_size[i], 8, "an allocation's size"));
+    if (im->mem_size[i] <= 0)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at - 8,
+                               "allocation %d of the table descriptor has size %lld", i,
+                               (long long)im->mem_size[i]);
+  }
+  int64_t schema_length;
+  FUNNEL_RETURN_NOT_OK(take(cur, &schema_length, 8, "the schema's length"));
+  if (schema_length <= 0 || (uint64_t)schema_length > cur->length - cur->at)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at - 8,
+                             "the table descriptor's schema length %lld exceeds its %zu bytes left",
+                             (long long)schema_length, cur->length - cur->at);
+  struct funnel__schema *schema = funnel__arena_calloc(&t->arena, 1, sizeof(*schema));
+  if (schema == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  FUNNEL_RETURN_NOT_OK(
+      funnel__schema_parse(cur->p + cur->at, schema_length, &t->arena, schema, error));
+  cur->at += (size_t)funnel__align_up(schema_length, 8) < cur->length - cur->at
+                 ? (size_t)funnel__align_up(schema_length, 8)
+                 : cur->length - cur->at;
+  if (schema->n_fields != h.columns)
+    return FUNNEL_ERR(error, FUNNEL_ERR_MALFORMED,
+                      "the table descriptor lists %d columns, its schema %d", h.columns,
+                      schema->n_fields);
+  struct funnel__out_column *cols =
+      funnel__arena_calloc(&t->arena, (size_t)h.columns + 1, sizeof(*cols));
+  uint64_t *addr = funnel__arena_calloc(&t->arena, 3 * (size_t)h.columns + 1, sizeof(uint64_t));
+  int32_t *which = funnel__arena_calloc(&t->arena, 3 * (size_t)h.columns + 1, sizeof(int32_t));
+  if (cols == NULL || addr == NULL || which == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (int c = 0; c < h.columns; c++) {
+    const size_t at = cur->at;
+    FUNNEL_RETURN_NOT_OK(take(cur, &cols[c].null_count, 8, "a column's null count"));
+    if (cols[c].null_count < 0 || cols[c].null_count > h.rows)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
+                               "column %d ('%s'): null count %lld of %lld rows", c,
+                               schema->fields[c].name, (long long)cols[c].null_count,
+                               (long long)h.rows);
+    for (int k = 0; k < 3; k++) {
+      int32_t alloc;
+      uint32_t pad;
+      int64_t offset, size;
+      FUNNEL_RETURN_NOT_OK(take(cur, &alloc, 4, "a buffer's allocation"));
+      FUNNEL_RETURN_NOT_OK(take(cur, &pad, 4, "padding"));
+      FUNNEL_RETURN_NOT_OK(take(cur, &offset, 8, "a buffer's offset"));
+      FUNNEL_RETURN_NOT_OK(take(cur, &size, 8, "a buffer's length"));
+      int64_t end;
+      const bool wanted = k != 0 || cols[c].null_count > 0;
+      const int64_t need = wanted ? min_size(&schema->fields[c], k, h.rows) : 0;
+      const bool bad = alloc < -1 || alloc >= h.allocations ||
+                       (alloc >= 0 && (offset < 0 || size < need ||
+                                       funnel__add_overflows(offset, size, &end) ||
+                                       end > im->mem_size[alloc])) ||
+                       (alloc < 0 && need > 0);
+      if (bad)
+        return funnel__error_set(
+            error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
+            "column %d ('%s'), buffer %d: allocation %d, offset %lld, length %lld does not "
+            "fit (%d allocations, %lld bytes needed)",
+            c, schema->fields[c].name, k, alloc, (long long)offset, (long long)size,
+            h.allocations, (long long)need);
+      which[3 * c + k] = alloc;
+      addr[3 * c + k] = (uint64_t)offset; /* made absolute once mapped */
+      int64_t *dst = k == 0 ? &cols[c].validity_size : k == 1 ? &cols[c].offsets_size
+                                                              : &cols[c].data_size;
+      *dst = alloc >= 0 ? size : 0;
+    }
+    cols[c].validity = cols[c].offsets = cols[c].data = -1;
+  }
+  if (cur->at != cur->length)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at,
+                             "%zu bytes after the table descriptor's end",
+                             cur->length - cur->at);
+
+  if (h.pid == (int64_t)getpid())
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "the table was shared by this process (pid %lld): use the table itself "
+                      "(a process cannot open its own CUDA IPC handles)",
+                      (long long)h.pid);
+  /* the protocol first: the exporter frees nothing while the slot is held */
+  im->control = map_control(h.control, false, error);
+  if (im->control == NULL) return error != NULL ? error->code : FUNNEL_ERR_DEVICE;
+  FUNNEL_RETURN_NOT_OK(claim_slot(im, error));
+  for (int i = 0; i < h.allocations; i++) {
+    FUNNEL_RETURN_NOT_OK(funnel__dev_shared_open(be, &handles[i], (size_t)im->mem_size[i],
+                                                 &im->mem[i], error));
+    im->n_alloc = i + 1;
+  }
+  if (h.has_event) FUNNEL_RETURN_NOT_OK(funnel__dev_ipc_event_open(be, &h.event, &t->event, error));
+  for (int i = 0; i < 3 * h.columns; i++)
+    addr[i] = which[i] >= 0 ? im->mem[which[i]] + addr[i] : 0;
+  t->plan.schema = schema;
+  t->plan.rows = h.rows;
+  t->plan.columns = cols;
+  t->import_addr = addr;
+  t->done = t->event == NULL;
+  t->stats.rows = h.rows;
+  t->stats.columns = h.columns;
+  return FUNNEL_OK;
+}
+
+funnel_status funnel_table_import(struct funnel_device *dev, const void *descriptor,
+                                  size_t length, struct funnel_table **out,
+                                  struct funnel_error *error) {
+  funnel__error_clear(error);
+  if (dev == NULL || out == NULL || (descriptor == NULL && length > 0))
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "funnel_table_import: NULL argument");
+  struct funnel_table *t = calloc(1, sizeof(*t));
+  struct funnel__import *im = calloc(1, sizeof(*im));
+  if (t == NULL || im == NULL) {
+    free(t);
+    free(im);
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  }
+  atomic_init(&t->refs, 1);
+  t->dev = funnel__device_ref(dev);
+  pthread_mutex_init(&t->mu, NULL);
+  t->stats.kernel_ns = -1;
+  im->slot = -1;
+  t->import = im;
+  struct cursor cur = {descriptor, length, 0, error};
+  const int st = import_table(dev, &cur, t, im, error);
+  if (st != FUNNEL_OK) {
+    funnel__table_unref(t); /* closes what was opened, gives the slot back */
+    return st;
+  }
+  *out = t;
+  return FUNNEL_OK;
+}

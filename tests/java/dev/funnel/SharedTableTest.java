@@ -1,0 +1,191 @@
+package dev.funnel;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Sharing a table with another JVM (issue 6, item 3): a real second process ({@link
+ * SharedTableChild}) imports the descriptor and compares the table with Arrow Java's reading of
+ * the partitions. On the cpu backend the memory is POSIX shared memory, on cuda CUDA IPC. Covered:
+ * the data (validity masks, strings at offsets into one allocation), close waiting for a live
+ * importer and refusing new ones once withdrawn, an importer killed while it holds the table, and
+ * opening in the sharing process or from bytes that are not a descriptor.
+ */
+class SharedTableTest extends DeviceTestCase {
+  @TempDir Path dir;
+
+  private final List<Path> partitionFiles = new ArrayList<>();
+  private final List<byte[]> parts = new ArrayList<>();
+
+  private SharedTable share(long seed) throws IOException {
+    Random random = new Random(seed);
+    for (int p = 0; p < 6; p++) {
+      byte[] bytes =
+          TestSupport.randomStream(
+              TestSupport.allTypesSchema(), allocator, random, 0.2, 1 + random.nextInt(700));
+      Path file = dir.resolve("part-" + p + ".arrows");
+      Files.write(file, bytes);
+      parts.add(bytes);
+      partitionFiles.add(file);
+    }
+    try (FunnelReader reader = new FunnelReader(device);
+        DeviceTable table = TestSupport.read(reader, parts)) {
+      SharedTable shared = table.share();
+      Files.write(dir.resolve("descriptor"), shared.descriptor());
+      return shared; // the table closes here: the shared copy is its own
+    }
+  }
+
+  /** The classpath of this JVM, and where the classes the child needs come from. */
+  private static String classPath() {
+    Set<String> entries = new LinkedHashSet<>();
+    for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
+      entries.add(e);
+    }
+    for (Class<?> c :
+        new Class<?>[] {SharedTableChild.class, FunnelDevice.class, VectorSchemaRoot.class,
+          BufferAllocator.class, org.apache.arrow.memory.RootAllocator.class, Test.class}) {
+      try {
+        entries.add(Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
+      } catch (Exception e) {
+        throw new IllegalStateException("where " + c + " comes from", e);
+      }
+    }
+    return String.join(File.pathSeparator, entries);
+  }
+
+  private Process child(String mode) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(ProcessHandle.current().info().command().orElse("java"));
+    cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
+    cmd.add("-Dfunnel.backend=" + TestSupport.BACKEND);
+    cmd.add("-cp");
+    cmd.add(classPath());
+    cmd.add(SharedTableChild.class.getName());
+    cmd.add(mode);
+    cmd.add(dir.resolve("descriptor").toString());
+    for (Path p : partitionFiles) {
+      cmd.add(p.toString());
+    }
+    return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+  }
+
+  /** Waits for the child; returns its exit code, its output in `out`. */
+  private static int finish(Process p, StringBuilder out) throws Exception {
+    try (BufferedReader r =
+        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      for (String line; (line = r.readLine()) != null; ) {
+        out.append(line).append('\n');
+      }
+    }
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the child JVM did not end");
+    return p.exitValue();
+  }
+
+  private static void assertMatched(Process p) throws Exception {
+    StringBuilder out = new StringBuilder();
+    assertEquals(0, finish(p, out), () -> "the importing JVM says:\n" + out);
+  }
+
+  @Test
+  void anotherJvmReadsTheSharedTable() throws Exception {
+    try (SharedTable shared = share(71)) {
+      assertMatched(child("verify"));
+      assertEquals(0, shared.importers());
+      assertTrue(shared.close(Duration.ZERO));
+    }
+  }
+
+  @Test
+  void closeWaitsForTheImporterAndRefusesNewOnes() throws Exception {
+    try (SharedTable shared = share(72)) {
+      Process holder = child("hold");
+      BufferedReader lines =
+          new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("imported", lines.readLine());
+      assertEquals(1, shared.importers());
+      assertFalse(shared.close(Duration.ofMillis(50)), "closed while an importer holds it");
+      StringBuilder refused = new StringBuilder();
+      assertEquals(3, finish(child("verify"), refused), refused::toString);
+      assertTrue(refused.toString().contains("IN_USE") && refused.toString().contains("withdrawn"),
+          refused::toString);
+      try (Writer w = new OutputStreamWriter(holder.getOutputStream(), StandardCharsets.UTF_8)) {
+        w.write("go\n");
+      }
+      assertTrue(shared.close(Duration.ofSeconds(120)), "close waits for the holder to finish");
+      StringBuilder out = new StringBuilder();
+      for (String line; (line = lines.readLine()) != null; ) {
+        out.append(line).append('\n');
+      }
+      assertTrue(holder.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(0, holder.exitValue(), out::toString);
+    }
+  }
+
+  @Test
+  void anImporterKilledHoldingTheTableIsNoticed() throws Exception {
+    try (SharedTable shared = share(73)) {
+      Process holder = child("hold");
+      BufferedReader lines =
+          new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+      assertEquals("imported", lines.readLine());
+      assertEquals(1, shared.importers());
+      holder.destroyForcibly(); // SIGKILL: it never closes
+      assertTrue(holder.waitFor(60, TimeUnit.SECONDS));
+      assertEquals(0, shared.importers());
+      assertTrue(shared.close(Duration.ZERO));
+    }
+  }
+
+  @Test
+  void theSharingProcessCannotImportItsOwnTable() throws Exception {
+    long[] shared0;
+    try (SharedTable shared = share(74)) {
+      shared0 = Faults.nativeLive();
+      FunnelException e =
+          assertThrows(FunnelException.class, () -> device.importShared(shared.descriptor()));
+      assertEquals(FunnelException.Code.INVALID_ARGUMENT, e.code());
+      assertTrue(e.getMessage().contains("shared by this process"), e.getMessage());
+      assertArrayEquals(shared0, Faults.nativeLive(), "native objects left by the failed import");
+    }
+    assertEquals(shared0[0] - 1, Faults.nativeLive()[0], "the shared memory is freed by close");
+  }
+
+  @Test
+  void bytesThatAreNotADescriptorAreMalformed() throws Exception {
+    try (SharedTable shared = share(75)) {
+      byte[] d = shared.descriptor();
+      d[0] ^= 1;
+      MalformedPartitionException e =
+          assertThrows(MalformedPartitionException.class, () -> device.importShared(d));
+      assertTrue(e.getMessage().contains("bad magic at byte 0"), e.getMessage());
+      byte[] cut = java.util.Arrays.copyOf(shared.descriptor(), 50);
+      e = assertThrows(MalformedPartitionException.class, () -> device.importShared(cut));
+      assertTrue(e.getMessage().contains("truncated"), e.getMessage());
+    }
+  }
+}

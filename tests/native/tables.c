@@ -1,0 +1,107 @@
+/* tables.c: see tables.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tables.h"
+
+struct table_src table_random(const struct iw_schema *s, int64_t rows, int null_permille,
+                                     uint64_t seed) {
+  struct table_src t = {s, calloc((size_t)s->n_fields, sizeof(struct iw_col)), rows};
+  uint64_t rng = seed;
+  for (int i = 0; i < s->n_fields; i++) iw_col_random(&t.cols[i], &s->fields[i], rows, null_permille, &rng);
+  return t;
+}
+
+void table_src_free(struct table_src *t) {
+  for (int i = 0; i < t->schema->n_fields; i++) iw_col_free(&t->cols[i]);
+  free(t->cols);
+}
+
+int table_bit(const uint8_t *p, int64_t i) { return (p[i >> 3] >> (i & 7)) & 1; }
+
+/* The column read back must be the plain concatenation of t's rows. */
+void check_column(const struct funnel_column *col, const struct iw_col *c, int64_t rows,
+                         const uint8_t *validity, const uint8_t *offsets, const uint8_t *data) {
+  const struct iw_field *f = &c->field;
+  CHECK_EQ_STR(col->name, f->name);
+  CHECK_EQ_I64(col->type_id, f->type);
+  CHECK_EQ_I64(col->nullable, f->nullable);
+  CHECK_EQ_I64(col->length, rows);
+  if (f->type == FUNNEL_TYPE_TIMESTAMP) {
+    CHECK_EQ_I64(col->time_unit, f->time_unit);
+    CHECK_EQ_STR(col->timezone, f->timezone ? f->timezone : "");
+  }
+  if (f->type == FUNNEL_TYPE_DECIMAL128) {
+    CHECK_EQ_I64(col->decimal_precision, f->precision);
+    CHECK_EQ_I64(col->decimal_scale, f->scale);
+  }
+  int64_t nulls = 0;
+  for (int64_t r = 0; r < rows; r++) nulls += !c->valid[r];
+  CHECK_EQ_I64(col->null_count, nulls);
+  const int64_t bitmap = (rows + 7) / 8;
+  if (CHECK_EQ_I64(col->validity.size, nulls > 0 ? bitmap : 0) && nulls > 0) {
+    int64_t bad = -1;
+    for (int64_t r = 0; r < rows && bad < 0; r++)
+      if (table_bit(validity, r) != c->valid[r]) bad = r;
+    CHECK_EQ_I64(bad, -1);
+    for (int64_t r = rows; r < bitmap * 8; r++) CHECK_EQ_I64(table_bit(validity, r), 0);
+  }
+  const int ow = iw_offset_width(f);
+  CHECK_EQ_I64(col->offset_width, ow);
+  if (ow) {
+    CHECK_EQ_I64(col->byte_width, 0);
+    const int64_t chars = rows ? c->ends[rows - 1] : 0;
+    if (CHECK_EQ_I64(col->offsets.size, (rows + 1) * ow)) {
+      int64_t bad = -1;
+      for (int64_t r = 0; r <= rows && bad < 0; r++) {
+        int64_t want = iw_col_start(c, r), got;
+        if (ow == 4) {
+          int32_t v;
+          memcpy(&v, offsets + 4 * r, 4);
+          got = v;
+        } else {
+          memcpy(&got, offsets + 8 * r, 8);
+        }
+        if (got != want) bad = r;
+      }
+      CHECK_EQ_I64(bad, -1);
+    }
+    if (CHECK_EQ_I64(col->data.size, chars)) CHECK_MEM(data, c->chars, chars);
+  } else if (f->type == FUNNEL_TYPE_BOOL) {
+    CHECK_EQ_I64(col->byte_width, 0);
+    if (CHECK_EQ_I64(col->data.size, bitmap)) {
+      int64_t bad = -1;
+      for (int64_t r = 0; r < rows && bad < 0; r++)
+        if (table_bit(data, r) != c->values[r]) bad = r;
+      CHECK_EQ_I64(bad, -1);
+      for (int64_t r = rows; r < bitmap * 8; r++) CHECK_EQ_I64(table_bit(data, r), 0);
+    }
+  } else {
+    const int w = iw_value_width(f);
+    CHECK_EQ_I64(col->byte_width, w);
+    CHECK_EQ_I64(col->offsets.size, 0);
+    if (CHECK_EQ_I64(col->data.size, rows * w)) CHECK_MEM(data, c->values, rows * w);
+  }
+}
+
+
+struct funnel_partition *table_partitions(const struct table_src *t, int n_parts) {
+  struct funnel_partition *p = calloc((size_t)n_parts + 1, sizeof(*p));
+  for (int i = 0; i < n_parts; i++) {
+    const int64_t r0 = t->rows * i / n_parts, r1 = t->rows * (i + 1) / n_parts;
+    struct iw_buf b = {0};
+    iw_schema_message(&b, t->schema, NULL, NULL);
+    iw_batch_from_cols(&b, t->schema, t->cols, r0, r1, NULL, NULL);
+    iw_eos(&b, NULL);
+    p[i].data = iw_dup(b.data, b.len);
+    p[i].length = b.len;
+    iw_buf_free(&b);
+  }
+  return p;
+}
+
+void table_partitions_free(struct funnel_partition *p, int n_parts) {
+  for (int i = 0; i < n_parts; i++) free((void *)p[i].data);
+  free(p);
+}

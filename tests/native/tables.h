@@ -1,0 +1,37 @@
+/* tables.h: a table of random rows (the source of truth), cut into
+ * partitions, and the check that a column read back is the plain
+ * concatenation of its rows. Shared by the tests that read whole tables. */
+#ifndef FUNNEL_TEST_TABLES_H
+#define FUNNEL_TEST_TABLES_H
+
+#include <stdint.h>
+
+#include "funnel.h"
+#include "ipc_writer.h"
+
+struct table_src {
+  const struct iw_schema *schema;
+  struct iw_col *cols;
+  int64_t rows;
+};
+
+/* `rows` random rows of every field of `s`; about null_permille/1000 of
+ * the nullable ones null. */
+struct table_src table_random(const struct iw_schema *s, int64_t rows, int null_permille,
+                              uint64_t seed);
+void table_src_free(struct table_src *t);
+
+/* The rows cut into `n_parts` partitions of about equal rows, each a whole
+ * stream (schema, one batch, end of stream) in malloc'd memory. */
+struct funnel_partition *table_partitions(const struct table_src *t, int n_parts);
+void table_partitions_free(struct funnel_partition *p, int n_parts);
+
+/* Bit i of a bitmap. */
+int table_bit(const uint8_t *p, int64_t i);
+
+/* Checks that `col` (described by funnel, its buffers' bytes in host
+ * memory at validity, offsets, data) holds the `rows` rows of `c`. */
+void check_column(const struct funnel_column *col, const struct iw_col *c, int64_t rows,
+                  const uint8_t *validity, const uint8_t *offsets, const uint8_t *data);
+
+#endif
