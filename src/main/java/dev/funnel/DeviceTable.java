@@ -10,6 +10,7 @@ import java.util.Collections;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ReadChannel;
@@ -220,9 +221,80 @@ public final class DeviceTable implements AutoCloseable {
     released();
   }
 
+  /** At most this many bytes of device memory {@link #head(int)} copies back to show rows. */
+  static final long HEAD_COPY_LIMIT = 256L << 20;
+
+  /**
+   * The first {@code n} rows as an aligned text table: a line of column names, a line of types, a
+   * rule, one line per row, and "... 999,990 more rows" when there are more; {@code null} for
+   * nulls, strings quoted, binary in hex, long values cut to a few dozen characters with "...".
+   * For people (a log, a debugger, {@code funnel show}), not for parsing.
+   *
+   * <p>Waits for the read, then copies the <em>whole</em> table back to host memory and prints
+   * its first rows: funnel cannot yet copy part of a table back. So that a call meant for a log
+   * line cannot copy gigabytes, a table holding more than {@value #HEAD_COPY_LIMIT} bytes is not
+   * copied: the text then has the header and a line saying why no rows are shown. {@code head(0)}
+   * and an empty table copy nothing.
+   *
+   * @throws IllegalArgumentException when {@code n} is negative
+   * @throws IllegalStateException when the table is closed
+   * @throws FunnelException when the read or the copy back fails
+   */
+  public String head(int n) {
+    return head(n, HEAD_COPY_LIMIT);
+  }
+
+  /** {@link #head(int)}, copying back a table of at most {@code copyLimit} bytes. */
+  String head(int n, long copyLimit) {
+    if (n < 0) {
+      throw new IllegalArgumentException("head(" + n + "): the number of rows is negative");
+    }
+    handle();
+    int shown = (int) Math.min(n, numRows);
+    String last = shown < numRows ? TablePrinter.moreRows(numRows - shown)
+        : numRows == 0 ? "(0 rows)" : null;
+    long bytes = 0;
+    for (DeviceColumn c : columns) {
+      bytes += c.validitySize() + c.offsetsSize() + c.dataSize();
+    }
+    if (shown > 0 && (bytes > copyLimit || numRows > Integer.MAX_VALUE)) {
+      last = "(rows not shown: head copies the whole table back, " + TablePrinter.count(bytes)
+          + " bytes, over its limit of " + TablePrinter.count(copyLimit) + "; "
+          + TablePrinter.count(numRows) + " rows)";
+      shown = 0;
+    }
+    try (BufferAllocator allocator = new RootAllocator();
+        VectorSchemaRoot root =
+            shown == 0 ? VectorSchemaRoot.create(schema, allocator) : toArrow(allocator)) {
+      return TablePrinter.rows(root, shown, last);
+    }
+  }
+
+  /**
+   * A one-line summary that never touches the device and never blocks: rows, then each column's
+   * name, type and null count ("not null" for a column that cannot hold nulls), e.g.
+   * {@code DeviceTable[1,000 rows: id int64 not null, name utf8 12 nulls]}. {@link #head(int)}
+   * shows rows.
+   */
   @Override
   public String toString() {
-    return "DeviceTable[" + numRows + " rows, " + columns + "]";
+    StringBuilder b = new StringBuilder("DeviceTable[");
+    if (handle == 0) {
+      b.append("closed, ");
+    }
+    b.append(TablePrinter.count(numRows)).append(numRows == 1 ? " row" : " rows");
+    for (int c = 0; c < columns.size(); c++) {
+      DeviceColumn col = columns.get(c);
+      b.append(c == 0 ? ": " : ", ").append(col.name()).append(' ')
+          .append(TablePrinter.typeName(col.field().getType()));
+      if (!col.field().isNullable()) {
+        b.append(" not null");
+      } else {
+        long k = col.nullCount();
+        b.append(' ').append(TablePrinter.count(k)).append(k == 1 ? " null" : " nulls");
+      }
+    }
+    return b.append(']').toString();
   }
 
   private static Schema readSchema(byte[] ipc) {
