@@ -343,6 +343,30 @@ class TablePrinterTest {
   }
 
   @Test
+  void timestampsBeyondJavaTimeAndSpecialFloatsStillPrint() {
+    Schema schema = new Schema(List.of(
+        TestSupport.nullable("t", new ArrowType.Timestamp(
+            org.apache.arrow.vector.types.TimeUnit.SECOND, "UTC")),
+        TestSupport.nullable("f", new ArrowType.FloatingPoint(
+            org.apache.arrow.vector.types.FloatingPointPrecision.SINGLE))));
+    try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
+      root.allocateNew();
+      TimeStampVector t = (TimeStampVector) root.getVector("t");
+      Float4Vector f = (Float4Vector) root.getVector("f");
+      t.setSafe(0, Long.MAX_VALUE); // some 292 billion years: past java.time's year 999,999,999
+      t.setSafe(1, Long.MIN_VALUE);
+      f.setSafe(0, Float.NaN);
+      f.setSafe(1, -0.0f);
+      root.setRowCount(2);
+
+      assertEquals("9223372036854775807 s", TablePrinter.cell(t, 0));
+      assertEquals("-9223372036854775808 s", TablePrinter.cell(t, 1));
+      assertEquals("NaN", TablePrinter.cell(f, 0));
+      assertEquals("-0.0", TablePrinter.cell(f, 1));
+    }
+  }
+
+  @Test
   void moreRowsCountsWithThousandsSeparatorsAndOneRowIsSingular() {
     assertEquals("... 999,990 more rows", TablePrinter.moreRows(999_990));
     assertEquals("... 1 more row", TablePrinter.moreRows(1));

@@ -25,8 +25,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * The result of a read: one table in device memory, in Arrow layout.
  *
  * <p>Its shape (rows, columns, null counts) is known at once; its data once the read's work has
- * completed. Methods that need the data ({@link #toArrow}) wait for it; {@link #waitReady()} waits
- * explicitly. Until then the table keeps the read's input buffers reachable. Closing waits for
+ * completed. Methods that need the data ({@link #toArrow}, {@link #head}) wait for it; {@link
+ * #waitReady()} waits explicitly. Until then the table keeps the read's input buffers reachable. Closing waits for
  * work in flight, then frees the device memory; close is idempotent.
  */
 public final class DeviceTable implements AutoCloseable {
@@ -257,10 +257,13 @@ public final class DeviceTable implements AutoCloseable {
     for (DeviceColumn c : columns) {
       bytes += c.validitySize() + c.offsetsSize() + c.dataSize();
     }
-    if (shown > 0 && (bytes > copyLimit || numRows > Integer.MAX_VALUE)) {
-      last = "(rows not shown: head copies the whole table back, " + TablePrinter.count(bytes)
-          + " bytes, over its limit of " + TablePrinter.count(copyLimit) + "; "
-          + TablePrinter.count(numRows) + " rows)";
+    if (shown > 0 && bytes > copyLimit) {
+      last = "(rows not shown: head would copy the whole table back, " + TablePrinter.count(bytes)
+          + " bytes, over its limit of " + TablePrinter.count(copyLimit) + ")";
+      shown = 0;
+    } else if (shown > 0 && numRows > Integer.MAX_VALUE) {
+      last = "(rows not shown: " + TablePrinter.count(numRows)
+          + " rows are more than an Arrow Java vector holds)";
       shown = 0;
     }
     try (BufferAllocator allocator = new RootAllocator();
