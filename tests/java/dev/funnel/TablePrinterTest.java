@@ -93,7 +93,10 @@ class TablePrinterTest {
           ((SmallIntVector) v).setSafe(0, (short) -32768);
           ((SmallIntVector) v).setSafe(2, (short) 7);
         }
-        case "i32" -> { ((IntVector) v).setSafe(0, Integer.MIN_VALUE); ((IntVector) v).setSafe(2, 0); }
+        case "i32" -> {
+          ((IntVector) v).setSafe(0, Integer.MIN_VALUE);
+          ((IntVector) v).setSafe(2, 0);
+        }
         case "i64" -> {
           ((BigIntVector) v).setSafe(0, Long.MIN_VALUE);
           ((BigIntVector) v).setSafe(2, Long.MAX_VALUE);

@@ -26,8 +26,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  *
  * <p>Its shape (rows, columns, null counts) is known at once; its data once the read's work has
  * completed. Methods that need the data ({@link #toArrow}, {@link #head}) wait for it; {@link
- * #waitReady()} waits explicitly. Until then the table keeps the read's input buffers reachable. Closing waits for
- * work in flight, then frees the device memory; close is idempotent.
+ * #waitReady()} waits explicitly. Until then the table keeps the read's input buffers reachable.
+ * Closing waits for work in flight, then frees the device memory; close is idempotent.
  */
 public final class DeviceTable implements AutoCloseable {
   static {
@@ -232,9 +232,9 @@ public final class DeviceTable implements AutoCloseable {
    *
    * <p>Waits for the read, then copies the <em>whole</em> table back to host memory and prints
    * its first rows: funnel cannot yet copy part of a table back. So that a call meant for a log
-   * line cannot copy gigabytes, a table holding more than {@value #HEAD_COPY_LIMIT} bytes is not
-   * copied: the text then has the header and a line saying why no rows are shown. {@code head(0)}
-   * and an empty table copy nothing.
+   * line cannot copy gigabytes, a table of more than {@value #HEAD_COPY_LIMIT} bytes (256 MiB) is
+   * not copied: the text then has the header and a line saying why no rows are shown. {@code
+   * head(0)} and an empty table copy nothing.
    *
    * @throws IllegalArgumentException when {@code n} is negative
    * @throws IllegalStateException when the table is closed

@@ -56,7 +56,7 @@ final class TablePrinter {
   private static final DateTimeFormatter DATE_TIME =
       DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss", Locale.ROOT);
 
-  /** The type as funnel's README names it: int64, uint8, timestamp[us, tz=UTC], decimal128(20, 3). */
+  /** The type as funnel's README names it: int64, timestamp[us, tz=UTC], decimal128(20, 3). */
   static String typeName(ArrowType type) {
     if (type instanceof ArrowType.Int t) {
       return (t.getIsSigned() ? "int" : "uint") + t.getBitWidth();
