@@ -10,6 +10,7 @@ import java.util.Collections;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ReadChannel;
@@ -24,9 +25,9 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * The result of a read: one table in device memory, in Arrow layout.
  *
  * <p>Its shape (rows, columns, null counts) is known at once; its data once the read's work has
- * completed. Methods that need the data ({@link #toArrow}) wait for it; {@link #waitReady()} waits
- * explicitly. Until then the table keeps the read's input buffers reachable. Closing waits for
- * work in flight, then frees the device memory; close is idempotent.
+ * completed. Methods that need the data ({@link #toArrow}, {@link #head}) wait for it; {@link
+ * #waitReady()} waits explicitly. Until then the table keeps the read's input buffers reachable.
+ * Closing waits for work in flight, then frees the device memory; close is idempotent.
  */
 public final class DeviceTable implements AutoCloseable {
   static {
@@ -246,9 +247,83 @@ public final class DeviceTable implements AutoCloseable {
     released();
   }
 
+  /** At most this many bytes of device memory {@link #head(int)} copies back to show rows. */
+  static final long HEAD_COPY_LIMIT = 256L << 20;
+
+  /**
+   * The first {@code n} rows as an aligned text table: a line of column names, a line of types, a
+   * rule, one line per row, and "... 999,990 more rows" when there are more; {@code null} for
+   * nulls, strings quoted, binary in hex, long values cut to a few dozen characters with "...".
+   * For people (a log, a debugger, {@code funnel show}), not for parsing.
+   *
+   * <p>Waits for the read, then copies the <em>whole</em> table back to host memory and prints
+   * its first rows: funnel cannot yet copy part of a table back. So that a call meant for a log
+   * line cannot copy gigabytes, a table of more than {@value #HEAD_COPY_LIMIT} bytes (256 MiB) is
+   * not copied: the text then has the header and a line saying why no rows are shown. {@code
+   * head(0)} and an empty table copy nothing.
+   *
+   * @throws IllegalArgumentException when {@code n} is negative
+   * @throws IllegalStateException when the table is closed
+   * @throws FunnelException when the read or the copy back fails
+   */
+  public String head(int n) {
+    return head(n, HEAD_COPY_LIMIT);
+  }
+
+  /** {@link #head(int)}, copying back a table of at most {@code copyLimit} bytes. */
+  String head(int n, long copyLimit) {
+    if (n < 0) {
+      throw new IllegalArgumentException("head(" + n + "): the number of rows is negative");
+    }
+    handle();
+    int shown = (int) Math.min(n, numRows);
+    String last = shown < numRows ? TablePrinter.moreRows(numRows - shown)
+        : numRows == 0 ? "(0 rows)" : null;
+    long bytes = 0;
+    for (DeviceColumn c : columns) {
+      bytes += c.validitySize() + c.offsetsSize() + c.dataSize();
+    }
+    if (shown > 0 && bytes > copyLimit) {
+      last = "(rows not shown: head would copy the whole table back, " + TablePrinter.count(bytes)
+          + " bytes, over its limit of " + TablePrinter.count(copyLimit) + ")";
+      shown = 0;
+    } else if (shown > 0 && numRows > Integer.MAX_VALUE) {
+      last = "(rows not shown: " + TablePrinter.count(numRows)
+          + " rows are more than an Arrow Java vector holds)";
+      shown = 0;
+    }
+    try (BufferAllocator allocator = new RootAllocator();
+        VectorSchemaRoot root =
+            shown == 0 ? VectorSchemaRoot.create(schema, allocator) : toArrow(allocator)) {
+      return TablePrinter.rows(root, shown, last);
+    }
+  }
+
+  /**
+   * A one-line summary that never touches the device and never blocks: rows, then each column's
+   * name, type and null count ("not null" for a column that cannot hold nulls), e.g.
+   * {@code DeviceTable[1,000 rows: id int64 not null, name utf8 12 nulls]}. {@link #head(int)}
+   * shows rows.
+   */
   @Override
   public String toString() {
-    return "DeviceTable[" + numRows + " rows, " + columns + "]";
+    StringBuilder b = new StringBuilder("DeviceTable[");
+    if (handle == 0) {
+      b.append("closed, ");
+    }
+    b.append(TablePrinter.count(numRows)).append(numRows == 1 ? " row" : " rows");
+    for (int c = 0; c < columns.size(); c++) {
+      DeviceColumn col = columns.get(c);
+      b.append(c == 0 ? ": " : ", ").append(col.name()).append(' ')
+          .append(TablePrinter.typeName(col.field().getType()));
+      if (!col.field().isNullable()) {
+        b.append(" not null");
+      } else {
+        long k = col.nullCount();
+        b.append(' ').append(TablePrinter.count(k)).append(k == 1 ? " null" : " nulls");
+      }
+    }
+    return b.append(']').toString();
   }
 
   private static Schema readSchema(byte[] ipc) {

@@ -24,6 +24,7 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
  * <pre>
  * java -jar funnel.jar demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]
  * java -jar funnel.jar concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...
+ * java -jar funnel.jar show [--backend auto|cpu|cuda] [--rows N] FILE.arrows...
  * java -jar funnel.jar bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]
  *                            [--c-results C.csv] [--jit-warmup-ms MS]
  * java -jar funnel.jar chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...
@@ -44,6 +45,7 @@ public final class Main {
   static final String USAGE =
       "usage: funnel demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]\n"
           + "       funnel concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...\n"
+          + "       funnel show [--backend auto|cpu|cuda] [--rows N] FILE.arrows...\n"
           + "       funnel bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]\n"
           + "                    [--c-results C.csv] [--jit-warmup-ms MS]\n"
           + "       funnel chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...";
@@ -63,6 +65,8 @@ public final class Main {
       switch (args[0]) {
         case "concat":
           return concat(rest, out, err);
+        case "show":
+          return show(rest, out, err);
         case "demo":
           return Demo.run(rest, out);
         case "bench":
@@ -180,5 +184,82 @@ public final class Main {
         }
       }
     }
+  }
+
+  /**
+   * show: reads the files as the partitions of one read and prints the schema with each column's
+   * null count, the row count, and the first rows ({@link DeviceTable#head}).
+   */
+  private static int show(String[] args, PrintStream out, PrintStream err) {
+    String backend = "auto";
+    int rows = 20;
+    List<Path> inputs = new ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--backend":
+          backend = value(args, i++);
+          break;
+        case "--rows":
+          rows = count(args, i++);
+          break;
+        default:
+          if (args[i].startsWith("-") && !args[i].equals("-")) {
+            throw new UsageException("unknown option " + args[i]);
+          }
+          inputs.add(Path.of(args[i]));
+      }
+    }
+    if (inputs.isEmpty()) {
+      throw new UsageException("show needs at least one file");
+    }
+
+    List<ByteBuffer> partitions = new ArrayList<>();
+    for (Path in : inputs) {
+      try (FileChannel ch = FileChannel.open(in, StandardOpenOption.READ)) {
+        partitions.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
+      } catch (NoSuchFileException e) {
+        err.println("funnel: " + in + ": no such file");
+        return 1;
+      } catch (IOException e) {
+        err.println("funnel: " + in + ": " + oneLine(e.getMessage()));
+        return 1;
+      }
+    }
+
+    try (FunnelDevice device = FunnelDevice.open(backend);
+        FunnelReader reader = new FunnelReader(device);
+        DeviceTable table = reader.read(partitions)) {
+      // the rows first: a read that fails on the device fails before anything is printed
+      String head = table.head(rows, Long.MAX_VALUE); // the user asked to see these rows
+      out.println(TablePrinter.count(table.numRows()) + (table.numRows() == 1 ? " row" : " rows")
+          + " in " + inputs.size() + (inputs.size() == 1 ? " partition" : " partitions")
+          + ", backend " + device.backend());
+      out.println();
+      out.print(TablePrinter.columns(table.columns()));
+      out.println();
+      out.print(head);
+      return 0;
+    } catch (FunnelException e) {
+      String where = "";
+      if (e.partition() >= 0 && e.partition() < inputs.size()) {
+        where = inputs.get((int) e.partition()) + ": ";
+      }
+      err.println("funnel: " + where + oneLine(e.getMessage()));
+      return 1;
+    }
+  }
+
+  /** The non-negative int after option {@code args[i]}. */
+  private static int count(String[] args, int i) {
+    String v = value(args, i);
+    try {
+      int n = Integer.parseInt(v);
+      if (n >= 0) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // said below
+    }
+    throw new UsageException(args[i] + " needs a number of 0 or more, not '" + v + "'");
   }
 }
