@@ -329,6 +329,25 @@ FUNNEL_API funnel_status funnel_table_copy_to_host(
     struct funnel_table *table, const struct funnel_host_column *columns,
     struct funnel_error *error);
 
+/* Part of one buffer of one column (`buffer`: 0 validity, 1 offsets, 2
+ * data), `length` bytes from byte `offset`, to host memory at `dst`. */
+struct funnel_host_range {
+  int column;
+  int buffer;
+  int64_t offset;
+  int64_t length;
+  void *dst;
+};
+
+/* Copies `count` ranges back to host memory in one pass and waits for the
+ * copy (after the read). For a look at the first rows of a large table
+ * without copying all of it back: validity and offsets of the first rows
+ * first, then the string bytes those offsets cover. A range outside its
+ * buffer is FUNNEL_ERR_INVALID_ARGUMENT naming it; nothing is copied then. */
+FUNNEL_API funnel_status funnel_table_copy_ranges_to_host(
+    struct funnel_table *table, const struct funnel_host_range *ranges, size_t count,
+    struct funnel_error *error);
+
 /* What a read did, counted from the calls actually made. */
 struct funnel_read_stats {
   int64_t partitions;        /* partitions given */

@@ -159,3 +159,28 @@ JNIEXPORT jlong JNICALL Java_dev_funnel_DeviceTable_share(JNIEnv *env, jclass cl
   }
   return FUNNEL_JNI_HANDLE(ex);
 }
+
+/* `ranges` holds 5 longs per range: column, buffer (0 validity, 1 offsets,
+ * 2 data), byte offset, length, host address. */
+JNIEXPORT void JNICALL Java_dev_funnel_DeviceTable_copyRanges(JNIEnv *env, jclass cls, jlong h,
+                                                             jlongArray ranges) {
+  (void)cls;
+  if (funnel_jni_null_handle(env, h, "DeviceTable")) return;
+  const jsize n = (*env)->GetArrayLength(env, ranges) / 5;
+  struct funnel_host_range *r = calloc((size_t)n + 1, sizeof(*r));
+  jlong *v = r ? (*env)->GetLongArrayElements(env, ranges, NULL) : NULL;
+  if (v == NULL) {
+    free(r);
+    if (!(*env)->ExceptionCheck(env))
+      funnel_jni_throw_code(env, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+    return;
+  }
+  for (jsize i = 0; i < n; i++)
+    r[i] = (struct funnel_host_range){(int)v[5 * i], (int)v[5 * i + 1], v[5 * i + 2],
+                                      v[5 * i + 3], (void *)(uintptr_t)v[5 * i + 4]};
+  (*env)->ReleaseLongArrayElements(env, ranges, v, JNI_ABORT);
+  struct funnel_error error;
+  const funnel_status st = funnel_table_copy_ranges_to_host(TABLE(h), r, (size_t)n, &error);
+  free(r);
+  if (st != FUNNEL_OK) funnel_jni_throw(env, &error);
+}

@@ -943,12 +943,16 @@ const void *funnel_table_schema_ipc(const struct funnel_table *t, size_t *length
   return t->plan.schema->ipc;
 }
 
-funnel_status funnel_table_copy_to_host(struct funnel_table *t,
-                                        const struct funnel_host_column *columns,
-                                        struct funnel_error *error) {
-  funnel__error_clear(error);
-  CHECK_ARG(t != NULL && columns != NULL, "funnel_table_copy_to_host: NULL argument");
-  FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
+/* Enqueues copies of `n` ranges (device address, size, host destination)
+ * on the device's stream and waits for them. */
+struct d2h {
+  uint64_t src;
+  int64_t size;
+  void *dst;
+};
+
+static int copy_back(struct funnel_table *t, const struct d2h *copies, size_t n,
+                     struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   void *stream = t->dev->stream;
   /* the event before any copy: the caller's buffers may be released only
@@ -957,15 +961,11 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
   FUNNEL_RETURN_NOT_OK(funnel__dev_event_create(be, &event, error));
   bool enqueued = false;
   int st = FUNNEL_OK;
-  for (int c = 0; c < t->plan.schema->n_fields && st == FUNNEL_OK; c++) {
-    void *const dst[3] = {columns[c].validity, columns[c].offsets, columns[c].data};
-    for (int k = 0; k < 3 && st == FUNNEL_OK; k++) {
-      int64_t size;
-      const uint64_t src = funnel__table_buffer(t, c, k, &size);
-      if (dst[k] == NULL || src == 0 || size == 0) continue;
-      st = funnel__dev_copy_d2h_async(be, dst[k], src, (size_t)size, stream, error);
-      enqueued |= st == FUNNEL_OK;
-    }
+  for (size_t i = 0; i < n && st == FUNNEL_OK; i++) {
+    if (copies[i].dst == NULL || copies[i].src == 0 || copies[i].size == 0) continue;
+    st = funnel__dev_copy_d2h_async(be, copies[i].dst, copies[i].src, (size_t)copies[i].size,
+                                    stream, error);
+    enqueued |= st == FUNNEL_OK;
   }
   if (!enqueued) {
     funnel__dev_event_destroy(be, event);
@@ -980,6 +980,58 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
   if (ev == FUNNEL_OK) ev = funnel__dev_event_wait(be, event, st == FUNNEL_OK ? error : &ev_error);
   if (ev != FUNNEL_OK && st == FUNNEL_OK) st = ev;
   funnel__dev_event_destroy(be, event);
+  return st;
+}
+
+funnel_status funnel_table_copy_to_host(struct funnel_table *t,
+                                        const struct funnel_host_column *columns,
+                                        struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(t != NULL && columns != NULL, "funnel_table_copy_to_host: NULL argument");
+  FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
+  const int n = t->plan.schema->n_fields;
+  struct d2h *copies = calloc(3 * (size_t)n + 1, sizeof(*copies));
+  if (copies == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (int c = 0; c < n; c++) {
+    void *const dst[3] = {columns[c].validity, columns[c].offsets, columns[c].data};
+    for (int k = 0; k < 3; k++) {
+      copies[3 * c + k].src = funnel__table_buffer(t, c, k, &copies[3 * c + k].size);
+      copies[3 * c + k].dst = dst[k];
+    }
+  }
+  const int st = copy_back(t, copies, 3 * (size_t)n, error);
+  free(copies);
+  return st;
+}
+
+funnel_status funnel_table_copy_ranges_to_host(struct funnel_table *t,
+                                               const struct funnel_host_range *ranges,
+                                               size_t count, struct funnel_error *error) {
+  funnel__error_clear(error);
+  CHECK_ARG(t != NULL && (ranges != NULL || count == 0),
+            "funnel_table_copy_ranges_to_host: NULL argument");
+  struct d2h *copies = calloc(count + 1, sizeof(*copies));
+  if (copies == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (size_t i = 0; i < count; i++) {
+    const struct funnel_host_range *r = &ranges[i];
+    int64_t size = 0, end;
+    const bool known = r->column >= 0 && r->column < t->plan.schema->n_fields && r->buffer >= 0 &&
+                       r->buffer <= 2;
+    const uint64_t base = known ? funnel__table_buffer(t, r->column, r->buffer, &size) : 0;
+    if (!known || r->offset < 0 || r->length < 0 || (r->length > 0 && r->dst == NULL) ||
+        funnel__add_overflows(r->offset, r->length, &end) || end > size) {
+      free(copies);
+      return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, -1, known ? r->column : -1, -1,
+                               "range %zu: column %d, buffer %d, bytes [%lld, +%lld) is outside "
+                               "the buffer (%lld bytes)",
+                               i, r->column, r->buffer, (long long)r->offset,
+                               (long long)r->length, (long long)size);
+    }
+    copies[i] = (struct d2h){base + (uint64_t)r->offset, r->length, r->dst};
+  }
+  int st = funnel_table_wait(t, error);
+  if (st == FUNNEL_OK) st = copy_back(t, copies, count, error);
+  free(copies);
   return st;
 }
 

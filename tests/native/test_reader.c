@@ -10,6 +10,7 @@
  * that freed them early would be caught by ASan. */
 #define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, MAP_NORESERVE */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -686,6 +687,109 @@ static void read_without_nulls_has_empty_validity(void) {
   table_src_free(&src);
 }
 
+/* The first k rows of every column, copied back by ranges: validity and
+ * offsets first, then the string bytes the offsets cover, as a look at a
+ * large table's head does. */
+static void copy_ranges_gives_the_first_rows(void) {
+  struct table_src src = table_random(&every_schema, 300, 200, 36);
+  static const int64_t rows[3] = {100, 150, 50};
+  struct shape sh = {.n_parts = 3, .part_rows = rows, .max_batches = 2, .framing = STREAM};
+  struct parts ps = make_parts(&src, &sh, 53);
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_table *t = NULL;
+  struct funnel_error err;
+  const int n = every_schema.n_fields;
+  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+    static const int64_t ks[] = {0, 1, 7, 8, 9, 101, 300};
+    for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+      const int64_t k = ks[ki];
+      bool ok = true;
+      struct funnel_host_range *r = calloc(3 * (size_t)n, sizeof(*r));
+      uint8_t **host = calloc(3 * (size_t)n, sizeof(*host));
+      size_t nr = 0;
+      for (int c = 0; c < n; c++) { /* pass 1: validity, offsets, fixed-width data */
+        const struct iw_field *f = &every_schema.fields[c];
+        const int ow = iw_offset_width(f), w = iw_value_width(f);
+        struct funnel_column col;
+        funnel_table_column(t, c, &col, NULL);
+        const int64_t len[3] = {col.null_count > 0 ? (k + 7) / 8 : 0, ow ? (k + 1) * ow : 0,
+                                ow ? 0 : f->type == FUNNEL_TYPE_BOOL ? (k + 7) / 8 : k * w};
+        for (int b = 0; b < 3; b++) {
+          host[3 * c + b] = malloc((size_t)len[b] + 1);
+          r[nr++] = (struct funnel_host_range){c, b, 0, len[b], host[3 * c + b]};
+        }
+      }
+      if (!CHECK_OK(funnel_table_copy_ranges_to_host(t, r, nr, &err), &err)) ok = false;
+      nr = 0;
+      for (int c = 0; c < n && ok; c++) { /* pass 2: the bytes of k strings */
+        const int ow = iw_offset_width(&every_schema.fields[c]);
+        if (!ow) continue;
+        int64_t end = 0;
+        if (ow == 4) {
+          int32_t v;
+          memcpy(&v, host[3 * c + 1] + 4 * k, 4);
+          end = v;
+        } else {
+          memcpy(&end, host[3 * c + 1] + 8 * k, 8);
+        }
+        free(host[3 * c + 2]);
+        host[3 * c + 2] = malloc((size_t)end + 1);
+        r[nr++] = (struct funnel_host_range){c, 2, 0, end, host[3 * c + 2]};
+      }
+      if (ok && CHECK_OK(funnel_table_copy_ranges_to_host(t, r, nr, &err), &err)) {
+        for (int c = 0; c < n; c++) {
+          const struct iw_col *col = &src.cols[c];
+          const struct iw_field *f = &col->field;
+          const int ow = iw_offset_width(f), w = iw_value_width(f);
+          check_context("k %lld column %d '%s'", (long long)k, c, f->name);
+          struct funnel_column fc;
+          funnel_table_column(t, c, &fc, NULL);
+          for (int64_t i = 0; i < k && fc.null_count > 0; i++)
+            if (!CHECK_EQ_I64(table_bit(host[3 * c], i), col->valid[i])) break;
+          if (ow) {
+            for (int64_t i = 0; i <= k; i++) {
+              int64_t got = 0;
+              if (ow == 4) {
+                int32_t v;
+                memcpy(&v, host[3 * c + 1] + 4 * i, 4);
+                got = v;
+              } else {
+                memcpy(&got, host[3 * c + 1] + 8 * i, 8);
+              }
+              if (!CHECK_EQ_I64(got, iw_col_start(col, i))) break;
+            }
+            CHECK_MEM(host[3 * c + 2], col->chars, iw_col_start(col, k));
+          } else if (f->type == FUNNEL_TYPE_BOOL) {
+            for (int64_t i = 0; i < k; i++)
+              if (!CHECK_EQ_I64(table_bit(host[3 * c + 2], i), col->values[i])) break;
+          } else {
+            CHECK_MEM(host[3 * c + 2], col->values, k * w);
+          }
+        }
+        check_context("%s", "");
+      }
+      for (size_t i = 0; i < 3 * (size_t)n; i++) free(host[i]);
+      free(host);
+      free(r);
+    }
+    /* outside a buffer: an error naming it, nothing copied */
+    uint8_t byte = 0x5a;
+    struct funnel_host_range bad[2] = {{0, 2, 0, 1, &byte}, {19, 1, 1, 100000, &byte}};
+    CHECK_STATUS(funnel_table_copy_ranges_to_host(t, bad, 2, &err), FUNNEL_ERR_INVALID_ARGUMENT,
+                 &err);
+    CHECK(strstr(err.message, "range 1: column 19, buffer 1") != NULL);
+    CHECK_EQ_I64(err.column, 19);
+    CHECK_EQ_I64(byte, 0x5a);
+    bad[1].column = n;
+    CHECK_STATUS(funnel_table_copy_ranges_to_host(t, bad, 2, &err), FUNNEL_ERR_INVALID_ARGUMENT,
+                 &err);
+    funnel_table_free(t);
+  }
+  funnel_reader_free(rd);
+  parts_free(&ps);
+  table_src_free(&src);
+}
+
 static void read_with_reader_schema_and_bare_batches(void) {
   uint64_t rng = 33;
   int64_t total;
@@ -878,6 +982,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_string_offsets_not_starting_at_zero),
       CHECK_TEST(concat_validity_unaligned_boundaries),
       CHECK_TEST(read_without_nulls_has_empty_validity),
+      CHECK_TEST(copy_ranges_gives_the_first_rows),
       CHECK_TEST(read_with_reader_schema_and_bare_batches),
       CHECK_TEST(read_with_reader_schema_all_partitions_empty),
       CHECK_TEST(read_on_caller_stream),

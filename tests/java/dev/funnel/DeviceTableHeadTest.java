@@ -106,19 +106,6 @@ class DeviceTableHeadTest extends DeviceTestCase {
   }
 
   @Test
-  void headOfATableOverTheCopyLimitSaysWhyItShowsNoRows() {
-    try (DeviceTable table = table25()) {
-      List<String> got = lines(table.head(3, 100));
-      assertEquals(List.of("   id  s", "int64  utf8", "-----  ----"), got.subList(0, 3));
-      assertEquals(4, got.size(), String.join("\n", got));
-      assertTrue(got.get(3).matches(
-          "\\(rows not shown: head would copy the whole table back, [0-9,]+ bytes, "
-              + "over its limit of 100\\)"), got.get(3));
-      assertTrue(lines(table.head(3, 1 << 20)).size() == 7, "under the limit: rows");
-    }
-  }
-
-  @Test
   void headRejectsANegativeCountAndAClosedTable() {
     DeviceTable table = table25();
     assertThrows(IllegalArgumentException.class, () -> table.head(-1));

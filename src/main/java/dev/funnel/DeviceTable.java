@@ -11,6 +11,7 @@ import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ReadChannel;
@@ -18,6 +19,7 @@ import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.Types.MinorType;
+import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 
@@ -247,31 +249,21 @@ public final class DeviceTable implements AutoCloseable {
     released();
   }
 
-  /** At most this many bytes of device memory {@link #head(int)} copies back to show rows. */
-  static final long HEAD_COPY_LIMIT = 256L << 20;
-
   /**
    * The first {@code n} rows as an aligned text table: a line of column names, a line of types, a
    * rule, one line per row, and "... 999,990 more rows" when there are more; {@code null} for
    * nulls, strings quoted, binary in hex, long values cut to a few dozen characters with "...".
    * For people (a log, a debugger, {@code funnel show}), not for parsing.
    *
-   * <p>Waits for the read, then copies the <em>whole</em> table back to host memory and prints
-   * its first rows: funnel cannot yet copy part of a table back. So that a call meant for a log
-   * line cannot copy gigabytes, a table of more than {@value #HEAD_COPY_LIMIT} bytes (256 MiB) is
-   * not copied: the text then has the header and a line saying why no rows are shown. {@code
-   * head(0)} and an empty table copy nothing.
+   * <p>Waits for the read, then copies back only what the first {@code n} rows take (their
+   * validity bits, offsets and values, the string bytes they cover): a look at the head of a large
+   * table costs little. {@code head(0)} and an empty table copy nothing.
    *
    * @throws IllegalArgumentException when {@code n} is negative
    * @throws IllegalStateException when the table is closed
    * @throws FunnelException when the read or the copy back fails
    */
   public String head(int n) {
-    return head(n, HEAD_COPY_LIMIT);
-  }
-
-  /** {@link #head(int)}, copying back a table of at most {@code copyLimit} bytes. */
-  String head(int n, long copyLimit) {
     if (n < 0) {
       throw new IllegalArgumentException("head(" + n + "): the number of rows is negative");
     }
@@ -279,24 +271,91 @@ public final class DeviceTable implements AutoCloseable {
     int shown = (int) Math.min(n, numRows);
     String last = shown < numRows ? TablePrinter.moreRows(numRows - shown)
         : numRows == 0 ? "(0 rows)" : null;
-    long bytes = 0;
-    for (DeviceColumn c : columns) {
-      bytes += c.validitySize() + c.offsetsSize() + c.dataSize();
-    }
-    if (shown > 0 && bytes > copyLimit) {
-      last = "(rows not shown: head would copy the whole table back, " + TablePrinter.count(bytes)
-          + " bytes, over its limit of " + TablePrinter.count(copyLimit) + ")";
-      shown = 0;
-    } else if (shown > 0 && numRows > Integer.MAX_VALUE) {
-      last = "(rows not shown: " + TablePrinter.count(numRows)
-          + " rows are more than an Arrow Java vector holds)";
-      shown = 0;
-    }
     try (BufferAllocator allocator = new RootAllocator();
         VectorSchemaRoot root =
-            shown == 0 ? VectorSchemaRoot.create(schema, allocator) : toArrow(allocator)) {
+            shown == 0 ? VectorSchemaRoot.create(schema, allocator) : firstRows(allocator, shown)) {
       return TablePrinter.rows(root, shown, last);
     }
+  }
+
+  /**
+   * The first {@code k} rows (1 <= k <= numRows) in Arrow Java vectors, copied back in two
+   * passes: validity, offsets and fixed-width values, then the string bytes the offsets cover.
+   */
+  private VectorSchemaRoot firstRows(BufferAllocator allocator, int k) {
+    int n = columns.size();
+    ArrowBuf[][] bufs = new ArrowBuf[n][3];
+    try {
+      long[] ranges = new long[5 * 3 * n];
+      int r = 0;
+      for (int c = 0; c < n; c++) {
+        DeviceColumn col = columns.get(c);
+        long[] len = new long[3];
+        len[0] = col.nullCount() > 0 ? (k + 7) / 8 : 0;
+        if (hasOffsets(col.field())) {
+          len[1] = (k + 1L) * (col.offsetsSize() / (numRows + 1));
+        } else if (col.field().getType() instanceof ArrowType.Bool) {
+          len[2] = (k + 7) / 8;
+        } else {
+          len[2] = (long) k * (col.dataSize() / numRows);
+        }
+        for (int b = 0; b < 3; b++) {
+          bufs[c][b] = allocator.buffer(len[b]);
+          r = range(ranges, r, c, b, len[b], bufs[c][b]);
+        }
+      }
+      copyRanges(handle(), java.util.Arrays.copyOf(ranges, r));
+      r = 0;
+      for (int c = 0; c < n; c++) { // the bytes of the first k strings
+        DeviceColumn col = columns.get(c);
+        if (hasOffsets(col.field())) {
+          boolean large = col.offsetsSize() / (numRows + 1) == 8;
+          long end = large ? bufs[c][1].getLong(8L * k) : bufs[c][1].getInt(4L * k);
+          bufs[c][2].close();
+          bufs[c][2] = allocator.buffer(end);
+          r = range(ranges, r, c, 2, end, bufs[c][2]);
+        }
+      }
+      copyRanges(handle(), java.util.Arrays.copyOf(ranges, r));
+      List<ArrowFieldNode> nodes = new ArrayList<>();
+      List<ArrowBuf> buffers = new ArrayList<>();
+      for (int c = 0; c < n; c++) {
+        DeviceColumn col = columns.get(c);
+        int nulls = col.nullCount() > 0 ? BitVectorHelper.getNullCount(bufs[c][0], k) : 0;
+        nodes.add(new ArrowFieldNode(k, nulls));
+        buffers.add(bufs[c][0]);
+        if (hasOffsets(col.field())) {
+          buffers.add(bufs[c][1]);
+        }
+        buffers.add(bufs[c][2]);
+      }
+      VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+      try (ArrowRecordBatch batch = new ArrowRecordBatch(k, nodes, buffers)) {
+        new VectorLoader(root).load(batch);
+      } catch (RuntimeException e) {
+        root.close();
+        throw e;
+      }
+      return root;
+    } finally {
+      for (ArrowBuf[] col : bufs) {
+        for (ArrowBuf b : col) {
+          if (b != null) {
+            b.close();
+          }
+        }
+      }
+    }
+  }
+
+  /** Appends a range (column, buffer, from byte 0, length, destination) when it has bytes. */
+  private static int range(long[] ranges, int r, int column, int buffer, long length, ArrowBuf b) {
+    if (length == 0) {
+      return r;
+    }
+    long[] v = {column, buffer, 0, length, b.memoryAddress()};
+    System.arraycopy(v, 0, ranges, r, 5);
+    return r + 5;
   }
 
   /**
@@ -348,6 +407,8 @@ public final class DeviceTable implements AutoCloseable {
   private static native long[] stats(long handle);
 
   private static native void copyToHost(long handle, long[] addresses);
+
+  private static native void copyRanges(long handle, long[] ranges);
 
   private static native void free(long handle);
 

@@ -230,7 +230,7 @@ public final class Main {
         FunnelReader reader = new FunnelReader(device);
         DeviceTable table = reader.read(partitions)) {
       // the rows first: a read that fails on the device fails before anything is printed
-      String head = table.head(rows, Long.MAX_VALUE); // the user asked to see these rows
+      String head = table.head(rows);
       out.println(TablePrinter.count(table.numRows()) + (table.numRows() == 1 ? " row" : " rows")
           + " in " + inputs.size() + (inputs.size() == 1 ? " partition" : " partitions")
           + ", backend " + device.backend());
