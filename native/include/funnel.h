@@ -382,9 +382,10 @@ FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,
                                             struct funnel_error *error);
 
 /* Frees the caller's handle to the table: waits for the table's work if it
- * is still in flight, then frees its device memory, unless an export
- * (funnel_table_export_device) still holds it: the memory then goes with
- * the export's release. NULL is a no-op. */
+ * is still in flight (the partitions may be released on return), then
+ * frees its device memory, unless an export (funnel_table_export_device)
+ * still holds it: the memory then goes with the export's release. NULL is
+ * a no-op. */
 FUNNEL_API void funnel_table_free(struct funnel_table *table);
 
 /* ----------------------------------------- Arrow C Device Data Interface */

@@ -1043,4 +1043,10 @@ funnel_status funnel_table_stats(const struct funnel_table *t, struct funnel_rea
   return FUNNEL_OK;
 }
 
-void funnel_table_free(struct funnel_table *t) { funnel__table_unref(t); }
+void funnel_table_free(struct funnel_table *t) {
+  if (t == NULL) return;
+  /* the caller may release the partitions on return, also when an export
+   * keeps the table: its work must be over */
+  funnel_table_wait(t, NULL);
+  funnel__table_unref(t);
+}
