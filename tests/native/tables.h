@@ -9,6 +9,11 @@
 #include "funnel.h"
 #include "ipc_writer.h"
 
+/* A field of every type funnel reads (timestamps of every unit, with and
+ * without a timezone; nullable and not), and their schema. */
+extern const struct iw_field table_every_type[];
+extern const struct iw_schema every_schema;
+
 struct table_src {
   const struct iw_schema *schema;
   struct iw_col *cols;

@@ -39,35 +39,6 @@ static struct funnel_reader *reader_new(const void *schema, size_t length) {
 
 /* ------------------------------------------------------------- the inputs */
 
-static const struct iw_field every_type[] = {
-    {.type = FUNNEL_TYPE_INT8, .name = "i8", .nullable = 1},
-    {.type = FUNNEL_TYPE_INT16, .name = "i16", .nullable = 1},
-    {.type = FUNNEL_TYPE_INT32, .name = "i32", .nullable = 0},
-    {.type = FUNNEL_TYPE_INT64, .name = "i64", .nullable = 1},
-    {.type = FUNNEL_TYPE_UINT8, .name = "u8", .nullable = 1},
-    {.type = FUNNEL_TYPE_UINT16, .name = "u16", .nullable = 1},
-    {.type = FUNNEL_TYPE_UINT32, .name = "u32", .nullable = 1},
-    {.type = FUNNEL_TYPE_UINT64, .name = "u64", .nullable = 1},
-    {.type = FUNNEL_TYPE_FLOAT32, .name = "f32", .nullable = 1},
-    {.type = FUNNEL_TYPE_FLOAT64, .name = "f64", .nullable = 1},
-    {.type = FUNNEL_TYPE_BOOL, .name = "flag", .nullable = 1},
-    {.type = FUNNEL_TYPE_BOOL, .name = "flag_nn", .nullable = 0},
-    {.type = FUNNEL_TYPE_DATE32, .name = "d32", .nullable = 1},
-    {.type = FUNNEL_TYPE_DATE64, .name = "d64", .nullable = 1},
-    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_s", .nullable = 1, .time_unit = FUNNEL_TIME_SECOND},
-    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_ms", .nullable = 1, .time_unit = FUNNEL_TIME_MILLISECOND, .timezone = "UTC"},
-    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_us", .nullable = 1, .time_unit = FUNNEL_TIME_MICROSECOND, .timezone = "Europe/Paris"},
-    {.type = FUNNEL_TYPE_TIMESTAMP, .name = "ts_ns", .nullable = 1, .time_unit = FUNNEL_TIME_NANOSECOND},
-    {.type = FUNNEL_TYPE_DECIMAL128, .name = "dec", .nullable = 1, .precision = 38, .scale = 9},
-    {.type = FUNNEL_TYPE_UTF8, .name = "str", .nullable = 1},
-    {.type = FUNNEL_TYPE_BINARY, .name = "bin", .nullable = 1},
-    {.type = FUNNEL_TYPE_LARGE_UTF8, .name = "lstr", .nullable = 1},
-    {.type = FUNNEL_TYPE_LARGE_BINARY, .name = "lbin", .nullable = 0},
-    {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "fsb", .nullable = 1, .byte_width = 5},
-};
-static const struct iw_schema every_schema = {
-    (int)(sizeof(every_type) / sizeof(every_type[0])), every_type, 0};
-
 static const struct iw_field small_fields[] = {
     {.type = FUNNEL_TYPE_INT64, .name = "k", .nullable = 1},
     {.type = FUNNEL_TYPE_UTF8, .name = "v", .nullable = 1},

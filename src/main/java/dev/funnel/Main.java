@@ -128,17 +128,9 @@ public final class Main {
       throw new UsageException("concat needs at least one input file");
     }
 
-    List<ByteBuffer> partitions = new ArrayList<>();
-    for (Path in : inputs) {
-      try (FileChannel ch = FileChannel.open(in, StandardOpenOption.READ)) {
-        partitions.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
-      } catch (NoSuchFileException e) {
-        err.println("funnel: " + in + ": no such file");
-        return 1;
-      } catch (IOException e) {
-        err.println("funnel: " + in + ": " + oneLine(e.getMessage()));
-        return 1;
-      }
+    List<ByteBuffer> partitions = mapAll(inputs, err);
+    if (partitions == null) {
+      return 1;
     }
 
     Path dir = output.toAbsolutePath().getParent();
@@ -166,12 +158,7 @@ public final class Main {
       }
       return 0;
     } catch (FunnelException e) {
-      String where = "";
-      if (e.partition() >= 0 && e.partition() < inputs.size()) {
-        where = inputs.get((int) e.partition()) + ": ";
-      }
-      err.println("funnel: " + where + oneLine(e.getMessage()));
-      return 1;
+      return failed(e, inputs, err);
     } catch (IOException e) {
       err.println("funnel: " + output + ": " + oneLine(e.toString()));
       return 1;
@@ -184,6 +171,33 @@ public final class Main {
         }
       }
     }
+  }
+
+  /** The files mapped read-only, one partition each; null (the error printed) when one fails. */
+  private static List<ByteBuffer> mapAll(List<Path> inputs, PrintStream err) {
+    List<ByteBuffer> partitions = new ArrayList<>();
+    for (Path in : inputs) {
+      try (FileChannel ch = FileChannel.open(in, StandardOpenOption.READ)) {
+        partitions.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
+      } catch (NoSuchFileException e) {
+        err.println("funnel: " + in + ": no such file");
+        return null;
+      } catch (IOException e) {
+        err.println("funnel: " + in + ": " + oneLine(e.getMessage()));
+        return null;
+      }
+    }
+    return partitions;
+  }
+
+  /** Prints a read's failure on one line, naming the file of the partition at fault; returns 1. */
+  private static int failed(FunnelException e, List<Path> inputs, PrintStream err) {
+    String where = "";
+    if (e.partition() >= 0 && e.partition() < inputs.size()) {
+      where = inputs.get((int) e.partition()) + ": ";
+    }
+    err.println("funnel: " + where + oneLine(e.getMessage()));
+    return 1;
   }
 
   /**
@@ -213,17 +227,9 @@ public final class Main {
       throw new UsageException("show needs at least one file");
     }
 
-    List<ByteBuffer> partitions = new ArrayList<>();
-    for (Path in : inputs) {
-      try (FileChannel ch = FileChannel.open(in, StandardOpenOption.READ)) {
-        partitions.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
-      } catch (NoSuchFileException e) {
-        err.println("funnel: " + in + ": no such file");
-        return 1;
-      } catch (IOException e) {
-        err.println("funnel: " + in + ": " + oneLine(e.getMessage()));
-        return 1;
-      }
+    List<ByteBuffer> partitions = mapAll(inputs, err);
+    if (partitions == null) {
+      return 1;
     }
 
     try (FunnelDevice device = FunnelDevice.open(backend);
@@ -240,12 +246,7 @@ public final class Main {
       out.print(head);
       return 0;
     } catch (FunnelException e) {
-      String where = "";
-      if (e.partition() >= 0 && e.partition() < inputs.size()) {
-        where = inputs.get((int) e.partition()) + ": ";
-      }
-      err.println("funnel: " + where + oneLine(e.getMessage()));
-      return 1;
+      return failed(e, inputs, err);
     }
   }
 
