@@ -9,10 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.funnel.DeviceColumn;
+import dev.funnel.DeviceTable;
 import dev.funnel.FunnelDevice;
 import dev.funnel.FunnelReader;
 import dev.funnel.LiveHandles;
 import dev.funnel.MalformedPartitionException;
+import dev.funnel.PinnedPool;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,6 +23,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.SparkException;
 import org.apache.spark.api.java.JavaPairRDD;
@@ -28,6 +31,8 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -179,6 +184,41 @@ class FunnelShuffleTest {
     assertTrue(
         e.getMessage().contains(funnelSays), "task failure carries funnel's message: " + funnelSays
             + "\nin: " + e.getMessage());
+  }
+
+  @Test
+  void stagingGoesBackOnceTheReadIsDoneAndTheTableStays() throws Exception {
+    StructType schema = new StructType().add("x", DataTypes.LongType);
+    List<byte[]> frames = new ArrayList<>();
+    try (ArrowFrames writer = new ArrowFrames(schema, 0, 1, 1000, 1L << 20)) {
+      for (long k = 0; k < 2500; k++) {
+        byte[] f = writer.append(0, new GenericInternalRow(new Object[] {k}));
+        if (f != null) {
+          frames.add(f);
+        }
+      }
+      frames.add(writer.flush(0));
+    }
+    PinnedPool pool = FunnelExecutor.device().pinnedPool();
+    long before = pool.inUse();
+    // on the driver: no task, so the caller closes the table
+    try (DeviceTable table = ShuffleReads.read(frames.iterator(), ArrowFrames.arrowSchema(schema))) {
+      assertEquals(2500, table.numRows());
+      table.waitReady();
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (pool.inUse() > before && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertEquals(before, pool.inUse(), "pinned staging given back after the read completed");
+      try (BufferAllocator allocator = new RootAllocator();
+          VectorSchemaRoot root = table.toArrow(allocator)) {
+        long sum = 0;
+        for (int r = 0; r < root.getRowCount(); r++) {
+          sum += ((BigIntVector) root.getVector(0)).get(r);
+        }
+        assertEquals(2499L * 2500 / 2, sum);
+      }
+    }
   }
 
   /** A frame of {@code shuffle}'s schema, its RecordBatch body cut short by 8 bytes. */
