@@ -204,12 +204,19 @@ public final class SparkExample {
             + " runs after %d warm-up%n", rows, df.columns().length, partitions,
         spark.sparkContext().master(), FunnelExecutor.device().backend(),
         Runtime.getRuntime().availableProcessors(), reps, warmup);
-    System.out.printf(Locale.ROOT, "%-28s %12s %12s%n", "shuffle", "map stage", "reduce stage");
-    System.out.printf(Locale.ROOT, "%-28s %10.0f ms %10.0f ms%n", "Spark row shuffle",
-        median(spark_, 0), median(spark_, 1));
-    System.out.printf(Locale.ROOT, "%-28s %10.0f ms %10.0f ms%n", "funnel shuffle",
-        median(funnel, 0), median(funnel, 1));
+    System.out.printf(Locale.ROOT, "%-20s %12s %12s %14s%n", "shuffle", "map stage",
+        "reduce stage", "shuffle bytes");
+    System.out.printf(Locale.ROOT, "%-20s %9.0f ms %9.0f ms %,14.0f%n", "Spark row shuffle",
+        median(spark_, 0), median(spark_, 1), median(spark_, 2));
+    System.out.printf(Locale.ROOT, "%-20s %9.0f ms %9.0f ms %,14.0f%n", "funnel shuffle",
+        median(funnel, 0), median(funnel, 1), median(funnel, 2));
+    System.out.printf(Locale.ROOT, "reduce stage, each run (ms): Spark %s, funnel %s%n",
+        runs(spark_, 1), runs(funnel, 1));
     df.unpersist();
+  }
+
+  private static String runs(List<long[]> runs, int which) {
+    return Arrays.toString(runs.stream().mapToLong(r -> r[which]).toArray());
   }
 
   private static long[] counts(List<Long> perPartition) {
@@ -229,6 +236,7 @@ public final class SparkExample {
     private final Map<Integer, String> groupOfStage = new ConcurrentHashMap<>();
     private final Map<String, int[]> stagesOfGroup = new ConcurrentHashMap<>();
     private final Map<Integer, Long> millis = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> shuffleBytes = new ConcurrentHashMap<>();
 
     @Override
     public void onJobStart(SparkListenerJobStart job) {
@@ -251,18 +259,22 @@ public final class SparkExample {
     public void onStageCompleted(SparkListenerStageCompleted done) {
       StageInfo s = done.stageInfo();
       if (s.submissionTime().isDefined() && s.completionTime().isDefined()) {
+        shuffleBytes.put(s.stageId(), s.taskMetrics().shuffleWriteMetrics().bytesWritten());
         millis.put(s.stageId(), (Long) s.completionTime().get() - (Long) s.submissionTime().get());
       }
     }
 
-    /** {map stage ms, reduce stage ms} of the group's job, once the listener has both. */
+    /**
+     * {map stage ms, reduce stage ms, shuffle bytes written} of the group's job, once the listener
+     * has both stages.
+     */
     long[] await(String group) {
       long deadline = System.nanoTime() + 60_000_000_000L;
       while (System.nanoTime() < deadline) {
         int[] ids = stagesOfGroup.get(group);
         if (ids != null && ids.length == 2 && millis.containsKey(ids[0])
             && millis.containsKey(ids[1])) {
-          return new long[] {millis.get(ids[0]), millis.get(ids[1])};
+          return new long[] {millis.get(ids[0]), millis.get(ids[1]), shuffleBytes.get(ids[0])};
         }
         try {
           Thread.sleep(10);
