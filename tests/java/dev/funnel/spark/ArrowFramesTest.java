@@ -1,6 +1,7 @@
 package dev.funnel.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,10 +13,12 @@ import java.math.BigDecimal;
 import java.time.LocalDateTime;
 import java.util.Collections;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -168,6 +171,31 @@ class ArrowFramesTest {
     assertEquals(16, rowsPer[2]);
     // partition 0: 4, 4, 1; partition 2: 4 x 4
     assertEquals(List.of(4, 4, 4, 4, 4, 4, 1), frameRows.stream().sorted((a, b) -> b - a).toList());
+  }
+
+  @Test
+  void aFrameOfAnArrowBatch() throws IOException {
+    StructType s = new StructType().add("x", DataTypes.IntegerType);
+    try (BufferAllocator allocator = new RootAllocator();
+        VectorSchemaRoot root = VectorSchemaRoot.create(ArrowFrames.arrowSchema(s), allocator)) {
+      IntVector x = (IntVector) root.getVector(0);
+      x.allocateNew(3);
+      x.set(0, 7);
+      x.setNull(1);
+      x.set(2, -1);
+      x.setValueCount(3);
+      root.setRowCount(3);
+      byte[] frame = ArrowFrames.frame(root);
+      try (ArrowStreamReader reader =
+          new ArrowStreamReader(new ByteArrayInputStream(frame), allocator)) {
+        assertTrue(reader.loadNextBatch());
+        IntVector got = (IntVector) reader.getVectorSchemaRoot().getVector(0);
+        assertEquals(3, got.getValueCount());
+        assertEquals(Arrays.asList(7, null, -1),
+            Arrays.asList(got.getObject(0), got.getObject(1), got.getObject(2)));
+        assertFalse(reader.loadNextBatch());
+      }
+    }
   }
 
   @Test

@@ -35,7 +35,6 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.TaskContext;
-import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.BooleanType;
@@ -55,6 +54,7 @@ import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.util.TaskCompletionListener;
 import scala.Tuple2;
 
 /**
@@ -286,6 +286,9 @@ public final class ArrowFrames implements AutoCloseable {
     long bytes;
 
     Batch() {
+      for (FieldVector v : vectors) {
+        v.setInitialCapacity(Math.min(batchRows, INITIAL_ROWS)); // grows as rows come
+      }
       root.allocateNew();
     }
 
@@ -294,21 +297,38 @@ public final class ArrowFrames implements AutoCloseable {
         v.setValueCount(rows);
       }
       root.setRowCount(rows);
-      ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(bytes + 1024, 1 << 30));
-      try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
-        w.start();
-        w.writeBatch();
-        w.end();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
-      }
+      byte[] frame = write(root, bytes);
       for (FieldVector v : vectors) {
         v.reset();
       }
       rows = 0;
       bytes = 0;
-      return out.toByteArray();
+      return frame;
     }
+  }
+
+  /** Rows a partition's vectors are first allocated for: many partitions may get few rows. */
+  private static final int INITIAL_ROWS = 256;
+
+  /**
+   * A frame of an Arrow batch the caller already has, such as one reduce partition's rows from a
+   * columnar source: a whole Arrow IPC stream of it, as {@link FunnelShuffle#exchange} moves and
+   * {@link ShuffleReads#read} reads.
+   */
+  public static byte[] frame(VectorSchemaRoot batch) {
+    return write(batch, 0);
+  }
+
+  private static byte[] write(VectorSchemaRoot root, long sizeHint) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(sizeHint + 1024, 1 << 30));
+    try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+      w.start();
+      w.writeBatch();
+      w.end();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
+    }
+    return out.toByteArray();
   }
 
   /** Writes a non-null value; returns the bytes it added beyond the fixed width. */

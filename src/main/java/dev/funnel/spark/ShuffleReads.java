@@ -18,8 +18,10 @@ import org.apache.spark.util.TaskCompletionListener;
  * partition) become one {@link DeviceTable} in one {@link FunnelReader#read} call.
  */
 public final class ShuffleReads {
-  /** Frames are staged in blocks of at most this many bytes (a ByteBuffer holds < 2 GiB). */
-  static final int MAX_STAGING_BLOCK = 1 << 30;
+  /** The first staging block's size; each next one is twice the last, up to the largest. */
+  static final int FIRST_STAGING_BLOCK = 1 << 20;
+
+  static final int LARGEST_STAGING_BLOCK = 64 << 20;
 
   private ShuffleReads() {}
 
@@ -27,88 +29,80 @@ public final class ShuffleReads {
    * Reads a reduce task's frames into one table on this executor's device ({@link
    * FunnelExecutor#device()}).
    *
-   * <p>The frames are copied, back to back, into the device's pinned pool (into direct memory
-   * when the pool is full) and read in one call; each frame is one partition of the read, so an
-   * error names the frame by its index in {@code frames}. The staging memory is given back as
-   * soon as the read's work has completed, off the task's thread. The table is the task's: it is
-   * closed when the task ends, with a task completion listener, and must not be used after.
-   * Without a task (outside Spark) the caller closes the table, and the staging memory goes when
-   * the read completes as in a task.
+   * <p>The frames are copied, back to back, as they are fetched, into blocks of the device's
+   * pinned pool (of direct memory when the pool is full), so that no more than one fetched frame
+   * is held on the heap, and read in one call; each frame is one partition of the read, so an
+   * error names the frame by its index in {@code frames}. The blocks are given back as soon as
+   * the read's work has completed, off the task's thread. The table is the task's: it is closed
+   * when the task ends, by a task completion listener, and must not be used after. Without a task
+   * (outside Spark) the caller closes the table.
    *
    * @param schema the frames' schema; a task with no frames gets an empty table of it
    * @throws dev.funnel.FunnelException when a frame is not valid Arrow IPC of {@code schema} (the
    *     task fails with funnel's message)
    */
   public static DeviceTable read(Iterator<byte[]> frames, Schema schema) {
-    List<byte[]> all = new ArrayList<>();
-    while (frames.hasNext()) {
-      all.add(frames.next());
-    }
     FunnelDevice device = FunnelExecutor.device();
-    List<AutoCloseable> staging = new ArrayList<>();
+    Staging staging = new Staging(device);
     FunnelReader reader = null;
-    DeviceTable table = null;
+    DeviceTable table;
     try {
-      ByteBuffer[] partitions = stage(device, all, staging);
-      all = null; // the fetched frames can go: the read uses the staged copy
+      while (frames.hasNext()) {
+        staging.add(frames.next());
+      }
       reader = new FunnelReader(device, schema);
-      table = reader.read(partitions);
+      table = reader.read(staging.partitions);
     } catch (RuntimeException | Error e) {
-      closeAll(e, reader, staging);
+      closeAll(e, null, reader, staging.pinned);
       throw e;
     }
     TaskContext task = TaskContext.get();
     if (task != null) {
-      DeviceTable t = table;
       FunnelReader r = reader;
-      task.addTaskCompletionListener((TaskCompletionListener) c -> closeAll(null, t, r, staging));
+      task.addTaskCompletionListener(
+          (TaskCompletionListener) c -> closeAll(null, table, r, staging.pinned));
     } else {
       reader.close(); // its tables stay valid
     }
-    for (AutoCloseable block : staging) {
+    for (AutoCloseable block : staging.pinned) {
       FunnelExecutor.RELEASER.execute(() -> close(block)); // waits for the read's work
     }
     return table;
   }
 
-  /**
-   * Copies the frames back to back into staging blocks; returns one ByteBuffer per frame. Pinned
-   * blocks go into {@code staging}; direct ByteBuffers are kept by the table until its read is done.
-   */
-  private static ByteBuffer[] stage(
-      FunnelDevice device, List<byte[]> frames, List<AutoCloseable> staging) {
-    ByteBuffer[] out = new ByteBuffer[frames.size()];
-    int f = 0;
-    while (f < frames.size()) {
-      long size = 0;
-      int end = f;
-      while (end < frames.size() && size + frames.get(end).length <= MAX_STAGING_BLOCK) {
-        size += frames.get(end++).length;
-      }
-      if (end == f) { // a frame of 1 GiB or more: a block of its own
-        size = frames.get(end++).length;
-      }
-      ByteBuffer block = allocate(device, size, staging);
-      for (; f < end; f++) {
-        byte[] frame = frames.get(f);
-        int at = block.position();
-        block.put(frame);
-        out[f] = block.duplicate().position(at).limit(at + frame.length).slice();
-      }
-    }
-    return out;
-  }
+  /** Frames copied back to back into blocks that grow, one ByteBuffer per frame. */
+  private static final class Staging {
+    final FunnelDevice device;
+    final List<ByteBuffer> partitions = new ArrayList<>();
+    final List<AutoCloseable> pinned = new ArrayList<>(); // direct blocks go with the table
+    ByteBuffer block;
+    int nextSize = FIRST_STAGING_BLOCK;
 
-  private static ByteBuffer allocate(FunnelDevice device, long size, List<AutoCloseable> staging) {
-    try {
-      PinnedBuffer pinned = device.pinnedPool().allocate(size);
-      staging.add(pinned);
-      return pinned.buffer().duplicate();
-    } catch (FunnelException e) {
-      if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
-        throw e;
+    Staging(FunnelDevice device) {
+      this.device = device;
+    }
+
+    void add(byte[] frame) {
+      if (block == null || block.remaining() < frame.length) {
+        block = allocate(Math.max(nextSize, frame.length));
+        nextSize = (int) Math.min(2L * nextSize, LARGEST_STAGING_BLOCK);
       }
-      return ByteBuffer.allocateDirect((int) size); // the pool is full: funnel stages it itself
+      int at = block.position();
+      block.put(frame);
+      partitions.add(block.duplicate().position(at).limit(at + frame.length).slice());
+    }
+
+    private ByteBuffer allocate(int size) {
+      try {
+        PinnedBuffer b = device.pinnedPool().allocate(size);
+        pinned.add(b);
+        return b.buffer().duplicate();
+      } catch (FunnelException e) {
+        if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
+          throw e;
+        }
+        return ByteBuffer.allocateDirect(size); // the pool is full: funnel stages these itself
+      }
     }
   }
 
@@ -137,10 +131,6 @@ public final class ShuffleReads {
     if (first != null) {
       throw first;
     }
-  }
-
-  private static void closeAll(Throwable failure, FunnelReader reader, List<AutoCloseable> staging) {
-    closeAll(failure, null, reader, staging);
   }
 
   private static void close(AutoCloseable c) {
