@@ -6,6 +6,7 @@ import static org.apache.spark.sql.functions.date_add;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.when;
 
+import dev.funnel.FunnelException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -76,6 +77,12 @@ public final class SparkExample {
             .config(FunnelExecutor.BACKEND_CONF, backend)
             .getOrCreate();
     try {
+      try {
+        FunnelExecutor.device(); // local mode: the executors' device, opened here to fail early
+      } catch (FunnelException e) {
+        System.err.println("spark-example: " + e.getMessage());
+        System.exit(1);
+      }
       Dataset<Row> df = table(spark, rows);
       if (bench) {
         bench(spark, df, partitions, reps, warmup);
