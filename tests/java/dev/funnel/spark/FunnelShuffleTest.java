@@ -11,9 +11,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.funnel.DeviceColumn;
 import dev.funnel.DeviceTable;
 import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelException;
 import dev.funnel.FunnelReader;
 import dev.funnel.LiveHandles;
 import dev.funnel.MalformedPartitionException;
+import dev.funnel.PinnedBuffer;
 import dev.funnel.PinnedPool;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -197,12 +199,13 @@ class FunnelShuffleTest {
             + "\nin: " + e.getMessage());
   }
 
-  @Test
-  void stagingGoesBackOnceTheReadIsDoneAndTheTableStays() throws Exception {
-    StructType schema = new StructType().add("x", DataTypes.LongType);
+  static final StructType LONGS = new StructType().add("x", DataTypes.LongType);
+
+  /** Frames of 0..rows-1, 1000 rows each. */
+  static List<byte[]> longFrames(long rows) {
     List<byte[]> frames = new ArrayList<>();
-    try (ArrowFrames writer = new ArrowFrames(schema, 0, 1, 1000, 1L << 20)) {
-      for (long k = 0; k < 2500; k++) {
+    try (ArrowFrames writer = new ArrowFrames(LONGS, 0, 1, 1000, 1L << 20)) {
+      for (long k = 0; k < rows; k++) {
         byte[] f = writer.append(0, new GenericInternalRow(new Object[] {k}));
         if (f != null) {
           frames.add(f);
@@ -210,6 +213,47 @@ class FunnelShuffleTest {
       }
       frames.add(writer.flush(0));
     }
+    return frames;
+  }
+
+  static long sumOfLongs(DeviceTable table) {
+    try (BufferAllocator allocator = new RootAllocator();
+        VectorSchemaRoot root = table.toArrow(allocator)) {
+      long sum = 0;
+      for (int r = 0; r < root.getRowCount(); r++) {
+        sum += ((BigIntVector) root.getVector(0)).get(r);
+      }
+      return sum;
+    }
+  }
+
+  @Test
+  void stagingFallsBackToDirectMemoryWhenThePinnedPoolIsFull() {
+    PinnedPool pool = FunnelExecutor.device().pinnedPool();
+    List<PinnedBuffer> filling = new ArrayList<>();
+    try {
+      while (true) {
+        try {
+          filling.add(pool.allocate(1 << 20));
+        } catch (FunnelException e) {
+          assertEquals(FunnelException.Code.HOST_OUT_OF_MEMORY, e.code());
+          break;
+        }
+      }
+      try (DeviceTable table =
+          ShuffleReads.read(longFrames(2500).iterator(), ArrowFrames.arrowSchema(LONGS))) {
+        assertEquals(2500, table.numRows());
+        assertEquals(2499L * 2500 / 2, sumOfLongs(table));
+      }
+    } finally {
+      filling.forEach(PinnedBuffer::close);
+    }
+  }
+
+  @Test
+  void stagingGoesBackOnceTheReadIsDoneAndTheTableStays() throws Exception {
+    List<byte[]> frames = longFrames(2500);
+    StructType schema = LONGS;
     PinnedPool pool = FunnelExecutor.device().pinnedPool();
     long before = pool.inUse();
     // on the driver: no task, so the caller closes the table
@@ -221,14 +265,7 @@ class FunnelShuffleTest {
         Thread.sleep(5);
       }
       assertEquals(before, pool.inUse(), "pinned staging given back after the read completed");
-      try (BufferAllocator allocator = new RootAllocator();
-          VectorSchemaRoot root = table.toArrow(allocator)) {
-        long sum = 0;
-        for (int r = 0; r < root.getRowCount(); r++) {
-          sum += ((BigIntVector) root.getVector(0)).get(r);
-        }
-        assertEquals(2499L * 2500 / 2, sum);
-      }
+      assertEquals(2499L * 2500 / 2, sumOfLongs(table));
     }
   }
 
