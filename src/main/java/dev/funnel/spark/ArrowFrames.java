@@ -1,0 +1,430 @@
+package dev.funnel.spark;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.Channels;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.DateDayVector;
+import org.apache.arrow.vector.DecimalVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.Float8Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.SmallIntVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.TimeStampMicroVector;
+import org.apache.arrow.vector.TinyIntVector;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.types.DateUnit;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.TimeUnit;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.util.TaskCompletionListener;
+import scala.Tuple2;
+
+/**
+ * The map side of the funnel shuffle: a map task's rows become Arrow IPC frames, each a whole
+ * Arrow IPC stream (schema, one RecordBatch, end-of-stream) of rows bound for one reduce
+ * partition, at most {@code batchRows} rows and about {@code batchBytes} bytes of column data.
+ *
+ * <p>Spark types and the Arrow types they are written as: byte, short, int, long (int8..64),
+ * float, double, boolean, date (date32), timestamp (timestamp[us, UTC]), timestamp_ntz
+ * (timestamp[us]), decimal (decimal128), string (utf8), binary. Other types are rejected when the
+ * writer is made, naming the column.
+ */
+public final class ArrowFrames implements AutoCloseable {
+  /** Rows of a frame unless {@code batchBytes} is reached first. */
+  public static final int DEFAULT_BATCH_ROWS = 64 * 1024;
+  /** Column bytes of a frame unless {@code batchRows} is reached first. */
+  public static final long DEFAULT_BATCH_BYTES = 4L << 20;
+
+  private static final BufferAllocator ROOT = new RootAllocator();
+
+  private final StructType sparkSchema;
+  private final Schema schema;
+  private final int firstOrdinal;
+  private final int batchRows;
+  private final long batchBytes;
+  private final BufferAllocator allocator;
+  private final Batch[] batches; // per reduce partition, made on its first row
+  private final ColumnWriter[] writers;
+  private final long fixedRowBytes;
+
+  /**
+   * A writer of rows whose columns {@code firstOrdinal..} are {@code sparkSchema}'s, for {@code
+   * numPartitions} reduce partitions.
+   *
+   * @throws IllegalArgumentException naming the column when a column's type is not one the funnel
+   *     shuffle writes, or when a size is not positive
+   */
+  public ArrowFrames(
+      StructType sparkSchema, int firstOrdinal, int numPartitions, int batchRows, long batchBytes) {
+    if (numPartitions <= 0 || batchRows <= 0 || batchBytes <= 0) {
+      throw new IllegalArgumentException(
+          "partitions " + numPartitions + ", batch rows " + batchRows + ", batch bytes "
+              + batchBytes + ": each must be positive");
+    }
+    this.sparkSchema = sparkSchema;
+    this.schema = arrowSchema(sparkSchema);
+    this.firstOrdinal = firstOrdinal;
+    this.batchRows = batchRows;
+    this.batchBytes = batchBytes;
+    StructField[] fields = sparkSchema.fields();
+    this.writers = new ColumnWriter[fields.length];
+    long fixed = 0;
+    for (int c = 0; c < fields.length; c++) {
+      writers[c] = writer(fields[c].dataType());
+      fixed += fixedBytes(fields[c].dataType());
+    }
+    this.fixedRowBytes = fixed;
+    this.batches = new Batch[numPartitions];
+    this.allocator = ROOT.newChildAllocator("funnel map task", 0, Long.MAX_VALUE);
+  }
+
+  /** The Arrow schema of the frames: one field per Spark column, same names and nullability. */
+  public Schema schema() {
+    return schema;
+  }
+
+  /** The Arrow schema the funnel shuffle writes {@code sparkSchema} as. */
+  public static Schema arrowSchema(StructType sparkSchema) {
+    List<Field> fields = new ArrayList<>();
+    for (StructField f : sparkSchema.fields()) {
+      fields.add(new Field(f.name(), new FieldType(f.nullable(), arrowType(f), null), null));
+    }
+    return new Schema(fields);
+  }
+
+  private static ArrowType arrowType(StructField f) {
+    DataType t = f.dataType();
+    if (t instanceof ByteType) {
+      return new ArrowType.Int(8, true);
+    } else if (t instanceof ShortType) {
+      return new ArrowType.Int(16, true);
+    } else if (t instanceof IntegerType) {
+      return new ArrowType.Int(32, true);
+    } else if (t instanceof LongType) {
+      return new ArrowType.Int(64, true);
+    } else if (t instanceof FloatType) {
+      return new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
+    } else if (t instanceof DoubleType) {
+      return new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
+    } else if (t instanceof BooleanType) {
+      return ArrowType.Bool.INSTANCE;
+    } else if (t instanceof DateType) {
+      return new ArrowType.Date(DateUnit.DAY);
+    } else if (t instanceof TimestampType) {
+      return new ArrowType.Timestamp(TimeUnit.MICROSECOND, "UTC");
+    } else if (t instanceof TimestampNTZType) {
+      return new ArrowType.Timestamp(TimeUnit.MICROSECOND, null);
+    } else if (t instanceof DecimalType) {
+      DecimalType d = (DecimalType) t;
+      return new ArrowType.Decimal(d.precision(), d.scale(), 128);
+    } else if (t instanceof StringType) {
+      return ArrowType.Utf8.INSTANCE;
+    } else if (t instanceof BinaryType) {
+      return ArrowType.Binary.INSTANCE;
+    }
+    throw new IllegalArgumentException(
+        "column '" + f.name() + "' has type " + t.simpleString() + ", which the funnel shuffle"
+            + " does not write (it writes byte, short, int, bigint, float, double, boolean, date,"
+            + " timestamp, timestamp_ntz, decimal, string, binary)");
+  }
+
+  private static long fixedBytes(DataType t) {
+    if (t instanceof StringType || t instanceof BinaryType) {
+      return 4;
+    }
+    if (t instanceof DecimalType) {
+      return 16;
+    }
+    return t instanceof BooleanType ? 1 : t.defaultSize();
+  }
+
+  /**
+   * Appends {@code row} to reduce partition {@code partition}'s batch; returns that batch as a
+   * frame when it is full, else null.
+   */
+  public byte[] append(int partition, InternalRow row) {
+    if (partition < 0 || partition >= batches.length) {
+      throw new IllegalArgumentException(
+          "reduce partition " + partition + " out of [0, " + batches.length + ")");
+    }
+    Batch b = batches[partition];
+    if (b == null) {
+      b = batches[partition] = new Batch();
+    }
+    int i = b.rows;
+    long bytes = fixedRowBytes;
+    for (int c = 0; c < writers.length; c++) {
+      int o = firstOrdinal + c;
+      FieldVector v = b.vectors[c];
+      if (row.isNullAt(o)) {
+        setNull(v, i);
+      } else {
+        bytes += writers[c].write(v, i, row, o);
+      }
+    }
+    b.rows = i + 1;
+    b.bytes += bytes;
+    return b.rows >= batchRows || b.bytes >= batchBytes ? b.frame() : null;
+  }
+
+  /** The frame of a partition's rows not yet in a frame, or null when there are none. */
+  public byte[] flush(int partition) {
+    Batch b = batches[partition];
+    return b == null || b.rows == 0 ? null : b.frame();
+  }
+
+  /** Frees the batches' memory. Idempotent. */
+  @Override
+  public void close() {
+    for (int p = 0; p < batches.length; p++) {
+      if (batches[p] != null) {
+        batches[p].root.close();
+        batches[p] = null;
+      }
+    }
+    allocator.close();
+  }
+
+  /**
+   * A map task's frames: {@code rows} (whose int column 0 is the reduce partition and whose
+   * columns 1.. are {@code sparkSchema}'s) as (reduce partition, frame) pairs, made as the
+   * iterator is consumed: full batches as they fill, then the rest of each partition's rows. Its
+   * memory is freed when the rows are done, or when the task ends.
+   */
+  public static Iterator<Tuple2<Integer, byte[]>> frames(
+      Iterator<InternalRow> rows,
+      StructType sparkSchema,
+      int numPartitions,
+      int batchRows,
+      long batchBytes) {
+    ArrowFrames writer = new ArrowFrames(sparkSchema, 1, numPartitions, batchRows, batchBytes);
+    TaskContext task = TaskContext.get();
+    if (task != null) {
+      task.addTaskCompletionListener((TaskCompletionListener) t -> writer.close());
+    }
+    return new Iterator<>() {
+      private final ArrayDeque<Tuple2<Integer, byte[]>> ready = new ArrayDeque<>();
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        while (ready.isEmpty() && !done) {
+          if (rows.hasNext()) {
+            InternalRow row = rows.next();
+            int p = row.getInt(0);
+            byte[] frame = writer.append(p, row);
+            if (frame != null) {
+              ready.add(new Tuple2<>(p, frame));
+            }
+          } else {
+            for (int p = 0; p < numPartitions; p++) {
+              byte[] frame = writer.flush(p);
+              if (frame != null) {
+                ready.add(new Tuple2<>(p, frame));
+              }
+            }
+            writer.close();
+            done = true;
+          }
+        }
+        return !ready.isEmpty();
+      }
+
+      @Override
+      public Tuple2<Integer, byte[]> next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        return ready.poll();
+      }
+    };
+  }
+
+  /** One reduce partition's rows not yet in a frame. */
+  private final class Batch {
+    final VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+    final FieldVector[] vectors = root.getFieldVectors().toArray(new FieldVector[0]);
+    int rows;
+    long bytes;
+
+    Batch() {
+      for (FieldVector v : vectors) {
+        v.setInitialCapacity(Math.min(batchRows, INITIAL_ROWS)); // grows as rows come
+      }
+      root.allocateNew();
+    }
+
+    byte[] frame() {
+      for (FieldVector v : vectors) {
+        v.setValueCount(rows);
+      }
+      root.setRowCount(rows);
+      byte[] frame = write(root, bytes);
+      for (FieldVector v : vectors) {
+        v.reset();
+      }
+      rows = 0;
+      bytes = 0;
+      return frame;
+    }
+  }
+
+  /** Rows a partition's vectors are first allocated for: many partitions may get few rows. */
+  private static final int INITIAL_ROWS = 256;
+
+  /**
+   * A frame of an Arrow batch the caller already has, such as one reduce partition's rows from a
+   * columnar source: a whole Arrow IPC stream of it, as {@link FunnelShuffle#exchange} moves and
+   * {@link ShuffleReads#read} reads.
+   */
+  public static byte[] frame(VectorSchemaRoot batch) {
+    return write(batch, 0);
+  }
+
+  private static byte[] write(VectorSchemaRoot root, long sizeHint) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(sizeHint + 1024, 1 << 30));
+    try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+      w.start();
+      w.writeBatch();
+      w.end();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
+    }
+    return out.toByteArray();
+  }
+
+  /** Writes a non-null value; returns the bytes it added beyond the fixed width. */
+  private interface ColumnWriter {
+    long write(FieldVector v, int i, InternalRow row, int ordinal);
+  }
+
+  private static void setNull(FieldVector v, int i) {
+    while (i >= v.getValueCapacity()) {
+      v.reAlloc();
+    }
+    v.setNull(i);
+  }
+
+  private static ColumnWriter writer(DataType t) {
+    if (t instanceof ByteType) {
+      return (v, i, r, o) -> {
+        ((TinyIntVector) v).setSafe(i, r.getByte(o));
+        return 0;
+      };
+    } else if (t instanceof ShortType) {
+      return (v, i, r, o) -> {
+        ((SmallIntVector) v).setSafe(i, r.getShort(o));
+        return 0;
+      };
+    } else if (t instanceof IntegerType) {
+      return (v, i, r, o) -> {
+        ((IntVector) v).setSafe(i, r.getInt(o));
+        return 0;
+      };
+    } else if (t instanceof LongType) {
+      return (v, i, r, o) -> {
+        ((BigIntVector) v).setSafe(i, r.getLong(o));
+        return 0;
+      };
+    } else if (t instanceof FloatType) {
+      return (v, i, r, o) -> {
+        ((Float4Vector) v).setSafe(i, r.getFloat(o));
+        return 0;
+      };
+    } else if (t instanceof DoubleType) {
+      return (v, i, r, o) -> {
+        ((Float8Vector) v).setSafe(i, r.getDouble(o));
+        return 0;
+      };
+    } else if (t instanceof BooleanType) {
+      return (v, i, r, o) -> {
+        ((BitVector) v).setSafe(i, r.getBoolean(o) ? 1 : 0);
+        return 0;
+      };
+    } else if (t instanceof DateType) {
+      return (v, i, r, o) -> {
+        ((DateDayVector) v).setSafe(i, r.getInt(o));
+        return 0;
+      };
+    } else if (t instanceof TimestampType) {
+      return (v, i, r, o) -> {
+        ((TimeStampMicroTZVector) v).setSafe(i, r.getLong(o));
+        return 0;
+      };
+    } else if (t instanceof TimestampNTZType) {
+      return (v, i, r, o) -> {
+        ((TimeStampMicroVector) v).setSafe(i, r.getLong(o));
+        return 0;
+      };
+    } else if (t instanceof DecimalType) {
+      DecimalType d = (DecimalType) t;
+      return (v, i, r, o) -> {
+        ((DecimalVector) v).setSafe(i, r.getDecimal(o, d.precision(), d.scale()).toJavaBigDecimal());
+        return 0;
+      };
+    } else if (t instanceof StringType) {
+      return (v, i, r, o) -> {
+        UTF8String s = r.getUTF8String(o);
+        int n = s.numBytes();
+        Object base = s.getBaseObject();
+        if (base instanceof byte[]) { // in place: no copy of the bytes
+          ((VarCharVector) v)
+              .setSafe(i, (byte[]) base, (int) (s.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET), n);
+        } else {
+          ((VarCharVector) v).setSafe(i, s.getBytes());
+        }
+        return n;
+      };
+    } else if (t instanceof BinaryType) {
+      return (v, i, r, o) -> {
+        byte[] b = r.getBinary(o);
+        ((VarBinaryVector) v).setSafe(i, b);
+        return b.length;
+      };
+    }
+    throw new AssertionError(t); // arrowType rejected it first
+  }
+
+  @Override
+  public String toString() {
+    return "ArrowFrames[" + sparkSchema.simpleString() + ", " + batches.length + " partitions]";
+  }
+}

@@ -1,0 +1,143 @@
+package dev.funnel.spark;
+
+import dev.funnel.DeviceTable;
+import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelException;
+import dev.funnel.FunnelReader;
+import dev.funnel.PinnedBuffer;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.TaskContext;
+import org.apache.spark.util.TaskCompletionListener;
+
+/**
+ * The reduce side of the funnel shuffle: a reduce task's fetched frames (every map output of its
+ * partition) become one {@link DeviceTable} in one {@link FunnelReader#read} call.
+ */
+public final class ShuffleReads {
+  /** The first staging block's size; each next one is twice the last, up to the largest. */
+  static final int FIRST_STAGING_BLOCK = 1 << 20;
+
+  static final int LARGEST_STAGING_BLOCK = 64 << 20;
+
+  private ShuffleReads() {}
+
+  /**
+   * Reads a reduce task's frames into one table on this executor's device ({@link
+   * FunnelExecutor#device()}).
+   *
+   * <p>The frames are copied, back to back, as they are fetched, into blocks of the device's
+   * pinned pool (of direct memory when the pool is full), so that no more than one fetched frame
+   * is held on the heap, and read in one call; each frame is one partition of the read, so an
+   * error names the frame by its index in {@code frames}. The blocks are given back as soon as
+   * the read's work has completed, off the task's thread. The table is the task's: it is closed
+   * when the task ends, by a task completion listener, and must not be used after. Without a task
+   * (outside Spark) the caller closes the table.
+   *
+   * @param schema the frames' schema; a task with no frames gets an empty table of it
+   * @throws dev.funnel.FunnelException when a frame is not valid Arrow IPC of {@code schema} (the
+   *     task fails with funnel's message)
+   */
+  public static DeviceTable read(Iterator<byte[]> frames, Schema schema) {
+    FunnelDevice device = FunnelExecutor.device();
+    Staging staging = new Staging(device);
+    FunnelReader reader = null;
+    DeviceTable table;
+    try {
+      while (frames.hasNext()) {
+        staging.add(frames.next());
+      }
+      reader = new FunnelReader(device, schema);
+      table = reader.read(staging.partitions);
+    } catch (RuntimeException | Error e) {
+      closeAll(e, null, reader, staging.pinned);
+      throw e;
+    }
+    TaskContext task = TaskContext.get();
+    if (task != null) {
+      FunnelReader r = reader;
+      task.addTaskCompletionListener(
+          (TaskCompletionListener) c -> closeAll(null, table, r, staging.pinned));
+    } else {
+      reader.close(); // its tables stay valid
+    }
+    for (AutoCloseable block : staging.pinned) {
+      FunnelExecutor.RELEASER.execute(() -> close(block)); // waits for the read's work
+    }
+    return table;
+  }
+
+  /** Frames copied back to back into blocks that grow, one ByteBuffer per frame. */
+  private static final class Staging {
+    final FunnelDevice device;
+    final List<ByteBuffer> partitions = new ArrayList<>();
+    final List<AutoCloseable> pinned = new ArrayList<>(); // direct blocks go with the table
+    ByteBuffer block;
+    int nextSize = FIRST_STAGING_BLOCK;
+
+    Staging(FunnelDevice device) {
+      this.device = device;
+    }
+
+    void add(byte[] frame) {
+      if (block == null || block.remaining() < frame.length) {
+        block = allocate(Math.max(nextSize, frame.length));
+        nextSize = (int) Math.min(2L * nextSize, LARGEST_STAGING_BLOCK);
+      }
+      int at = block.position();
+      block.put(frame);
+      partitions.add(block.duplicate().position(at).limit(at + frame.length).slice());
+    }
+
+    private ByteBuffer allocate(int size) {
+      try {
+        PinnedBuffer b = device.pinnedPool().allocate(size);
+        pinned.add(b);
+        return b.buffer().duplicate();
+      } catch (FunnelException e) {
+        if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
+          throw e;
+        }
+        return ByteBuffer.allocateDirect(size); // the pool is full: funnel stages these itself
+      }
+    }
+  }
+
+  private static void closeAll(
+      Throwable failure, AutoCloseable table, AutoCloseable reader, List<AutoCloseable> staging) {
+    List<AutoCloseable> all = new ArrayList<>();
+    all.add(table); // first: closing it waits for the work that reads the staging blocks
+    all.add(reader);
+    all.addAll(staging);
+    RuntimeException first = null;
+    for (AutoCloseable c : all) {
+      try {
+        if (c != null) {
+          c.close();
+        }
+      } catch (Exception e) {
+        if (failure != null) {
+          failure.addSuppressed(e);
+        } else if (first == null) {
+          first = e instanceof RuntimeException ? (RuntimeException) e : new RuntimeException(e);
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+
+  private static void close(AutoCloseable c) {
+    try {
+      c.close();
+    } catch (Exception e) {
+      // the task's listener closes it again and reports
+    }
+  }
+}
