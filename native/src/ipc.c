@@ -90,16 +90,16 @@ static int reap(struct control *c) {
   return live;
 }
 
-static void *map_control(const char *name, bool create, struct funnel_error *error) {
+/* Maps the control block `name`, made anew when `create`. */
+static int map_control(const char *name, bool create, struct control **out,
+                       struct funnel_error *error) {
   int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
   if (fd < 0) {
     const int e = errno;
     if (!create && e == ENOENT)
-      FUNNEL_ERR(error, FUNNEL_ERR_IN_USE,
-                 "the export is closed: its control block %s is gone", name);
-    else
-      FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "shm_open(%s): %s", name, strerror(e));
-    return NULL;
+      return FUNNEL_ERR(error, FUNNEL_ERR_IN_USE,
+                        "the shared table is closed: its control block %s is gone", name);
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "shm_open(%s): %s", name, strerror(e));
   }
   struct stat st;
   if ((create && ftruncate(fd, sizeof(struct control)) != 0) ||
@@ -107,20 +107,19 @@ static void *map_control(const char *name, bool create, struct funnel_error *err
     const int e = errno;
     close(fd);
     if (create) shm_unlink(name);
-    FUNNEL_ERR(error, create ? FUNNEL_ERR_HOST_OUT_OF_MEMORY : FUNNEL_ERR_MALFORMED,
-               "control block %s: %s", name, create ? strerror(e) : "too small");
-    return NULL;
+    return FUNNEL_ERR(error, create ? FUNNEL_ERR_HOST_OUT_OF_MEMORY : FUNNEL_ERR_MALFORMED,
+                      "control block %s: %s", name, create ? strerror(e) : "too small");
   }
   void *p = mmap(NULL, sizeof(struct control), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int e = errno;
   close(fd);
   if (p == MAP_FAILED) {
     if (create) shm_unlink(name);
-    FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cannot map control block %s: %s", name,
-               strerror(e));
-    return NULL;
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cannot map control block %s: %s",
+                      name, strerror(e));
   }
-  return p;
+  *out = p;
+  return FUNNEL_OK;
 }
 
 /* ------------------------------------------------------------- descriptor */
@@ -291,11 +290,8 @@ funnel_status funnel_table_export(struct funnel_table *t, struct funnel_export *
   snprintf(ex->control_name, sizeof(ex->control_name), "/funnel-ctl-%ld-%lld-%lld",
            (long)getpid(), (long long)atomic_fetch_add(&export_sequence, 1),
            (long long)funnel__now_ns());
-  int st = FUNNEL_OK;
-  ex->control = map_control(ex->control_name, true, error);
-  if (ex->control == NULL) {
-    st = error != NULL ? error->code : FUNNEL_ERR_DEVICE;
-  } else {
+  int st = map_control(ex->control_name, true, &ex->control, error);
+  if (st == FUNNEL_OK) {
     struct control *c = ex->control;
     memset(c, 0, sizeof(*c));
     c->version = DESCRIPTOR_VERSION;
@@ -574,8 +570,7 @@ static int import_table(struct funnel_device *dev, struct cursor *cur, struct fu
                       "(a process cannot open its own CUDA IPC handles)",
                       (long long)h.pid);
   /* the protocol first: the exporter frees nothing while the slot is held */
-  im->control = map_control(h.control, false, error);
-  if (im->control == NULL) return error != NULL ? error->code : FUNNEL_ERR_DEVICE;
+  FUNNEL_RETURN_NOT_OK(map_control(h.control, false, &im->control, error));
   FUNNEL_RETURN_NOT_OK(claim_slot(im, error));
   for (int i = 0; i < h.allocations; i++) {
     FUNNEL_RETURN_NOT_OK(funnel__dev_shared_open(be, &handles[i], (size_t)im->mem_size[i],

@@ -347,6 +347,18 @@ static void import_rejects_other_devices_and_bad_bytes(void) {
   unshare(&s);
 }
 
+/* Once closed, the descriptor opens nothing: the control block is gone. */
+static void import_after_close_fails(void) {
+  struct shared s;
+  struct funnel_error err;
+  if (share(&s, 28)) {
+    CHECK_OK(funnel_export_close(s.ex, 0, &err), &err);
+    s.ex = NULL;
+    CHECK_EQ_I64(wait_importer(spawn_importer("verify", 28, s.dir)), FUNNEL_ERR_IN_USE);
+  }
+  unshare(&s);
+}
+
 /* Nothing of an export is left once it is closed. */
 static void export_and_close_leave_nothing(void) {
   const struct funnel__live live0 = funnel__live_now();
@@ -371,6 +383,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(dead_importer_is_reclaimed),
       CHECK_TEST(import_in_the_exporting_process_fails),
       CHECK_TEST(import_rejects_other_devices_and_bad_bytes),
+      CHECK_TEST(import_after_close_fails),
       CHECK_TEST(export_and_close_leave_nothing),
   };
   return CHECK_MAIN(argc, argv, tests);
