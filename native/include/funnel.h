@@ -235,9 +235,16 @@ enum funnel_transfer {
 
 enum funnel_option {
   FUNNEL_OPTION_TRANSFER = 1,    /* an enum funnel_transfer; default AUTO */
-  FUNNEL_OPTION_TIME_KERNEL = 2  /* 1: time the concat on the device with a
+  FUNNEL_OPTION_TIME_KERNEL = 2, /* 1: time the concat on the device with a
                                     pair of events (stats.kernel_ns); 0: not
                                     (the default; timing events cost a little) */
+  FUNNEL_OPTION_SHAREABLE = 3    /* 1: allocate each table's buffers so that
+                                    funnel_table_export shares them as they are,
+                                    without a copy (cuda: cuMemAlloc, which CUDA
+                                    IPC can share and funnel's stream-ordered
+                                    pool cannot, at the price of a plain
+                                    allocation per read; cpu: a POSIX shared
+                                    memory object); 0: not (the default) */
 };
 
 /* Sets a reader option for the reads that follow. Not to be called while
@@ -473,11 +480,12 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
 
 /* ----------------------------------------------------- sharing (CUDA IPC) */
 
-/* A table shared with other processes on the same host and device: a copy
- * of the table's buffers in memory other processes can open (cuda: one
- * cuMemAlloc allocation shared with cuIpcGetMemHandle; cpu backend: one
- * POSIX shared memory object), and a self-describing descriptor (bytes)
- * that another process passes to funnel_table_import.
+/* A table shared with other processes on the same host and device: its
+ * buffers in memory other processes can open (cuda: one cuMemAlloc
+ * allocation shared with cuIpcGetMemHandle; cpu backend: one POSIX shared
+ * memory object), the table's own when it was read with
+ * FUNNEL_OPTION_SHAREABLE, else a copy, and a self-describing descriptor
+ * (bytes) that another process passes to funnel_table_import.
  *
  * Descriptor (little-endian, every field 8-byte aligned; version 1):
  *   "FNLTBL01" magic; u32 version; u32 backend (1 cpu, 2 cuda);
@@ -505,9 +513,11 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
  * that, which they cannot observe: sharing is for processes of one job. */
 struct funnel_export;
 
-/* Shares `table` (waits for its read first). Up to FUNNEL_EXPORT_SLOTS
- * importers may hold it at once. Fails for an imported table (share the
- * original). */
+/* Shares `table` (waits for its read first). A table read with
+ * FUNNEL_OPTION_SHAREABLE is shared as it is, and the export holds it until
+ * closed (funnel_table_free may come first); any other table is copied once
+ * into shareable memory. Up to FUNNEL_EXPORT_SLOTS importers may hold it at
+ * once. Fails for an imported table (share the original). */
 #define FUNNEL_EXPORT_SLOTS 64
 FUNNEL_API funnel_status funnel_table_export(struct funnel_table *table,
                                              struct funnel_export **out,

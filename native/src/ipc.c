@@ -157,6 +157,7 @@ static int take(struct cursor *c, void *v, size_t n, const char *what) {
 
 struct funnel_export {
   struct funnel_device *dev;
+  struct funnel_table *table; /* the table shared as it is, held; NULL: a copy */
   uint64_t mem;
   size_t mem_size;
   struct funnel__ipc_handle mem_handle;
@@ -175,7 +176,10 @@ static void export_free(struct funnel_export *ex) {
     funnel__dev_event_wait(be, ex->event, NULL);
     funnel__dev_event_destroy(be, ex->event);
   }
-  funnel__dev_shared_free(be, ex->mem, ex->mem_size, &ex->mem_handle);
+  if (ex->table != NULL)
+    funnel__table_unref(ex->table); /* its memory goes with it */
+  else
+    funnel__dev_shared_free(be, ex->mem, ex->mem_size, &ex->mem_handle);
   if (ex->control != NULL) {
     munmap(ex->control, sizeof(struct control));
     shm_unlink(ex->control_name);
@@ -302,7 +306,15 @@ funnel_status funnel_table_export(struct funnel_table *t, struct funnel_export *
   }
   struct funnel__ipc_handle event_handle;
   memset(&event_handle, 0, sizeof(event_handle));
-  if (st == FUNNEL_OK) st = share_buffers(t, ex, &event_handle, error);
+  if (st == FUNNEL_OK && t->out_shared) {
+    /* read into shareable memory: shared as it is, complete (waited for) */
+    ex->table = funnel__table_ref(t);
+    ex->mem = t->out;
+    ex->mem_size = (size_t)t->plan.out_size;
+    ex->mem_handle = t->out_handle;
+  } else if (st == FUNNEL_OK) {
+    st = share_buffers(t, ex, &event_handle, error);
+  }
   if (st == FUNNEL_OK) st = write_descriptor(t, ex, uuid, &event_handle, error);
   if (st != FUNNEL_OK) {
     export_free(ex);

@@ -189,6 +189,15 @@ funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
                           "FUNNEL_OPTION_TIME_KERNEL: %lld is not 0 or 1", (long long)value);
       reader->time_kernel = (int)value;
       return FUNNEL_OK;
+    case FUNNEL_OPTION_SHAREABLE:
+      if (value != 0 && value != 1)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "FUNNEL_OPTION_SHAREABLE: %lld is not 0 or 1", (long long)value);
+      if (value == 1 && reader->dev->be.shared_alloc == NULL)
+        return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED, "the %s backend cannot share tables",
+                          reader->dev->be.name);
+      reader->shareable = (int)value;
+      return FUNNEL_OK;
     default:
       return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "funnel_reader_set_option: unknown option %d",
                         option);
@@ -682,7 +691,12 @@ static int submit(struct funnel_table *t, const struct funnel_reader *reader, vo
   }
 
   int st = FUNNEL_OK;
-  if (plan->out_size > 0) st = funnel__dev_alloc(be, (size_t)plan->out_size, stream, &t->out, error);
+  if (plan->out_size > 0 && reader->shareable) {
+    st = funnel__dev_shared_alloc(be, (size_t)plan->out_size, &t->out, &t->out_handle, error);
+    t->out_shared = st == FUNNEL_OK;
+  } else if (plan->out_size > 0) {
+    st = funnel__dev_alloc(be, (size_t)plan->out_size, stream, &t->out, error);
+  }
   if (st == FUNNEL_OK && scratch_size > 0)
     st = funnel__dev_alloc(be, (size_t)scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK && early && !segs_in_place)
@@ -760,7 +774,10 @@ static void table_release(struct funnel_table *t) {
    * read's may be gone with its reader) */
   funnel__dev_free(be, t->scratch, t->dev->stream);
   funnel__dev_free(be, t->seg_scratch, t->dev->stream);
-  funnel__dev_free(be, t->out, t->dev->stream);
+  if (t->out_shared)
+    funnel__dev_shared_free(be, t->out, (size_t)t->plan.out_size, &t->out_handle);
+  else
+    funnel__dev_free(be, t->out, t->dev->stream);
   if (t->import != NULL) funnel__import_release(t);
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);

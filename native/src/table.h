@@ -49,6 +49,7 @@ struct funnel_reader {
   struct shared_schema *schema; /* NULL when not given */
   int transfer;                  /* enum funnel_transfer */
   int time_kernel;
+  int shareable;                 /* FUNNEL_OPTION_SHAREABLE */
 };
 
 struct funnel__import; /* ipc.c: what an imported table maps */
@@ -60,6 +61,8 @@ struct funnel_table {
   struct funnel__arena arena; /* schema, partitions, plan, host segments */
   struct funnel__plan plan;
   uint64_t out;     /* device: the columns' buffers */
+  bool out_shared;  /* `out` is shareable memory (FUNNEL_OPTION_SHAREABLE) */
+  struct funnel__ipc_handle out_handle; /* and its handle */
   uint64_t scratch; /* device: partition copies and the segment table */
   uint64_t seg_scratch; /* device: the segment table, when it has its own */
   int64_t *early_in; /* per partition, where its early copy lies in scratch

@@ -150,11 +150,13 @@ struct shared {
   struct table_src src;
   struct funnel_partition *p;
   char dir[256];
+  /* what the export itself made: allocations, device-to-device copies */
+  int64_t export_allocs, export_copies;
 };
 
-/* Reads the rows of `seed` and shares the table; the descriptor goes to
- * DIR/descriptor. */
-static bool share(struct shared *s, uint64_t seed) {
+/* Reads the rows of `seed` (with FUNNEL_OPTION_SHAREABLE set to
+ * `shareable`) and shares the table; the descriptor goes to DIR/descriptor. */
+static bool share_with(struct shared *s, uint64_t seed, int shareable) {
   struct funnel_error err;
   memset(s, 0, sizeof(*s));
   s->src = table_random(&SCHEMA, ROWS, 200, seed);
@@ -163,9 +165,14 @@ static bool share(struct shared *s, uint64_t seed) {
   if (!CHECK(mkdtemp(s->dir) != NULL)) return false;
   if (!CHECK_OK(check_device_open(&s->dev, &err), &err) ||
       !CHECK_OK(funnel_reader_create(s->dev, NULL, 0, &s->rd, &err), &err) ||
+      !CHECK_OK(funnel_reader_set_option(s->rd, FUNNEL_OPTION_SHAREABLE, shareable, &err), &err) ||
       !CHECK_OK(funnel_reader_read_async(s->rd, s->p, PARTS, 0, &s->t, &err), &err) ||
-      !CHECK_OK(funnel_table_export(s->t, &s->ex, &err), &err))
+      !CHECK_OK(funnel_table_wait(s->t, &err), &err))
     return false;
+  const int64_t allocs0 = funnel__live_now().allocs, copies0 = funnel__calls_now().d2d_copies;
+  if (!CHECK_OK(funnel_table_export(s->t, &s->ex, &err), &err)) return false;
+  s->export_allocs = funnel__live_now().allocs - allocs0;
+  s->export_copies = funnel__calls_now().d2d_copies - copies0;
   size_t length = 0;
   const void *d = funnel_export_descriptor(s->ex, &length);
   char path[512];
@@ -176,6 +183,8 @@ static bool share(struct shared *s, uint64_t seed) {
   fclose(f);
   return true;
 }
+
+static bool share(struct shared *s, uint64_t seed) { return share_with(s, seed, 0); }
 
 static void unshare(struct shared *s) {
   struct funnel_error err;
@@ -226,11 +235,33 @@ static bool wait_ready(const char *dir) {
 static void another_process_reads_the_shared_table(void) {
   struct shared s;
   if (share(&s, 21)) {
+    CHECK_EQ_I64(s.export_allocs, 1); /* a copy: the read's memory is funnel's pool */
+    CHECK_EQ_I64(s.export_copies, 1);
     /* the owner's table may go: the export holds its own copy */
     funnel_table_free(s.t);
     s.t = NULL;
     CHECK_EQ_I64(wait_importer(spawn_importer("verify", 21, s.dir)), 0);
     CHECK_EQ_I64(funnel_export_importers(s.ex), 0);
+  }
+  unshare(&s);
+}
+
+/* A table read with FUNNEL_OPTION_SHAREABLE is shared as it is: the export
+ * allocates and copies nothing, holds the table past the owner's free, and
+ * the table's memory goes when the export is closed. */
+static void shareable_table_is_shared_without_a_copy(void) {
+  struct shared s;
+  struct funnel_error err;
+  if (share_with(&s, 29, 1)) {
+    CHECK_EQ_I64(s.export_allocs, 0);
+    CHECK_EQ_I64(s.export_copies, 0);
+    funnel_table_free(s.t);
+    s.t = NULL;
+    CHECK_EQ_I64(wait_importer(spawn_importer("verify", 29, s.dir)), 0);
+    const int64_t allocs = funnel__live_now().allocs;
+    CHECK_OK(funnel_export_close(s.ex, 0, &err), &err);
+    s.ex = NULL;
+    CHECK_EQ_I64(funnel__live_now().allocs, allocs - 1); /* the table's memory */
   }
   unshare(&s);
 }
@@ -378,6 +409,7 @@ int main(int argc, char **argv) {
   self_path[n] = '\0';
   static const struct check_test tests[] = {
       CHECK_TEST(another_process_reads_the_shared_table),
+      CHECK_TEST(shareable_table_is_shared_without_a_copy),
       CHECK_TEST(two_importers_at_once),
       CHECK_TEST(close_waits_for_the_importer),
       CHECK_TEST(dead_importer_is_reclaimed),

@@ -42,6 +42,10 @@ class SharedTableTest extends DeviceTestCase {
   private final List<byte[]> parts = new ArrayList<>();
 
   private SharedTable share(long seed) throws IOException {
+    return share(seed, false);
+  }
+
+  private SharedTable share(long seed, boolean shareable) throws IOException {
     Random random = new Random(seed);
     for (int p = 0; p < 6; p++) {
       byte[] bytes =
@@ -52,9 +56,13 @@ class SharedTableTest extends DeviceTestCase {
       parts.add(bytes);
       partitionFiles.add(file);
     }
-    try (FunnelReader reader = new FunnelReader(device);
+    try (FunnelReader reader = new FunnelReader(device).setShareable(shareable);
         DeviceTable table = TestSupport.read(reader, parts)) {
+      table.waitReady();
+      long allocs = Faults.nativeLive()[0];
       SharedTable shared = table.share();
+      assertEquals(shareable ? 0 : 1, Faults.nativeLive()[0] - allocs,
+          shareable ? "a shareable table is shared as it is" : "any other is copied once");
       Files.write(dir.resolve("descriptor"), shared.descriptor());
       return shared; // the table closes here: the shared copy is its own
     }
@@ -118,6 +126,16 @@ class SharedTableTest extends DeviceTestCase {
       assertEquals(0, shared.importers());
       assertTrue(shared.close(Duration.ZERO));
     }
+  }
+
+  @Test
+  void aShareableTableIsSharedWithoutACopy() throws Exception {
+    long allocs;
+    try (SharedTable shared = share(76, true)) { // the table is closed: the share holds it
+      assertMatched(child("verify"));
+      allocs = Faults.nativeLive()[0];
+    }
+    assertEquals(allocs - 1, Faults.nativeLive()[0], "the table's memory goes with the share");
   }
 
   @Test

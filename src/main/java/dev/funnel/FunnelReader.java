@@ -190,6 +190,17 @@ public final class FunnelReader implements AutoCloseable {
     return this;
   }
 
+  /**
+   * Whether the following reads allocate their tables so that {@link DeviceTable#share()} shares
+   * them as they are, without a copy (cuda: a plain {@code cuMemAlloc} per read, which CUDA IPC
+   * can share and funnel's stream-ordered pool cannot; cpu: POSIX shared memory). Off by default:
+   * the pool's allocations are cheaper, and a table read without it is copied once when shared.
+   */
+  public FunnelReader setShareable(boolean on) {
+    setOption(handle(), 3, on ? 1 : 0);
+    return this;
+  }
+
   private long handle() {
     long h = handle;
     if (h == 0) {
