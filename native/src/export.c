@@ -58,7 +58,7 @@ static int64_t child_buffers(const struct funnel_table *t, int c, const void **o
   return var ? 3 : 2;
 }
 
-static int export_array(struct funnel_table *t, struct ArrowArray *out, void ***sync,
+static int export_array(struct funnel_table *t, struct ArrowArray *out,
                         struct funnel_error *error) {
   const int n = t->plan.schema->n_fields;
   struct parent_private *p = calloc(1, sizeof(*p));
@@ -94,7 +94,6 @@ static int export_array(struct funnel_table *t, struct ArrowArray *out, void ***
   free(cp);
   p->table = funnel__table_ref(t);
   p->event = t->event;
-  *sync = &p->event;
   memset(out, 0, sizeof(*out));
   out->length = t->plan.rows;
   out->n_buffers = 1; /* a struct's validity: none, no row of it is null */
@@ -238,15 +237,15 @@ funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDev
   if (schema != NULL) FUNNEL_RETURN_NOT_OK(export_schema(t, &s, error));
   struct ArrowDeviceArray a;
   memset(&a, 0, sizeof(a));
-  void **event = NULL;
-  int st = export_array(t, &a.array, &event, error);
+  int st = export_array(t, &a.array, error);
   if (st != FUNNEL_OK) {
     if (schema != NULL) s.release(&s);
     return st;
   }
+  struct parent_private *p = a.array.private_data;
   a.device_type = cuda ? ARROW_DEVICE_CUDA : ARROW_DEVICE_CPU;
   a.device_id = cuda ? t->dev->be.device_id : -1;
-  a.sync_event = cuda && *event != NULL && !funnel_table_is_ready(t) ? (void *)event : NULL;
+  a.sync_event = cuda && p->event != NULL && !funnel_table_is_ready(t) ? (void *)&p->event : NULL;
   *array = a;
   if (schema != NULL) *schema = s;
   return FUNNEL_OK;

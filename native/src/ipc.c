@@ -40,10 +40,8 @@ struct slot {
 struct control {
   uint64_t magic;
   uint32_t version;
-  uint32_t n_slots;
   _Atomic int32_t withdrawn; /* 1: no new imports */
   int32_t exporter_pid;
-  _Atomic int64_t imports;   /* imports ever made */
   struct slot slots[FUNNEL_EXPORT_SLOTS];
 };
 
@@ -299,7 +297,6 @@ funnel_status funnel_table_export(struct funnel_table *t, struct funnel_export *
     struct control *c = ex->control;
     memset(c, 0, sizeof(*c));
     c->version = DESCRIPTOR_VERSION;
-    c->n_slots = FUNNEL_EXPORT_SLOTS;
     c->exporter_pid = (int32_t)getpid();
     atomic_thread_fence(memory_order_seq_cst);
     c->magic = CONTROL_MAGIC;
@@ -416,7 +413,6 @@ static int claim_slot(struct funnel__import *im, struct funnel_error *error) {
   if (atomic_load(&c->withdrawn))
     return FUNNEL_ERR(error, FUNNEL_ERR_IN_USE,
                       "the shared table was withdrawn by its exporter (pid %d)", c->exporter_pid);
-  atomic_fetch_add(&c->imports, 1);
   return FUNNEL_OK;
 }
 

@@ -172,19 +172,25 @@ public final class DeviceTable implements AutoCloseable {
         addresses[3 * c + 2] = add(buffers, allocator, col.dataSize());
       }
       copyToHost(handle(), addresses);
-      VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
-      try (ArrowRecordBatch batch = new ArrowRecordBatch((int) numRows, nodes, buffers)) {
-        new VectorLoader(root).load(batch);
-      } catch (RuntimeException e) {
-        root.close();
-        throw e;
-      }
-      return root;
+      return load(allocator, (int) numRows, nodes, buffers);
     } finally {
       for (ArrowBuf b : buffers) {
         b.close();
       }
     }
+  }
+
+  /** A root of the table's schema holding {@code rows} rows of the host buffers given. */
+  private VectorSchemaRoot load(
+      BufferAllocator allocator, int rows, List<ArrowFieldNode> nodes, List<ArrowBuf> buffers) {
+    VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+    try (ArrowRecordBatch batch = new ArrowRecordBatch(rows, nodes, buffers)) {
+      new VectorLoader(root).load(batch);
+    } catch (RuntimeException e) {
+      root.close();
+      throw e;
+    }
+    return root;
   }
 
   private static long add(List<ArrowBuf> buffers, BufferAllocator allocator, long size) {
@@ -329,14 +335,7 @@ public final class DeviceTable implements AutoCloseable {
         }
         buffers.add(bufs[c][2]);
       }
-      VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
-      try (ArrowRecordBatch batch = new ArrowRecordBatch(k, nodes, buffers)) {
-        new VectorLoader(root).load(batch);
-      } catch (RuntimeException e) {
-        root.close();
-        throw e;
-      }
-      return root;
+      return load(allocator, k, nodes, buffers);
     } finally {
       for (ArrowBuf[] col : bufs) {
         for (ArrowBuf b : col) {
