@@ -1,5 +1,6 @@
 /* JNI glue for dev.funnel.DeviceTable. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "jni_util.h"
 
@@ -82,12 +83,12 @@ JNIEXPORT jlongArray JNICALL Java_dev_funnel_DeviceTable_stats(JNIEnv *env, jcla
     funnel_jni_throw(env, &error);
     return NULL;
   }
-  const jlong v[] = {s.partitions, s.empty_partitions, s.batches, s.rows, s.columns,
-                     s.column_sets, s.segments, s.h2d_copies, s.bytes_h2d, s.concat_launches,
-                     s.device_allocs, s.pinned_allocs, s.syncs_in_read, s.device_calls_parse,
-                     s.device_calls_plan, s.device_calls_submit, s.bytes_out, s.parse_ns,
-                     s.plan_ns, s.submit_ns, s.staged_partitions, s.bytes_staged,
-                     s.direct_partitions, s.bytes_direct, s.kernel_ns};
+  /* every field is an int64_t, in the order ReadStats declares its components
+   * (SharedConstantsTest reads the struct from funnel.h) */
+  _Static_assert(sizeof(struct funnel_read_stats) % sizeof(int64_t) == 0,
+                 "struct funnel_read_stats holds int64_t fields only");
+  jlong v[sizeof(struct funnel_read_stats) / sizeof(int64_t)];
+  memcpy(v, &s, sizeof(s));
   const jsize n = (jsize)(sizeof(v) / sizeof(v[0]));
   jlongArray out = (*env)->NewLongArray(env, n);
   if (out != NULL) (*env)->SetLongArrayRegion(env, out, 0, n, v);

@@ -40,11 +40,18 @@ JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeStreamCreate(JNIEnv *
   return (jlong)s;
 }
 
-JNIEXPORT void JNICALL Java_dev_funnel_FunnelDevice_nativeStreamDestroy(JNIEnv *env, jclass cls, jlong h,
-                                                                  jlong stream) {
-  (void)env;
+JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeStreamWrap(JNIEnv *env, jclass cls, jlong h,
+                                                                    jlong native_stream) {
   (void)cls;
-  funnel_device_stream_destroy(FUNNEL_JNI_PTR(struct funnel_device, h), (uintptr_t)stream);
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return 0;
+  uintptr_t s = 0;
+  struct funnel_error error;
+  if (funnel_device_stream_wrap(FUNNEL_JNI_PTR(struct funnel_device, h), (uintptr_t)native_stream,
+                                &s, &error) != FUNNEL_OK) {
+    funnel_jni_throw(env, &error);
+    return 0;
+  }
+  return (jlong)s;
 }
 
 JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeAlloc(JNIEnv *env, jclass cls, jlong h,
@@ -63,10 +70,11 @@ JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeAlloc(JNIEnv *env, jcla
 
 JNIEXPORT void JNICALL Java_dev_funnel_PinnedPool_nativeFree(JNIEnv *env, jclass cls, jlong h,
                                                             jlong address, jlong size) {
-  (void)env;
   (void)cls;
-  funnel_device_pinned_free(FUNNEL_JNI_PTR(struct funnel_device, h), (void *)(uintptr_t)address,
-                            (size_t)size);
+  struct funnel_error error;
+  if (funnel_device_pinned_free(FUNNEL_JNI_PTR(struct funnel_device, h), (void *)(uintptr_t)address,
+                                (size_t)size, &error) != FUNNEL_OK)
+    funnel_jni_throw(env, &error);
 }
 
 JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeInUse(JNIEnv *env, jclass cls, jlong h) {

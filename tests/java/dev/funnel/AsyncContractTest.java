@@ -47,7 +47,7 @@ class AsyncContractTest extends DeviceTestCase {
     long at = 0;
     for (int i = 0; i < parts.size(); i++) {
       offsets[i] = at;
-      b.buffer().put((int) at, parts.get(i));
+      b.write(at, parts.get(i), 0, parts.get(i).length);
       at += (parts.get(i).length + 63) / 64 * 64;
     }
     return b;
@@ -64,7 +64,7 @@ class AsyncContractTest extends DeviceTestCase {
   }
 
   @Test
-  void closingAPinnedBufferWaitsForTheReadOfItsSlices() {
+  void aClosedBlockWhoseBufferIsReachableIsNotHandedOutAgain() throws InterruptedException {
     List<byte[]> parts = partitions(1);
     PinnedPool pool = device.pinnedPool();
     long[] offsets = new long[parts.size()];
@@ -73,11 +73,42 @@ class AsyncContractTest extends DeviceTestCase {
     for (int i = 0; i < parts.size(); i++) {
       slices[i] = block.buffer().slice((int) offsets[i], parts.get(i).length);
     }
+    long size = block.size();
     try (FunnelReader reader = new FunnelReader(device);
         DeviceTable table = reader.read(slices)) {
       assertTrue(!table.isReady(), "the work starts late on this device");
+      block.close(); // returns at once: the slices are reachable, so the block is not given back
+      assertEquals(size, pool.retiredBytes());
+      scribble(pool, size); // a new block, not this one
+      TestSupport.assertTableMatches(table, parts, null, allocator);
+    }
+    slices = null;
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (pool.inUse() != 0 && System.nanoTime() < deadline) {
+      System.gc(); // the slices are unreachable now: the cleaner gives the block back
+      Thread.sleep(10);
+    }
+    assertEquals(0, pool.inUse());
+    assertEquals(0, pool.retiredBytes());
+  }
+
+  @Test
+  void closingAPinnedBufferWaitsForTheReadOfIt() {
+    List<byte[]> parts = partitions(1);
+    PinnedPool pool = device.pinnedPool();
+    long[] offsets = new long[parts.size()];
+    PinnedBuffer block = fill(pool, parts, offsets);
+    long[] addresses = new long[parts.size()];
+    long[] lengths = new long[parts.size()];
+    for (int i = 0; i < parts.size(); i++) {
+      addresses[i] = block.address() + offsets[i];
+      lengths[i] = parts.get(i).length;
+    }
+    try (FunnelReader reader = new FunnelReader(device).setTransfer(FunnelReader.Transfer.DIRECT);
+        DeviceTable table = reader.read(addresses, lengths)) {
+      assertTrue(!table.isReady(), "the work starts late on this device");
       long size = block.size();
-      block.close(); // waits for the read's copies, though the table stays open
+      block.close(); // waits for the kernel that reads the block in place; the table stays open
       assertTrue(table.isReady(), "closing the block waited for the read that reads it");
       scribble(pool, size);
       TestSupport.assertTableMatches(table, parts, null, allocator);
@@ -114,9 +145,10 @@ class AsyncContractTest extends DeviceTestCase {
     PinnedPool pool = device.pinnedPool();
     long[] offsets = new long[parts.size()];
     PinnedBuffer block = fill(pool, parts, offsets);
-    ByteBuffer bad = block.buffer().slice((int) offsets[0], parts.get(0).length - 9); // truncated
+    long[] truncated = {parts.get(0).length - 9};
     try (FunnelReader reader = new FunnelReader(device)) {
-      assertThrows(MalformedPartitionException.class, () -> reader.read(bad));
+      assertThrows(MalformedPartitionException.class,
+          () -> reader.read(new long[] {block.address() + offsets[0]}, truncated));
     }
     block.close(); // returns: nothing is in flight
     assertEquals(0, pool.inUse());

@@ -106,8 +106,8 @@ class ReadInputsTest extends DeviceTestCase {
 
   @Test
   void readsOnTheCallersStream() {
-    long stream = device.createStream();
-    try (FunnelReader reader = new FunnelReader(device)) {
+    try (DeviceStream stream = device.createStream();
+        FunnelReader reader = new FunnelReader(device)) {
       ByteBuffer[] buffers = direct(parts);
       try (DeviceTable table = checked(reader.read(stream, buffers), parts.size())) {
         table.waitReady();
@@ -122,8 +122,6 @@ class ReadInputsTest extends DeviceTestCase {
       try (DeviceTable table = checked(reader.read(stream, addresses, lengths), parts.size())) {
         assertTableMatches(table, parts, null, allocator);
       }
-    } finally {
-      device.destroyStream(stream);
     }
   }
 

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -17,13 +16,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -68,50 +63,21 @@ class SharedTableTest extends DeviceTestCase {
     }
   }
 
-  /** The classpath of this JVM, and where the classes the child needs come from. */
-  private static String classPath() {
-    Set<String> entries = new LinkedHashSet<>();
-    for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
-      entries.add(e);
-    }
-    for (Class<?> c :
-        new Class<?>[] {SharedTableChild.class, FunnelDevice.class, VectorSchemaRoot.class,
-          BufferAllocator.class, org.apache.arrow.memory.RootAllocator.class, Test.class}) {
-      try {
-        entries.add(Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
-      } catch (Exception e) {
-        throw new IllegalStateException("where " + c + " comes from", e);
-      }
-    }
-    return String.join(File.pathSeparator, entries);
-  }
-
   private Process child(String mode) throws IOException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
-    cmd.add("-Dfunnel.backend=" + TestSupport.BACKEND);
-    cmd.add("-cp");
-    cmd.add(classPath());
-    cmd.add(SharedTableChild.class.getName());
-    cmd.add(mode);
-    cmd.add(dir.resolve("descriptor").toString());
+    List<String> args = new ArrayList<>();
+    args.add(mode);
+    args.add(dir.resolve("descriptor").toString());
     for (Path p : partitionFiles) {
-      cmd.add(p.toString());
+      args.add(p.toString());
     }
-    return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    return ForkedJvm.start(SharedTableChild.class, List.of(), args.toArray(new String[0]));
   }
 
   /** Waits for the child; returns its exit code, its output in `out`. */
   private static int finish(Process p, StringBuilder out) throws Exception {
-    try (BufferedReader r =
-        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-      for (String line; (line = r.readLine()) != null; ) {
-        out.append(line).append('\n');
-      }
-    }
-    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the child JVM did not end");
-    return p.exitValue();
+    ForkedJvm.Result r = ForkedJvm.finish(p, 120);
+    out.append(r.output());
+    return r.exitCode();
   }
 
   private static void assertMatched(Process p) throws Exception {

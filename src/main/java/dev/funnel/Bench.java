@@ -260,7 +260,7 @@ final class Bench {
         ByteBuffer bytes = w.readPartitions();
         Source pageable = pageable(w, bytes);
         try (PinnedBuffer pinned = device.pinnedPool().allocate(w.fileSize)) {
-          pinned.buffer().duplicate().put(bytes.duplicate());
+          pinned.write(0, bytes.duplicate());
           long[] addresses = addresses(w, pinned);
           for (; reads < 20000 && System.nanoTime() < deadline; reads++) {
             try (DeviceTable t = reads % 2 == 0 ? reader.read(addresses, w.lengths)
@@ -330,7 +330,7 @@ final class Bench {
         return null;
       }
       try (pinned) {
-        pinned.buffer().duplicate().put(bytes.duplicate());
+        pinned.write(0, bytes.duplicate());
         long[] addresses = addresses(w, pinned);
         long[] lengths = w.lengths.clone();
         // every table of these reads is ready and closed before the block goes back

@@ -36,16 +36,23 @@ public final class DeviceTable implements AutoCloseable {
     NativeLibrary.load();
   }
 
-  private volatile long handle; // 0 once closed
-  private ByteBuffer[] inputs; // kept reachable until the read's work completes
-  private List<PinnedBuffer> pinned = List.of(); // blocks the work reads, told when it is done
+  /** funnel.h's enum funnel_buffer_kind: a column's buffers, in this order. */
+  static final int VALIDITY = 0;
+
+  static final int OFFSETS = 1;
+  static final int DATA = 2;
+
+  private final NativeHandle handle;
+  private volatile ByteBuffer[] inputs; // kept reachable until the read's work completes
   private final long numRows;
   private final Schema schema;
   private final List<DeviceColumn> columns;
 
   DeviceTable(long handle, ByteBuffer[] inputs) {
-    this.handle = handle;
-    Handles.table(1);
+    this.handle = new NativeHandle(this, Handles.Kind.TABLE, handle, h -> {
+      free(h);
+      return true;
+    });
     this.inputs = inputs;
     try {
       this.numRows = numRows(handle);
@@ -88,61 +95,38 @@ public final class DeviceTable implements AutoCloseable {
    * @throws IllegalStateException when the table is closed (its addresses would be freed memory)
    */
   public DeviceColumn column(int i) {
-    handle();
+    open();
     return columns.get(i);
   }
 
   /** All columns, in schema order; {@link IllegalStateException} when the table is closed. */
   public List<DeviceColumn> columns() {
-    handle();
+    open();
     return columns;
   }
 
   /** What the read did. */
   public ReadStats stats() {
-    return ReadStats.of(stats(handle()));
+    return ReadStats.of(handle.call(DeviceTable::stats));
   }
 
   /** True when the read's copies and concat have completed. Never blocks. */
   public boolean isReady() {
-    return isReady(handle());
+    return handle.call(h -> isReady(h));
   }
 
   /** Blocks until the read's work has completed; the inputs are then released. */
   public void waitReady() {
-    waitReady(handle());
-    released();
+    handle.call(h -> {
+      waitReady(h);
+      return null;
+    });
+    inputs = null;
   }
 
-  /** The pinned blocks the read's partitions lie in (set once, by the reader). */
-  void holding(List<PinnedBuffer> blocks) {
-    synchronized (this) {
-      pinned = blocks;
-    }
-  }
-
-  /**
-   * Waits for the read's work, if the table is still open (a closed one has waited). Under the
-   * table's lock, so a close on another thread cannot free it meanwhile.
-   */
-  void awaitWork() {
-    synchronized (this) {
-      if (handle != 0) {
-        waitReady(handle);
-      }
-    }
-    released();
-  }
-
-  private void released() {
-    List<PinnedBuffer> blocks;
-    synchronized (this) {
-      inputs = null;
-      blocks = pinned;
-      pinned = List.of();
-    }
-    for (PinnedBuffer b : blocks) {
-      b.done(this);
+  private void open() {
+    if (handle.isClosed()) {
+      throw new IllegalStateException("DeviceTable is closed");
     }
   }
 
@@ -165,13 +149,16 @@ public final class DeviceTable implements AutoCloseable {
       for (int c = 0; c < columns.size(); c++) {
         DeviceColumn col = columns.get(c);
         nodes.add(new ArrowFieldNode(col.length(), col.nullCount()));
-        addresses[3 * c] = add(buffers, allocator, col.validitySize());
+        addresses[3 * c + VALIDITY] = add(buffers, allocator, col.validitySize());
         if (hasOffsets(col.field())) {
-          addresses[3 * c + 1] = add(buffers, allocator, col.offsetsSize());
+          addresses[3 * c + OFFSETS] = add(buffers, allocator, col.offsetsSize());
         }
-        addresses[3 * c + 2] = add(buffers, allocator, col.dataSize());
+        addresses[3 * c + DATA] = add(buffers, allocator, col.dataSize());
       }
-      copyToHost(handle(), addresses);
+      handle.call(h -> {
+        copyToHost(h, addresses);
+        return null;
+      });
       return load(allocator, (int) numRows, nodes, buffers);
     } finally {
       for (ArrowBuf b : buffers) {
@@ -221,7 +208,19 @@ public final class DeviceTable implements AutoCloseable {
    * ArrowArray} is the first member of the device array, at the same address).
    */
   public void exportTo(long deviceArrayAddress, long schemaAddress) {
-    exportDevice(handle(), deviceArrayAddress, schemaAddress);
+    if (deviceArrayAddress < FunnelReader.LOWEST_ADDRESS || deviceArrayAddress % 8 != 0) {
+      throw new IllegalArgumentException("exportTo: 0x" + Long.toHexString(deviceArrayAddress)
+          + " is not the address of an ArrowDeviceArray (non-zero, 8-byte aligned)");
+    }
+    if (schemaAddress != 0
+        && (schemaAddress < FunnelReader.LOWEST_ADDRESS || schemaAddress % 8 != 0)) {
+      throw new IllegalArgumentException("exportTo: 0x" + Long.toHexString(schemaAddress)
+          + " is not the address of an ArrowSchema (8-byte aligned, or 0 for none)");
+    }
+    handle.call(h -> {
+      exportDevice(h, deviceArrayAddress, schemaAddress);
+      return null;
+    });
   }
 
   /**
@@ -230,29 +229,17 @@ public final class DeviceTable implements AutoCloseable {
    * cannot be shared again.
    */
   public SharedTable share() {
-    return new SharedTable(share(handle()));
+    return handle.call(h -> new SharedTable(share(h)));
   }
 
-  private long handle() {
-    long h = handle;
-    if (h == 0) {
-      throw new IllegalStateException("DeviceTable is closed");
-    }
-    return h;
-  }
-
-  /** Waits for work in flight, then frees the device memory. Idempotent. */
+  /**
+   * Waits for work in flight (the read's, and calls on other threads such as a copy back), then
+   * frees the device memory; later calls fail with {@link IllegalStateException}. Idempotent.
+   */
   @Override
   public void close() {
-    synchronized (this) {
-      if (handle == 0) {
-        return;
-      }
-      free(handle);
-      handle = 0;
-      Handles.table(-1);
-    }
-    released();
+    handle.close();
+    inputs = null;
   }
 
   /**
@@ -273,7 +260,7 @@ public final class DeviceTable implements AutoCloseable {
     if (n < 0) {
       throw new IllegalArgumentException("head(" + n + "): the number of rows is negative");
     }
-    handle();
+    open();
     int shown = (int) Math.min(n, numRows);
     String last = shown < numRows ? TablePrinter.moreRows(numRows - shown)
         : numRows == 0 ? "(0 rows)" : null;
@@ -297,43 +284,43 @@ public final class DeviceTable implements AutoCloseable {
       for (int c = 0; c < n; c++) {
         DeviceColumn col = columns.get(c);
         long[] len = new long[3];
-        len[0] = col.nullCount() > 0 ? (k + 7) / 8 : 0;
+        len[VALIDITY] = col.nullCount() > 0 ? (k + 7) / 8 : 0;
         if (hasOffsets(col.field())) {
-          len[1] = (k + 1L) * (col.offsetsSize() / (numRows + 1));
+          len[OFFSETS] = (k + 1L) * (col.offsetsSize() / (numRows + 1));
         } else if (col.field().getType() instanceof ArrowType.Bool) {
-          len[2] = (k + 7) / 8;
+          len[DATA] = (k + 7) / 8;
         } else {
-          len[2] = (long) k * (col.dataSize() / numRows);
+          len[DATA] = (long) k * (col.dataSize() / numRows);
         }
         for (int b = 0; b < 3; b++) {
           bufs[c][b] = allocator.buffer(len[b]);
           r = range(ranges, r, c, b, len[b], bufs[c][b]);
         }
       }
-      copyRanges(handle(), java.util.Arrays.copyOf(ranges, r));
+      copyRanges(java.util.Arrays.copyOf(ranges, r));
       r = 0;
       for (int c = 0; c < n; c++) { // the bytes of the first k strings
         DeviceColumn col = columns.get(c);
         if (hasOffsets(col.field())) {
           boolean large = col.offsetsSize() / (numRows + 1) == 8;
-          long end = large ? bufs[c][1].getLong(8L * k) : bufs[c][1].getInt(4L * k);
-          bufs[c][2].close();
-          bufs[c][2] = allocator.buffer(end);
-          r = range(ranges, r, c, 2, end, bufs[c][2]);
+          long end = large ? bufs[c][OFFSETS].getLong(8L * k) : bufs[c][OFFSETS].getInt(4L * k);
+          bufs[c][DATA].close();
+          bufs[c][DATA] = allocator.buffer(end);
+          r = range(ranges, r, c, DATA, end, bufs[c][DATA]);
         }
       }
-      copyRanges(handle(), java.util.Arrays.copyOf(ranges, r));
+      copyRanges(java.util.Arrays.copyOf(ranges, r));
       List<ArrowFieldNode> nodes = new ArrayList<>();
       List<ArrowBuf> buffers = new ArrayList<>();
       for (int c = 0; c < n; c++) {
         DeviceColumn col = columns.get(c);
-        int nulls = col.nullCount() > 0 ? BitVectorHelper.getNullCount(bufs[c][0], k) : 0;
+        int nulls = col.nullCount() > 0 ? BitVectorHelper.getNullCount(bufs[c][VALIDITY], k) : 0;
         nodes.add(new ArrowFieldNode(k, nulls));
-        buffers.add(bufs[c][0]);
+        buffers.add(bufs[c][VALIDITY]);
         if (hasOffsets(col.field())) {
-          buffers.add(bufs[c][1]);
+          buffers.add(bufs[c][OFFSETS]);
         }
-        buffers.add(bufs[c][2]);
+        buffers.add(bufs[c][DATA]);
       }
       return load(allocator, k, nodes, buffers);
     } finally {
@@ -345,6 +332,13 @@ public final class DeviceTable implements AutoCloseable {
         }
       }
     }
+  }
+
+  private void copyRanges(long[] ranges) {
+    handle.call(h -> {
+      copyRanges(h, ranges);
+      return null;
+    });
   }
 
   /** Appends a range (column, buffer, from byte 0, length, destination) when it has bytes. */
@@ -366,7 +360,7 @@ public final class DeviceTable implements AutoCloseable {
   @Override
   public String toString() {
     StringBuilder b = new StringBuilder("DeviceTable[");
-    if (handle == 0) {
+    if (handle.isClosed()) {
       b.append("closed, ");
     }
     b.append(TablePrinter.count(numRows)).append(numRows == 1 ? " row" : " rows");

@@ -2,21 +2,27 @@ package dev.funnel;
 
 /**
  * A backend of funnel on this host: "cuda" (a GPU) or "cpu" (the reference backend; device memory
- * is host memory). Thread-safe. Close it after every reader and table made from it.
+ * is host memory). Thread-safe.
+ *
+ * <p>Closing it releases the caller's hold: readers, tables, streams and pinned blocks made from
+ * it keep the native device alive until they are closed too, so closing in any order is safe.
+ * Calls on a closed device fail with {@link IllegalStateException}.
  */
 public final class FunnelDevice implements AutoCloseable {
   static {
     NativeLibrary.load();
   }
 
-  private volatile long handle; // 0 once closed
+  private final NativeHandle handle;
   private final String backend;
   private final PinnedPool pinnedPool = new PinnedPool(this);
 
   private FunnelDevice(long handle) {
-    this.handle = handle;
-    Handles.device(1);
-    this.backend = nativeBackend(handle);
+    this.handle = new NativeHandle(this, Handles.Kind.DEVICE, handle, h -> {
+      nativeClose(h);
+      return true;
+    });
+    this.backend = this.handle.call(FunnelDevice::nativeBackend);
   }
 
   /** The device's pinned host memory pool. */
@@ -43,17 +49,27 @@ public final class FunnelDevice implements AutoCloseable {
   }
 
   /**
-   * Creates a stream of this backend that the caller owns (a CUstream handle on cuda). Pass it to
-   * {@link FunnelReader#read(long, java.nio.ByteBuffer...)}; destroy it with {@link
-   * #destroyStream(long)}.
+   * Creates a stream of this backend (a worker thread on cpu, a non-blocking CUstream on cuda)
+   * for {@link FunnelReader#read(DeviceStream, java.nio.ByteBuffer...)}. Close it when done; it
+   * may outlive this device's close.
    */
-  public long createStream() {
-    return nativeStreamCreate(handle());
+  public DeviceStream createStream() {
+    return handle.call(h -> new DeviceStream(this, nativeStreamCreate(h)));
   }
 
-  /** Destroys a stream from {@link #createStream()}, completing the work queued on it first. */
-  public void destroyStream(long stream) {
-    nativeStreamDestroy(handle(), stream);
+  /**
+   * Lets reads run on a CUstream the caller owns (cudf Java's {@code Cuda.Stream} handle, for
+   * example). Closing the returned stream forgets it; funnel never destroys the CUstream, which
+   * must stay valid until then.
+   *
+   * @throws FunnelException on the cpu backend, which has no native streams to wrap
+   * @throws IllegalArgumentException when {@code cuStream} is 0
+   */
+  public DeviceStream wrapStream(long cuStream) {
+    if (cuStream == 0) {
+      throw new IllegalArgumentException("cuStream is 0: a read without a stream uses the reader's");
+    }
+    return handle.call(h -> new DeviceStream(this, nativeStreamWrap(h, cuStream)));
   }
 
   /**
@@ -70,29 +86,23 @@ public final class FunnelDevice implements AutoCloseable {
     if (descriptor == null) {
       throw new IllegalArgumentException("descriptor is null");
     }
-    return new DeviceTable(nativeImport(handle(), descriptor), null);
+    return handle.call(h -> new DeviceTable(nativeImport(h, descriptor), null));
   }
 
-  long handle() {
-    long h = handle;
-    if (h == 0) {
-      throw new IllegalStateException("FunnelDevice is closed");
-    }
-    return h;
+  /** The native device, alive for the duration of {@code f}. */
+  <T> T call(java.util.function.LongFunction<T> f) {
+    return handle.call(f);
   }
 
+  /** Releases the caller's hold on the device. Idempotent. */
   @Override
-  public synchronized void close() {
-    if (handle != 0) {
-      nativeClose(handle);
-      handle = 0;
-      Handles.device(-1);
-    }
+  public void close() {
+    handle.close();
   }
 
   @Override
   public String toString() {
-    return "FunnelDevice[" + backend + "]";
+    return "FunnelDevice[" + backend + (handle.isClosed() ? ", closed" : "") + "]";
   }
 
   private static native long nativeOpen(String kind);
@@ -103,7 +113,7 @@ public final class FunnelDevice implements AutoCloseable {
 
   private static native long nativeStreamCreate(long handle);
 
-  private static native void nativeStreamDestroy(long handle, long stream);
+  private static native long nativeStreamWrap(long handle, long cuStream);
 
   private static native long nativeImport(long handle, byte[] descriptor);
 }

@@ -7,8 +7,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.util.List;
 import java.util.Objects;
-import java.util.function.Supplier;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.ipc.WriteChannel;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -33,8 +31,17 @@ public final class FunnelReader implements AutoCloseable {
     NativeLibrary.load();
   }
 
+  /** funnel.h's enum funnel_option (SharedConstantsTest checks them against the header). */
+  static final int OPTION_TRANSFER = 1;
+
+  static final int OPTION_TIME_KERNEL = 2;
+  static final int OPTION_SHAREABLE = 3;
+
+  /** Linux maps nothing below vm.mmap_min_addr, 64 KiB by default: such an address is a bug. */
+  static final long LOWEST_ADDRESS = 1L << 16;
+
   private final FunnelDevice device;
-  private volatile long handle; // 0 once closed
+  private final NativeHandle handle;
 
   /** A reader whose partitions carry their schema (whole IPC streams). */
   public FunnelReader(FunnelDevice device) {
@@ -51,8 +58,11 @@ public final class FunnelReader implements AutoCloseable {
 
   private FunnelReader(FunnelDevice device, byte[] schemaIpc) {
     this.device = Objects.requireNonNull(device, "device");
-    this.handle = create(device.handle(), schemaIpc);
-    Handles.reader(1);
+    this.handle = new NativeHandle(this, Handles.Kind.READER,
+        device.call(d -> create(d, schemaIpc)), h -> {
+          free(h);
+          return true;
+        });
   }
 
   /** The device this reader reads onto. */
@@ -64,23 +74,24 @@ public final class FunnelReader implements AutoCloseable {
    * Reads partitions held in direct ByteBuffers, each from its position to its limit, in order.
    *
    * @throws IllegalArgumentException when a buffer is null or not direct
+   * @throws IllegalStateException when the reader is closed
    * @throws InvalidPartitionException when a partition is not valid Arrow IPC, or is Arrow that
    *     funnel does not read; nothing was enqueued and nothing leaked
    */
   public DeviceTable read(ByteBuffer... partitions) {
-    return read(0L, partitions);
+    return read((DeviceStream) null, partitions);
   }
 
   /** {@link #read(ByteBuffer...)} on a list. */
   public DeviceTable read(List<ByteBuffer> partitions) {
-    return read(0L, partitions.toArray(new ByteBuffer[0]));
+    return read((DeviceStream) null, partitions.toArray(new ByteBuffer[0]));
   }
 
   /**
-   * {@link #read(ByteBuffer...)} on a caller's stream (0: the reader's own stream), such as one
-   * from {@link FunnelDevice#createStream()} or, on cuda, a CUstream handle.
+   * {@link #read(ByteBuffer...)} ordered on {@code stream} (null: the reader's own stream), one of
+   * this reader's device.
    */
-  public DeviceTable read(long stream, ByteBuffer... partitions) {
+  public DeviceTable read(DeviceStream stream, ByteBuffer... partitions) {
     Objects.requireNonNull(partitions, "partitions");
     int n = partitions.length;
     long[] positions = new long[n];
@@ -98,64 +109,65 @@ public final class FunnelReader implements AutoCloseable {
       positions[i] = b.position();
       lengths[i] = b.remaining();
     }
-    long[] addresses = new long[n];
-    for (int i = 0; i < n; i++) {
-      addresses[i] = MemoryUtil.getByteBufferAddress(held[i]) + positions[i];
-    }
-    List<PinnedBuffer> blocks = device.pinnedPool().holding(addresses, lengths);
-    return holding(
-        blocks, () -> new DeviceTable(readBuffers(handle(), held, positions, lengths, stream), held));
-  }
-
-  /**
-   * Makes the table of a read whose partitions lie in {@code blocks}: each block is held from
-   * before the read enqueues until its work has completed, so that closing the block waits.
-   */
-  private static DeviceTable holding(List<PinnedBuffer> blocks, Supplier<DeviceTable> read) {
-    for (PinnedBuffer b : blocks) {
-      b.enter();
-    }
-    DeviceTable table = null;
-    try {
-      table = read.get();
-      table.holding(blocks);
-      return table;
-    } finally {
-      for (PinnedBuffer b : blocks) {
-        b.entered(table);
-      }
-    }
+    return onStream(stream, (h, s) -> new DeviceTable(readBuffers(h, held, positions, lengths, s),
+        held));
   }
 
   /**
    * Reads partitions given as host addresses and lengths. The memory must stay valid and unchanged
-   * until the returned table is ready or closed; partitions in a {@link PinnedBuffer} are held
-   * for you (its close waits for this read).
+   * until the returned table is ready or closed (partitions in a {@link PinnedBuffer} are held
+   * for you: the block is not given back before the read's work has completed).
+   *
+   * @throws IllegalArgumentException for a length that is negative, or an address that is
+   *     negative, in the lowest 64 KiB (which no process maps), or whose bytes would pass the end
+   *     of the address space
    */
   public DeviceTable read(long[] addresses, long[] lengths) {
-    return read(0L, addresses, lengths);
+    return read(null, addresses, lengths);
   }
 
-  /** {@link #read(long[], long[])} on a caller's stream (0: the reader's own). */
-  public DeviceTable read(long stream, long[] addresses, long[] lengths) {
+  /** {@link #read(long[], long[])} ordered on {@code stream} (null: the reader's own). */
+  public DeviceTable read(DeviceStream stream, long[] addresses, long[] lengths) {
     Objects.requireNonNull(addresses, "addresses");
     Objects.requireNonNull(lengths, "lengths");
     if (addresses.length != lengths.length) {
       throw new IllegalArgumentException(
           addresses.length + " addresses but " + lengths.length + " lengths");
     }
-    for (int i = 0; i < lengths.length; i++) {
-      if (lengths[i] < 0) {
-        throw new IllegalArgumentException("partition " + i + " has length " + lengths[i]);
-      }
-      if (addresses[i] == 0 && lengths[i] > 0) {
-        throw new IllegalArgumentException("partition " + i + " has address 0");
-      }
-    }
     long[] a = addresses.clone();
     long[] l = lengths.clone();
-    List<PinnedBuffer> blocks = device.pinnedPool().holding(a, l);
-    return holding(blocks, () -> new DeviceTable(readAddresses(handle(), a, l, stream), null));
+    for (int i = 0; i < l.length; i++) {
+      if (l[i] < 0) {
+        throw new IllegalArgumentException("partition " + i + " has length " + l[i]);
+      }
+      if (l[i] > 0 && (a[i] < LOWEST_ADDRESS || a[i] + l[i] < 0)) {
+        throw new IllegalArgumentException(
+            "partition " + i + " has address 0x" + Long.toHexString(a[i]) + " and length " + l[i]
+                + ": not host memory");
+      }
+    }
+    return onStream(stream, (h, s) -> new DeviceTable(readAddresses(h, a, l, s), null));
+  }
+
+  private interface Read {
+    DeviceTable apply(long reader, long stream);
+  }
+
+  /** Runs a read with the reader, and the stream when one is given, held for its duration. */
+  private DeviceTable onStream(DeviceStream stream, Read read) {
+    if (stream == null) {
+      return handle.call(h -> read.apply(h, 0L));
+    }
+    if (stream.device() != device) {
+      throw new IllegalArgumentException(
+          stream + " belongs to another device than this reader's " + device);
+    }
+    long s = stream.handle().enter();
+    try {
+      return handle.call(h -> read.apply(h, s));
+    } finally {
+      stream.handle().exit();
+    }
   }
 
   /** How a read moves partition bytes to the device (funnel.h's {@code enum funnel_transfer}). */
@@ -177,8 +189,7 @@ public final class FunnelReader implements AutoCloseable {
 
   /** Sets how the following reads move partition bytes (default {@link Transfer#AUTO}). */
   public FunnelReader setTransfer(Transfer transfer) {
-    setOption(handle(), 1, Objects.requireNonNull(transfer, "transfer").ordinal());
-    return this;
+    return option(OPTION_TRANSFER, Objects.requireNonNull(transfer, "transfer").ordinal());
   }
 
   /**
@@ -186,8 +197,7 @@ public final class FunnelReader implements AutoCloseable {
    * ReadStats#kernelNanos()}); off by default, timing events cost a little.
    */
   public FunnelReader setTimeKernel(boolean on) {
-    setOption(handle(), 2, on ? 1 : 0);
-    return this;
+    return option(OPTION_TIME_KERNEL, on ? 1 : 0);
   }
 
   /**
@@ -197,26 +207,24 @@ public final class FunnelReader implements AutoCloseable {
    * the pool's allocations are cheaper, and a table read without it is copied once when shared.
    */
   public FunnelReader setShareable(boolean on) {
-    setOption(handle(), 3, on ? 1 : 0);
+    return option(OPTION_SHAREABLE, on ? 1 : 0);
+  }
+
+  private FunnelReader option(int option, long value) {
+    handle.call(h -> {
+      setOption(h, option, value);
+      return null;
+    });
     return this;
   }
 
-  private long handle() {
-    long h = handle;
-    if (h == 0) {
-      throw new IllegalStateException("FunnelReader is closed");
-    }
-    return h;
-  }
-
-  /** Frees the reader. Tables it made stay valid. Idempotent. */
+  /**
+   * Frees the reader once the reads in progress on other threads have returned; later calls fail
+   * with {@link IllegalStateException}. Tables it made stay valid. Idempotent.
+   */
   @Override
-  public synchronized void close() {
-    if (handle != 0) {
-      free(handle);
-      handle = 0;
-      Handles.reader(-1);
-    }
+  public void close() {
+    handle.close();
   }
 
   private static byte[] serialize(Schema schema) {

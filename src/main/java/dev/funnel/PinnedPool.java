@@ -1,10 +1,7 @@
 package dev.funnel;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The device's pinned (page-locked) host memory pool, allocated once on first use and reused.
@@ -17,15 +14,21 @@ public final class PinnedPool {
   }
 
   private final FunnelDevice device;
-  /** The buffers handed out and not closed, by address: a read finds those it reads from. */
-  private final ConcurrentSkipListMap<Long, PinnedBuffer> live = new ConcurrentSkipListMap<>();
+  /** Bytes of closed blocks whose ByteBuffer may still be reachable (see PinnedBuffer). */
+  private final AtomicLong retired = new AtomicLong();
 
   PinnedPool(FunnelDevice device) {
     this.device = device;
   }
 
   /**
-   * Allocates {@code size} bytes (at most {@link Integer#MAX_VALUE}, a ByteBuffer's limit).
+   * Allocates {@code size} bytes (at most {@link Integer#MAX_VALUE}, a ByteBuffer's limit). The
+   * block holds the device: it stays usable, and is to be closed, also after the device is
+   * closed.
+   *
+   * <p>When the pool is full but holds closed blocks whose {@link PinnedBuffer#buffer()} may
+   * still be reachable, this asks the garbage collector for them and retries for up to a second,
+   * as the JDK does for direct memory.
    *
    * @throws FunnelException with code HOST_OUT_OF_MEMORY when the pool cannot hold it
    */
@@ -33,47 +36,71 @@ public final class PinnedPool {
     if (size < 0 || size > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("pinned buffer size " + size + " out of [0, 2^31)");
     }
-    long address = nativeAlloc(device.handle(), size);
-    PinnedBuffer b = new PinnedBuffer(this, address, size, nativeWrap(address, size));
-    live.put(address, b);
-    return b;
+    return device.call(dev -> {
+      long address;
+      try {
+        address = nativeAlloc(dev, size);
+      } catch (FunnelException e) {
+        if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY || retired.get() == 0) {
+          throw e;
+        }
+        address = allocateAfterCollecting(dev, size, e);
+      }
+      return new PinnedBuffer(this, dev, address, size, nativeWrap(address, size));
+    });
+  }
+
+  /** Retries an allocation while the cleaner gives back blocks the collector found unreachable. */
+  private long allocateAfterCollecting(long dev, long size, FunnelException first) {
+    long sleepMs = 1;
+    for (int attempt = 0; attempt < 10; attempt++) {
+      long before = retired.get();
+      if (before == 0) {
+        break;
+      }
+      System.gc();
+      try {
+        Thread.sleep(sleepMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      sleepMs *= 2;
+      try {
+        return nativeAlloc(dev, size);
+      } catch (FunnelException e) {
+        if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
+          throw e;
+        }
+      }
+    }
+    throw first;
+  }
+
+  void retire(long size) {
+    retired.addAndGet(size);
+  }
+
+  void reclaimed(long size) {
+    retired.addAndGet(-size);
   }
 
   /**
-   * The live buffers that partitions [address, address + length) lie in, each once; a read holds
-   * them until its work has completed (see {@link PinnedBuffer#close()}).
+   * Bytes of the pool in use: by open blocks, by closed blocks whose buffer is still reachable,
+   * and by reads staging pageable partitions.
    */
-  List<PinnedBuffer> holding(long[] addresses, long[] lengths) {
-    List<PinnedBuffer> found = new ArrayList<>();
-    for (int i = 0; i < addresses.length; i++) {
-      if (lengths[i] == 0) {
-        continue;
-      }
-      Map.Entry<Long, PinnedBuffer> e = live.floorEntry(addresses[i]);
-      if (e != null && addresses[i] + lengths[i] <= e.getKey() + e.getValue().size()
-          && !found.contains(e.getValue())) {
-        found.add(e.getValue());
-      }
-    }
-    return found;
-  }
-
-  void forget(PinnedBuffer b) {
-    live.remove(b.address(), b);
-  }
-
-  /** Bytes of the pool in use, by callers and by reads staging pageable partitions. */
   public long inUse() {
-    return nativeInUse(device.handle());
+    return device.call(PinnedPool::nativeInUse);
   }
 
-  void free(long address, long size) {
-    nativeFree(device.handle(), address, size);
+  /** Bytes of closed blocks that wait for their ByteBuffer to become unreachable. */
+  public long retiredBytes() {
+    return retired.get();
   }
 
   private static native long nativeAlloc(long device, long size);
 
-  private static native void nativeFree(long device, long address, long size);
+  static native void nativeFree(long device, long address, long size);
 
   private static native long nativeInUse(long device);
 

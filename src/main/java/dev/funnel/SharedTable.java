@@ -20,12 +20,13 @@ public final class SharedTable implements AutoCloseable {
     NativeLibrary.load();
   }
 
-  private long handle; // 0 once closed
+  private final NativeHandle handle;
   private final byte[] descriptor;
 
   SharedTable(long handle) {
-    this.handle = handle;
-    this.descriptor = descriptor(handle);
+    // a share the owner forgot is freed by the cleaner only when no importer holds it
+    this.handle = new NativeHandle(this, Handles.Kind.SHARED, handle, h -> close(h, 0));
+    this.descriptor = this.handle.call(SharedTable::descriptor);
   }
 
   /** The descriptor another process imports the table from (a copy). */
@@ -33,25 +34,23 @@ public final class SharedTable implements AutoCloseable {
     return descriptor.clone();
   }
 
-  /** Importers holding the table now (importers that died are not counted). */
-  public synchronized int importers() {
-    return handle == 0 ? 0 : importers(handle);
+  /** Importers holding the table now (importers that died are not counted); 0 once closed. */
+  public int importers() {
+    try {
+      return (int) handle.callLong(SharedTable::importers);
+    } catch (IllegalStateException closed) {
+      return 0;
+    }
   }
 
   /**
-   * Withdraws the table and waits up to {@code timeout} for its importers to close it, then frees
-   * it. Returns false when importers still hold it: it stays withdrawn, and is to be closed again.
-   * True when it is closed (also when it already was).
+   * Withdraws the table and waits up to {@code timeout} (null: without limit) for its importers to
+   * close it, then frees it. Returns false when importers still hold it: it stays withdrawn, and
+   * is to be closed again. True when it is closed (also when it already was).
    */
-  public synchronized boolean close(Duration timeout) {
-    if (handle == 0) {
-      return true;
-    }
-    if (!close(handle, timeout == null ? -1 : Math.max(0, timeout.toMillis()))) {
-      return false;
-    }
-    handle = 0;
-    return true;
+  public boolean close(Duration timeout) {
+    long ms = timeout == null ? -1 : Math.max(0, timeout.toMillis());
+    return handle.close(h -> close(h, ms));
   }
 
   /** Withdraws the table, waits without limit until no importer holds it, then frees it. */

@@ -3,6 +3,8 @@ package dev.funnel.spark;
 import dev.funnel.FunnelDevice;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.spark.SparkEnv;
 
 /**
@@ -16,6 +18,9 @@ public final class FunnelExecutor {
 
   private static FunnelDevice device;
 
+  /** Staging memory when the pinned pool is full (Arrow's allocator: no JVM flag needed). */
+  private static final BufferAllocator OFF_HEAP = new RootAllocator();
+
   /** Gives staging blocks back as reads complete, off the task threads. */
   static final ExecutorService RELEASER =
       Executors.newSingleThreadExecutor(
@@ -26,6 +31,10 @@ public final class FunnelExecutor {
           });
 
   private FunnelExecutor() {}
+
+  static BufferAllocator offHeap() {
+    return OFF_HEAP;
+  }
 
   /** This JVM's device, opened on first use. */
   public static synchronized FunnelDevice device() {

@@ -5,10 +5,11 @@ import dev.funnel.FunnelDevice;
 import dev.funnel.FunnelException;
 import dev.funnel.FunnelReader;
 import dev.funnel.PinnedBuffer;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
@@ -51,58 +52,120 @@ public final class ShuffleReads {
         staging.add(frames.next());
       }
       reader = new FunnelReader(device, schema);
-      table = reader.read(staging.partitions);
+      table = reader.read(staging.addresses(), staging.lengths());
     } catch (RuntimeException | Error e) {
-      closeAll(e, null, reader, staging.pinned);
+      closeAll(e, null, reader, staging.blocks());
       throw e;
     }
     TaskContext task = TaskContext.get();
     if (task != null) {
       FunnelReader r = reader;
       task.addTaskCompletionListener(
-          (TaskCompletionListener) c -> closeAll(null, table, r, staging.pinned));
+          (TaskCompletionListener) c -> closeAll(null, table, r, staging.blocks()));
     } else {
       reader.close(); // its tables stay valid
+      if (!staging.offHeap.isEmpty()) { // no task to free them: once the work is done
+        FunnelExecutor.RELEASER.execute(() -> {
+          try {
+            table.waitReady();
+          } catch (IllegalStateException closed) {
+            table.close(); // returns once the close in progress has waited for the work
+          }
+          staging.offHeap.forEach(ArrowBuf::close);
+        });
+      }
     }
-    for (AutoCloseable block : staging.pinned) {
+    for (PinnedBuffer block : staging.pinned) {
       FunnelExecutor.RELEASER.execute(() -> close(block)); // waits for the read's work
     }
     return table;
   }
 
-  /** Frames copied back to back into blocks that grow, one ByteBuffer per frame. */
+  /**
+   * Frames copied back to back into blocks that grow, one (address, length) per frame. Pinned
+   * blocks are written through {@link PinnedBuffer#write}, never through a ByteBuffer, so each goes
+   * back to the pool as soon as it is closed and no read uses it.
+   */
   private static final class Staging {
     final FunnelDevice device;
-    final List<ByteBuffer> partitions = new ArrayList<>();
-    final List<AutoCloseable> pinned = new ArrayList<>(); // direct blocks go with the table
-    ByteBuffer block;
-    int nextSize = FIRST_STAGING_BLOCK;
+    final List<PinnedBuffer> pinned = new ArrayList<>(); // closing waits for the reads of them
+    final List<ArrowBuf> offHeap = new ArrayList<>(); // to free once the read's work is done
+    private long[] addresses = new long[64];
+    private long[] lengths = new long[64];
+    private int frames;
+    private Block block;
+    private int nextSize = FIRST_STAGING_BLOCK;
 
     Staging(FunnelDevice device) {
       this.device = device;
     }
 
     void add(byte[] frame) {
-      if (block == null || block.remaining() < frame.length) {
+      if (block == null || block.size - block.used < frame.length) {
         block = allocate(Math.max(nextSize, frame.length));
         nextSize = (int) Math.min(2L * nextSize, LARGEST_STAGING_BLOCK);
       }
-      int at = block.position();
-      block.put(frame);
-      partitions.add(block.duplicate().position(at).limit(at + frame.length).slice());
+      if (frames == addresses.length) {
+        addresses = Arrays.copyOf(addresses, 2 * frames);
+        lengths = Arrays.copyOf(lengths, 2 * frames);
+      }
+      block.write(frame);
+      addresses[frames] = block.address + block.used - frame.length;
+      lengths[frames++] = frame.length;
     }
 
-    private ByteBuffer allocate(int size) {
+    /** Every block, each once: closed after the table. */
+    List<AutoCloseable> blocks() {
+      List<AutoCloseable> all = new ArrayList<>(pinned);
+      all.addAll(offHeap);
+      return all;
+    }
+
+    long[] addresses() {
+      return Arrays.copyOf(addresses, frames);
+    }
+
+    long[] lengths() {
+      return Arrays.copyOf(lengths, frames);
+    }
+
+    private Block allocate(int size) {
       try {
         PinnedBuffer b = device.pinnedPool().allocate(size);
         pinned.add(b);
-        return b.buffer().duplicate();
+        return new Block(b.address(), size, (at, frame) -> b.write(at, frame, 0, frame.length));
       } catch (FunnelException e) {
         if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
           throw e;
         }
-        return ByteBuffer.allocateDirect(size); // the pool is full: funnel stages these itself
+        // the pool is full: off-heap memory that funnel stages itself, freed with the table
+        ArrowBuf b = FunnelExecutor.offHeap().buffer(size);
+        offHeap.add(b);
+        return new Block(b.memoryAddress(), size, (at, frame) -> b.setBytes(at, frame));
       }
+    }
+  }
+
+  /** A staging block: where it lies, how full it is, and how to write into it. */
+  private static final class Block {
+    interface Writer {
+      void write(long at, byte[] frame);
+    }
+
+    final long address;
+    final long size;
+    final Writer writer;
+    long used;
+
+    Block(long address, long size, Writer writer) {
+      this.address = address;
+      this.size = size;
+      this.writer = writer;
+    }
+
+    void write(byte[] frame) {
+      writer.write(used, frame);
+      used += frame.length;
     }
   }
 
