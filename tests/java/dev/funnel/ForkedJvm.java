@@ -31,6 +31,12 @@ final class ForkedJvm {
 
   /** Starts {@code main} with {@code args}, the given extra JVM options first. */
   static Process start(Class<?> main, List<String> jvmOptions, String... args) throws IOException {
+    return start(main, java.util.Map.of(), jvmOptions, args);
+  }
+
+  /** {@link #start(Class, List, String...)} with more environment variables. */
+  static Process start(Class<?> main, java.util.Map<String, String> env, List<String> jvmOptions,
+      String... args) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
     cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
@@ -40,7 +46,9 @@ final class ForkedJvm {
     cmd.add(classPath(main));
     cmd.add(main.getName());
     cmd.addAll(Arrays.asList(args));
-    return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    ProcessBuilder b = new ProcessBuilder(cmd).redirectErrorStream(true);
+    b.environment().putAll(env);
+    return b.start();
   }
 
   /**
