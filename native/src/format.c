@@ -20,6 +20,7 @@
 struct fbr {
   const uint8_t *p;
   uint32_t n;
+  int64_t at;      /* where p[0] lies in the partition, for errors */
   bool bad;
 };
 
@@ -46,8 +47,10 @@ static struct fbt fb_table_at(struct fbr *r, uint32_t pos) {
   if (vt < 0) r->bad = true;
   if (r->bad || !fb_in(r, (uint64_t)vt, 4)) return t;
   uint16_t vt_len = rd16(r->p + vt), t_len = rd16(r->p + vt + 2);
-  if (vt_len < 4 || (vt_len & 1) || !fb_in(r, (uint64_t)vt, vt_len) || t_len < 4 ||
-      !fb_in(r, pos, t_len)) {
+  /* Arrow Java reads vtable entries as int16: past 0x7FFF it would read
+   * other bytes than we do */
+  if (vt_len < 4 || (vt_len & 1) || vt_len > INT16_MAX || !fb_in(r, (uint64_t)vt, vt_len) ||
+      t_len < 4 || t_len > INT16_MAX || !fb_in(r, pos, t_len)) {
     r->bad = true;
     return t;
   }
@@ -121,10 +124,14 @@ static struct fbt fb_vector_table(struct fbr *r, uint32_t first, uint32_t i) {
   return fb_table_at(r, (uint32_t)target);
 }
 
-static const char *fb_string_copy(struct fbr *r, struct fbt t, int slot,
-                                  struct funnel__arena *arena) {
-  uint32_t len = 0;
-  uint32_t at = fb_vector(r, t, slot, 1, &len);
+/* A string in field `slot`: position of its bytes, *len their count (0
+ * when absent). */
+static uint32_t fb_string(struct fbr *r, struct fbt t, int slot, uint32_t *len) {
+  return fb_vector(r, t, slot, 1, len);
+}
+
+static const char *string_copy(const struct fbr *r, uint32_t at, uint32_t len,
+                               struct funnel__arena *arena) {
   char *s = funnel__arena_alloc(arena, (size_t)len + 1);
   if (s == NULL) return NULL;
   if (len > 0) memcpy(s, r->p + at, len);
@@ -132,11 +139,97 @@ static const char *fb_string_copy(struct fbr *r, struct fbt t, int slot,
   return s;
 }
 
+/* Index of the first byte of s[0, n) that does not continue valid UTF-8,
+ * or n. Strict, as Arrow Java's decoder (flatbuffers' Utf8Safe) is: no
+ * overlong forms, no surrogates, nothing past U+10FFFF, no sequence cut
+ * short. */
+static uint32_t utf8_prefix(const uint8_t *s, uint32_t n) {
+  uint32_t i = 0;
+  while (i < n) {
+    const uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    uint32_t len;
+    uint8_t lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;      /* overlong */
+      else if (c == 0xED) hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;      /* overlong */
+      else if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+    } else return i;
+    if (n - i < len || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (uint32_t k = 2; k < len; k++)
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+    i += len;
+  }
+  return n;
+}
+
 /* "partition 3" or "reader schema", for messages about a schema */
 static const char *where(int64_t index, char buf[32]) {
   if (index < 0) return "reader schema";
   snprintf(buf, 32, "partition %lld", (long long)index);
   return buf;
+}
+
+/* Fails unless the string of `len` bytes at `at` is valid UTF-8, as Arrow
+ * Java needs every string of a schema to be (it throws on the first bad
+ * byte), and, when `what` is carried by funnel as a C string (`nul_ok`
+ * false), holds no NUL. `what` names it: "column 2 name". */
+static int text_check(const struct fbr *r, uint32_t at, uint32_t len, bool nul_ok, int64_t index,
+                      int64_t column, const char *what, struct funnel_error *error) {
+  char wbuf[32];
+  const uint32_t bad = utf8_prefix(r->p + at, len);
+  if (bad < len)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, column, r->at + at + bad,
+                             "%s: %s is not valid UTF-8 at byte %lld", where(index, wbuf), what,
+                             (long long)(r->at + at + bad));
+  const uint8_t *nul = nul_ok || len == 0 ? NULL : memchr(r->p + at, 0, len);
+  if (nul != NULL)
+    return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, column,
+                             r->at + (nul - r->p),
+                             "%s: %s holds a NUL byte at byte %lld, which funnel cannot carry",
+                             where(index, wbuf), what, (long long)(r->at + (nul - r->p)));
+  return FUNNEL_OK;
+}
+
+/* Checks the custom_metadata vector (KeyValue tables) in field `slot` of
+ * `t` as Arrow Java reads it: every table and string inside the metadata,
+ * every key and value valid UTF-8. funnel keeps none of it; the schema
+ * message it hands on carries it. `column` is -1 for the schema's own. */
+static int metadata_check(struct fbr *r, struct fbt t, int slot, int64_t index, int64_t column,
+                          int64_t offset, struct funnel_error *error) {
+  char wbuf[32], what[64];
+  uint32_t n = 0;
+  const uint32_t first = fb_vector(r, t, slot, 4, &n);
+  for (uint32_t i = 0; i < n && !r->bad; i++) {
+    const struct fbt kv = fb_vector_table(r, first, i);
+    for (int k = 0; k < 2 && !r->bad; k++) {
+      uint32_t len = 0;
+      const uint32_t at = fb_string(r, kv, k, &len);
+      if (r->bad) break;
+      if (column < 0) snprintf(what, sizeof(what), "schema metadata %s %u", k ? "value" : "key", i);
+      else snprintf(what, sizeof(what), "column %lld metadata %s %u", (long long)column,
+                    k ? "value" : "key", i);
+      FUNNEL_RETURN_NOT_OK(text_check(r, at, len, true, index, column, what, error));
+    }
+  }
+  if (r->bad) {
+    if (column < 0)
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, offset,
+                               "%s: corrupt custom_metadata of the Schema at offset %lld",
+                               where(index, wbuf), (long long)offset);
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, column, offset,
+                             "%s: corrupt custom_metadata of column %lld", where(index, wbuf),
+                             (long long)column);
+  }
+  return FUNNEL_OK;
 }
 
 /* ---------------------------------------------------------------- framing */
@@ -207,6 +300,7 @@ static int message_read(const uint8_t *bytes, int64_t length, int64_t pos,
   m->meta_length = meta_len;
   m->fb.p = bytes + m->meta;
   m->fb.n = (uint32_t)meta_len;
+  m->fb.at = m->meta;
 
   struct fbr *r = &m->fb;
   struct fbt msg = {0, 0, 0, 0};
@@ -221,11 +315,17 @@ static int message_read(const uint8_t *bytes, int64_t length, int64_t pos,
                              "%s: corrupt Message flatbuffer at offset %lld "
                              "(%lld bytes of metadata)",
                              where(index, wbuf), (long long)pos, (long long)meta_len);
-  if (version < 3) /* MetadataVersion V4 is 3 */
+  /* MetadataVersion: V1 = 0 ... V5 = 4, the last Arrow defines (Arrow
+   * Java's stream reader throws on any other) */
+  if (version < 3 || version > 4) {
+    char vbuf[48];
+    if (version >= 0 && version < 3) snprintf(vbuf, sizeof(vbuf), "V%d", version + 1);
+    else snprintf(vbuf, sizeof(vbuf), "%d, which Arrow does not define", version);
     return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, pos,
-                             "%s: message at offset %lld has metadata version "
-                             "V%d; funnel reads V4 and later",
-                             where(index, wbuf), (long long)pos, version + 1);
+                             "%s: message at offset %lld has metadata version %s; funnel "
+                             "reads V4 and V5",
+                             where(index, wbuf), (long long)pos, vbuf);
+  }
   m->body = m->meta + meta_len;
   if (m->body_length < 0 || m->body_length > length - m->body)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
@@ -263,9 +363,12 @@ static const char *const arrow_type_names[] = {
 static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
                        int64_t offset, struct funnel__arena *arena,
                        struct funnel__field *f, struct funnel_error *error) {
-  char wbuf[32];
+  char wbuf[32], what[48];
   memset(f, 0, sizeof(*f));
-  f->name = fb_string_copy(r, ft, 0, arena);
+  f->name = "";
+  f->timezone = "";
+  uint32_t name_len = 0;
+  const uint32_t name_at = fb_string(r, ft, 0, &name_len);
   f->nullable = fb_u8(r, ft, 1, 0) != 0;
   int tt = fb_u8(r, ft, 2, T_NONE);
   uint32_t type_pos = fb_ref(r, ft, 3);
@@ -274,15 +377,22 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
   (void)fb_vector(r, ft, 5, 4, &n_children);
   struct fbt ty = {0, 0, 0, 0};
   if (!r->bad && type_pos != 0) ty = fb_table_at(r, type_pos);
-  f->timezone = "";
-  if (f->name == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   if (r->bad)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, column, offset,
                              "%s: corrupt Field flatbuffer for column %d",
                              where(index, wbuf), column);
+  /* before anything prints the name */
+  snprintf(what, sizeof(what), "column %d name", column);
+  FUNNEL_RETURN_NOT_OK(text_check(r, name_at, name_len, false, index, column, what, error));
+  f->name = string_copy(r, name_at, name_len, arena);
+  if (f->name == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  FUNNEL_RETURN_NOT_OK(metadata_check(r, ft, 6, index, column, offset, error));
   const char *tname = tt >= 0 && tt <= T_LARGE_LIST_VIEW ? arrow_type_names[tt] : "unknown";
   if (dict_pos != 0)
     return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "dictionary-encoded %s is not supported", tname);
+  /* the union's table: Arrow Java reads its fields without looking */
+  if (type_pos == 0 && tt != T_NONE && tt <= T_LARGE_LIST_VIEW)
+    return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "%s field has no type table", tname);
 
   int64_t bits = 0;
   switch (tt) {
@@ -320,7 +430,12 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
       f->type_id = FUNNEL_TYPE_TIMESTAMP;
       f->byte_width = 8;
       f->time_unit = unit;
-      f->timezone = fb_string_copy(r, ty, 1, arena);
+      uint32_t tz_len = 0;
+      const uint32_t tz_at = fb_string(r, ty, 1, &tz_len);
+      if (r->bad) break;
+      snprintf(what, sizeof(what), "column %d timezone", column);
+      FUNNEL_RETURN_NOT_OK(text_check(r, tz_at, tz_len, false, index, column, what, error));
+      f->timezone = string_copy(r, tz_at, tz_len, arena);
       if (f->timezone == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
       break;
     }
@@ -330,6 +445,9 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
       bits = fb_i32(r, ty, 2, 128);
       if (bits != 128)
         return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "type decimal%lld is not supported", (long long)bits);
+      if (f->precision < 1 || f->precision > 38) /* as Arrow C++ reads decimal128 */
+        return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "decimal128 with precision %d (Arrow allows 1 to 38)",
+                           f->precision);
       f->type_id = FUNNEL_TYPE_DECIMAL128;
       f->byte_width = 16;
       break;
@@ -337,6 +455,9 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
     case T_FIXED_SIZE_BINARY: {
       int32_t w = fb_i32(r, ty, 0, 0);
       if (w < 0) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "FixedSizeBinary with byte width %d", (int)w);
+      if (w == 0) /* Arrow Java divides by the width */
+        return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "%s",
+                           "fixed_size_binary(0) is not supported: Arrow Java cannot hold it");
       f->type_id = FUNNEL_TYPE_FIXED_SIZE_BINARY;
       f->byte_width = w;
       break;
@@ -378,6 +499,7 @@ static int schema_from_message(const uint8_t *bytes, const struct message *m,
   if (n > INT32_MAX / 4)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
                              "%s: Schema with %u fields", where(index, wbuf), n);
+  FUNNEL_RETURN_NOT_OK(metadata_check(&r, m->header, 2, index, -1, m->offset, error));
   struct funnel__field *fields = funnel__arena_calloc(arena, n ? n : 1, sizeof(*fields));
   uint8_t *ipc = funnel__arena_alloc(arena, (size_t)(m->end - m->offset));
   if (fields == NULL || ipc == NULL)
@@ -582,6 +704,15 @@ static int64_t first_decrease64(const uint8_t *o, int64_t n) {
   return -1;
 }
 
+/* Zero bits among the first n bits of `bits` (bit 0 the low bit of byte 0). */
+static int64_t zero_bits(const uint8_t *bits, int64_t n) {
+  int64_t ones = 0, k = 0;
+  for (; k + 64 <= n; k += 64) ones += __builtin_popcountll(rd64(bits + k / 8));
+  for (; k + 8 <= n; k += 8) ones += __builtin_popcount(bits[k / 8]);
+  if (k < n) ones += __builtin_popcount(bits[k / 8] & ((1u << (n - k)) - 1));
+  return n - ones;
+}
+
 #define BIND_ERROR(code, at, fmt, ...)                                                  \
   funnel__error_set(error, (code), index, (int64_t)i, (at),                              \
                     "partition %lld: RecordBatch at offset %lld, column %d '%s': " fmt, \
@@ -654,13 +785,21 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
     }
     buf += 16 * f->n_buffers;
     int64_t bitmap_bytes = (p->length + 7) / 8;
-    if (p->null_count > 0) {
+    if (p->null_count > 0 || len[0] > 0) {
       if (len[0] < bitmap_bytes)
         return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[0],
                           "validity buffer of %lld bytes at offset %lld, %lld rows need %lld",
                           (long long)len[0], (long long)off[0], (long long)p->length,
                           (long long)bitmap_bytes);
-      p->validity = off[0];
+      /* Arrow Java reads a validity buffer that has bytes whatever the null
+       * count says, Arrow C++ drops it when the count is 0: a count the
+       * bits contradict would be read two ways */
+      const int64_t nulls = zero_bits(part->bytes + off[0], p->length);
+      if (nulls != p->null_count)
+        return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[0],
+                          "null count %lld, but the validity buffer at offset %lld holds %lld "
+                          "nulls", (long long)p->null_count, (long long)off[0], (long long)nulls);
+      if (p->null_count > 0) p->validity = off[0];
     }
     if (f->offset_width == 0) {
       int64_t need = bitmap_bytes;

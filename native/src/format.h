@@ -63,7 +63,14 @@ struct funnel__partition {
 
 /* Parses an encapsulated Schema message at the start of `bytes` (a Schema
  * message or the beginning of a stream) into `out`, allocated in `arena`
- * (the message bytes are copied there too). */
+ * (the message bytes are copied there too). The message is handed on as
+ * it is (Java reads it with Arrow Java), so it is checked as Arrow Java
+ * reads it: every string of it (names, timezones, custom_metadata of the
+ * schema and its fields) in bounds and valid UTF-8, every type table
+ * present, metadata version V4 or V5; what Arrow Java or Arrow C++ cannot
+ * hold (fixed_size_binary(0), decimal128 precision outside 1..38) is
+ * refused too, as is a NUL in a name or timezone (funnel carries them as
+ * C strings). */
 int funnel__schema_parse(const uint8_t *bytes, int64_t length,
                          struct funnel__arena *arena,
                          struct funnel__schema *out,
@@ -90,7 +97,9 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length,
                                   struct funnel_error *error);
 
 /* Binds a parsed batch to `schema`: node and buffer counts, lengths, null
- * counts, buffer sizes against the types, first and last string offsets. */
+ * counts (against the validity bits, whenever a validity buffer has bytes:
+ * Arrow Java reads those whatever the count says), buffer sizes against
+ * the types, first and last string offsets. */
 int funnel__batch_bind(const struct funnel__schema *schema,
                        const struct funnel__partition *part,
                        struct funnel__batch *batch, int64_t index,
@@ -98,10 +107,11 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                        struct funnel_error *error);
 
 /* funnel__batch_bind in two halves, so that the scan of every string
- * offset (the one part of binding whose cost grows with the rows) can run
- * on several threads: the first checks everything but the interior
- * offsets; the second checks column `i`'s interior offsets (a no-op for
- * fixed width), with the same error funnel__batch_bind gives. */
+ * offset (4 or 8 bytes a row, where the count of validity bits reads an
+ * eighth of one) can run on several threads: the first checks everything
+ * but the interior offsets; the second checks column `i`'s interior
+ * offsets (a no-op for fixed width), with the same error
+ * funnel__batch_bind gives. */
 int funnel__batch_bind_ends(const struct funnel__schema *schema,
                             const struct funnel__partition *part,
                             struct funnel__batch *batch, int64_t index,

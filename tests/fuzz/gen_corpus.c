@@ -3,7 +3,8 @@
  * strings with offsets not starting at 0, several batches and partitions,
  * legacy framing, the IPC file format, bare batches with a reader schema,
  * two streams in one partition, empty partitions, 0-row batches, small
- * segment chunks, and partitions written by pyarrow and Arrow JS.
+ * segment chunks, non-ASCII names and custom_metadata, and partitions
+ * written by pyarrow and Arrow JS.
  *
  *   cmake --build target/native-fuzz --target fuzz_gen_corpus   (configured by mvn verify)
  *   target/native-fuzz/fuzz_gen_corpus tests/fuzz/corpus tests/data
@@ -243,15 +244,38 @@ static void seeds_generated(void) {
   free_chunks(c, 3);
   table_free(&t);
 
-  /* fixed_size_binary[0]: rows that take no bytes */
+  /* the narrowest fixed_size_binary (0 is refused: Arrow Java cannot hold
+   * it) */
   {
     static const struct iw_field f[] = {
-        {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "z", .nullable = 1, .byte_width = 0},
+        {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "z", .nullable = 1, .byte_width = 1},
         {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "w", .nullable = 1, .byte_width = 3}};
     static const struct iw_schema zs = {2, f, 0};
     table_make(&t, &zs, 12, 250, 5);
     stream(&c[0], &t, 0, 12, 2, NULL, &varied, 0, 1);
-    write_seed("fixed_size_binary_0", 0, c, 1);
+    write_seed("fixed_size_binary_1", 0, c, 1);
+    free_chunks(c, 1);
+    table_free(&t);
+  }
+
+  /* the strings of a schema Arrow Java reads, a byte from being refused:
+   * names and a timezone of 2-, 3- and 4-byte UTF-8, custom_metadata on
+   * the schema and a field, decimal128 precisions 1 and 38 */
+  {
+    static const struct iw_kv field_md[] = {{"origin", "sp\xc3\xa4rk"}, {"", ""}};
+    static const struct iw_kv schema_md[] = {{"writer", "\xe4\xb8\xad"}};
+    static const struct iw_field f[] = {
+        {.type = FUNNEL_TYPE_INT32, .name = "caf\xc3\xa9", .nullable = 1, .n_metadata = 2,
+         .metadata = field_md},
+        {.type = FUNNEL_TYPE_TIMESTAMP, .name = "\xe6\x97\xb6", .nullable = 1,
+         .time_unit = FUNNEL_TIME_MILLISECOND, .timezone = "Europe/Z\xc3\xbcrich"},
+        {.type = FUNNEL_TYPE_DECIMAL128, .name = "\xf0\x9f\x98\x80", .nullable = 1, .precision = 1},
+        {.type = FUNNEL_TYPE_DECIMAL128, .name = "d38", .nullable = 0, .precision = 38, .scale = 38}};
+    static const struct iw_schema us = {4, f, 0};
+    const struct iw_options md = {.n_metadata = 1, .metadata = schema_md};
+    table_make(&t, &us, 9, 300, 6);
+    stream(&c[0], &t, 0, 9, 2, &md, &varied, 0, 1);
+    write_seed("utf8_names_and_metadata", 0, c, 1);
     free_chunks(c, 1);
     table_free(&t);
   }

@@ -140,6 +140,21 @@ static size_t fb_string(struct iw_buf *b, const char *s) {
   return v;
 }
 
+/* Writes a custom_metadata vector of KeyValue tables and points the
+ * uoffset at `ref` to it. */
+static void fb_metadata(struct iw_buf *b, size_t ref, int n, const struct iw_kv *kv) {
+  size_t v = fb_vector(b, (uint32_t)n, 4, 4);
+  fb_patch(b, ref, v);
+  for (int i = 0; i < n; i++) {
+    size_t at[2];
+    struct slot s[2] = {{S_REF, 0}, {S_REF, 0}};
+    size_t t = fb_table(b, 2, s, at);
+    fb_patch(b, v + 4 + 4 * (size_t)i, t);
+    fb_patch(b, at[0], fb_string(b, kv[i].key));
+    fb_patch(b, at[1], fb_string(b, kv[i].value));
+  }
+}
+
 static size_t fb_empty_table(struct iw_buf *b) {
   size_t none[1];
   return fb_table(b, 0, NULL, none);
@@ -240,10 +255,11 @@ static void field_table(struct iw_buf *b, size_t ref, const struct iw_field *f) 
       f->type == IW_TYPE_LIST ? &item : f->type == IW_TYPE_STRUCT ? &a : NULL;
   int tag = 0;
   /* the tag is known only once the type table is written, so patch it */
-  size_t at[6];
-  struct slot s[6] = {{S_REF, 0}, {S_U8, f->nullable ? 1 : 0}, {S_U8, 0}, {S_REF, 0},
-                      {f->dictionary ? S_REF : S_ABSENT, 0}, {S_REF, 0}};
-  size_t t = fb_table(b, 6, s, at);
+  size_t at[7];
+  struct slot s[7] = {{S_REF, 0}, {S_U8, f->nullable ? 1 : 0}, {S_U8, 0}, {S_REF, 0},
+                      {f->dictionary ? S_REF : S_ABSENT, 0}, {S_REF, 0},
+                      {f->n_metadata ? S_REF : S_ABSENT, 0}};
+  size_t t = fb_table(b, f->n_metadata ? 7 : 6, s, at);
   fb_patch(b, ref, t);
   fb_patch(b, at[0], fb_string(b, f->name ? f->name : ""));
   size_t ty = type_table(b, f, &tag);
@@ -259,6 +275,7 @@ static void field_table(struct iw_buf *b, size_t ref, const struct iw_field *f) 
   size_t children = fb_vector(b, child ? 1 : 0, 4, 4);
   fb_patch(b, at[5], children);
   if (child) field_table(b, children + 4, child);
+  if (f->n_metadata) fb_metadata(b, at[6], f->n_metadata, f->metadata);
 }
 
 /* ---------------------------------------------------------------- message */
@@ -314,14 +331,18 @@ static void message_frame(struct iw_buf *out, const struct iw_buf *meta, const u
 
 /* Writes a Schema table and points the uoffset at `ref` to it; returns the
  * position of its fields vector. */
-static size_t schema_table(struct iw_buf *b, size_t ref, const struct iw_schema *s) {
-  size_t sat[2];
-  struct slot ss[2] = {{s->big_endian ? S_I16 : S_ABSENT, s->big_endian ? 1 : 0}, {S_REF, 0}};
-  size_t t = fb_table(b, 2, ss, sat);
+static size_t schema_table(struct iw_buf *b, size_t ref, const struct iw_schema *s,
+                           const struct iw_options *o) {
+  const int n_metadata = o ? o->n_metadata : 0;
+  size_t sat[3];
+  struct slot ss[3] = {{s->big_endian ? S_I16 : S_ABSENT, s->big_endian ? 1 : 0}, {S_REF, 0},
+                       {n_metadata ? S_REF : S_ABSENT, 0}};
+  size_t t = fb_table(b, n_metadata ? 3 : 2, ss, sat);
   fb_patch(b, ref, t);
   size_t fields = fb_vector(b, (uint32_t)s->n_fields, 4, 4);
   fb_patch(b, sat[1], fields);
   for (int i = 0; i < s->n_fields; i++) field_table(b, fields + 4 + 4 * (size_t)i, &s->fields[i]);
+  if (n_metadata) fb_metadata(b, sat[2], n_metadata, o->metadata);
   return fields;
 }
 
@@ -331,7 +352,7 @@ void iw_schema_message(struct iw_buf *out, const struct iw_schema *s, const stru
   size_t at[4];
   size_t header = message_begin(&meta, o, 1, 0, at);
   struct iw_layout l = {0};
-  l.fields = schema_table(&meta, header, s);
+  l.fields = schema_table(&meta, header, s, o);
   message_frame(out, &meta, NULL, 0, o, at, &l);
   if (layout != NULL) *layout = l;
   iw_buf_free(&meta);
@@ -442,7 +463,7 @@ void iw_file_end(struct iw_buf *out, const struct iw_schema *s, const struct iw_
   struct slot fs[4] = {{S_I16, 4}, {S_REF, 0}, {S_REF, 0}, {S_REF, 0}};
   size_t t = fb_table(&fb, 4, fs, at);
   fb_patch(&fb, root, t);
-  schema_table(&fb, at[1], s);
+  schema_table(&fb, at[1], s, NULL);
   fb_patch(&fb, at[2], fb_vector(&fb, 0, 24, 8));
   size_t blocks = fb_vector(&fb, (uint32_t)n_batches, 24, 8);
   fb_patch(&fb, at[3], blocks);

@@ -55,6 +55,11 @@ enum {
   IW_TAG_UTF8_VIEW = 24
 };
 
+/* One custom_metadata entry (Schema.fbs KeyValue). */
+struct iw_kv {
+  const char *key, *value;
+};
+
 struct iw_field {
   int type;              /* enum funnel_type_id or IW_TYPE_* */
   const char *name;
@@ -65,6 +70,8 @@ struct iw_field {
   int byte_width;        /* fixed_size_binary */
   int dictionary;        /* nonzero: dictionary-encoded, int32 indices */
   int raw_tag;           /* IW_TYPE_RAW: the Type union tag */
+  int n_metadata;        /* custom_metadata: written when nonzero */
+  const struct iw_kv *metadata;
 };
 
 struct iw_schema {
@@ -84,6 +91,8 @@ struct iw_options {
   int legacy;       /* no continuation marker (framing before Arrow 0.15) */
   int version;      /* MetadataVersion; 0 writes V5 (4) */
   int compression;  /* RecordBatch BodyCompression: 0 none, 1 LZ4_FRAME, 2 ZSTD */
+  int n_metadata;   /* Schema custom_metadata: written when nonzero */
+  const struct iw_kv *metadata;
 };
 
 /* Where the last message went, as absolute offsets within the output

@@ -274,6 +274,9 @@ static void bind_rejects_batch_that_contradicts_schema(void) {
       {"negative null count", nodes + 16 + 8, -1, 1, FUNNEL_ERR_MALFORMED},
       {"nulls without a validity buffer", nodes + 16 + 8, 1, 1, FUNNEL_ERR_MALFORMED},
       {"validity buffer too short", bufs + 8, 0, 0, FUNNEL_ERR_MALFORMED},
+      {"null count 0, the validity bits hold a null", nodes + 8, 0, 0, FUNNEL_ERR_MALFORMED},
+      {"null count of every row, the validity bits hold a valid row", nodes + 8, 2, 0,
+       FUNNEL_ERR_MALFORMED},
       {"int32 data too short", bufs + 16 + 8, 7, 0, FUNNEL_ERR_MALFORMED},
       {"offsets buffer too short", bufs + 48 + 8, 11, 1, FUNNEL_ERR_MALFORMED},
       {"string data shorter than the last offset", bufs + 64 + 8, 2, 1, FUNNEL_ERR_MALFORMED},
@@ -404,10 +407,13 @@ static void parse_rejects_garbage_bytes(void) {
   EXPECT_REJECTED(z, sizeof(z), FUNNEL_ERR_MALFORMED, -1);
 }
 
-static void parse_rejects_old_metadata_version(void) {
-  /* MetadataVersion: V1 = 0 ... V5 = 4; funnel reads V4 and V5 */
-  for (int v = 1; v <= 4; v++) {
-    check_context("metadata version V%d", v + 1);
+static void parse_rejects_metadata_version_other_than_v4_or_v5(void) {
+  /* MetadataVersion: V1 = 0 ... V5 = 4; funnel reads V4 and V5. Past V5
+   * Arrow defines none, and Arrow Java's stream reader throws on them. */
+  static const int versions[] = {1, 2, 3, 4, 5, 6, 4096, INT16_MAX, -2, INT16_MIN};
+  for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+    const int v = versions[i];
+    check_context("metadata version %d", v);
     struct iw_options o = {.version = v};
     struct iw_buf b = {0};
     struct iw_layout bl;
@@ -415,7 +421,7 @@ static void parse_rejects_old_metadata_version(void) {
     struct parsed p;
     struct funnel_error err;
     int st = parse(&p, b.data, b.len, 1, &err);
-    if (v >= 3) {
+    if (v == 3 || v == 4) {
       CHECK_OK(st, &err);
     } else if (CHECK_STATUS(st, FUNNEL_ERR_UNSUPPORTED, &err)) {
       CHECK_EQ_I64(err.partition, INDEX);
@@ -424,15 +430,16 @@ static void parse_rejects_old_metadata_version(void) {
     parsed_free(&p);
     iw_buf_free(&b);
   }
-  /* V1 (0) and a negative version in the batch only: its offset is named */
+  /* V1 (0), a negative version and one past V5 in the batch only: its
+   * offset is named */
   struct iw_buf b = {0};
   struct iw_layout bl;
   two_row_partition(&b, &bl, NULL);
   uint8_t *c = iw_dup(b.data, b.len);
-  const int16_t versions[2] = {0, -1};
-  for (int i = 0; i < 2; i++) {
-    check_context("batch version %d", versions[i]);
-    memcpy(c + bl.version_field, &versions[i], 2);
+  const int16_t batch_versions[3] = {0, -1, 5};
+  for (int i = 0; i < 3; i++) {
+    check_context("batch version %d", batch_versions[i]);
+    memcpy(c + bl.version_field, &batch_versions[i], 2);
     EXPECT_REJECTED(c, b.len, FUNNEL_ERR_UNSUPPORTED, -1);
     struct parsed p;
     struct funnel_error err;
@@ -442,6 +449,290 @@ static void parse_rejects_old_metadata_version(void) {
   }
   free(c);
   iw_buf_free(&b);
+}
+
+/* ------------------------------------------------ what Arrow Java reads */
+
+/* Where the flatbuffer string `s` (its length prefix, then its bytes)
+ * first lies in `b`; fails the test when nowhere. */
+static size_t string_at(const struct iw_buf *b, const char *s) {
+  const size_t n = strlen(s);
+  for (size_t at = 0; at + 4 + n <= b->len; at++)
+    if (get32_at(b->data + at) == n && memcmp(b->data + at + 4, s, n) == 0) return at + 4;
+  check_fail(__FILE__, __LINE__, "string \"%s\" is not in the partition", s);
+  return 0;
+}
+
+/* `b` is rejected with `code`, naming column `column` and byte `offset`
+ * of partition INDEX, and the message says `says`; as the reader's schema
+ * too (no partition). */
+static void expect_rejected_at_byte(const char *file, int line, const struct iw_buf *b, int code,
+                                    int64_t column, int64_t offset, const char *says) {
+  struct parsed p;
+  struct funnel_error err;
+  if (check_status_at(file, line, "parse", parse(&p, b->data, b->len, 1, &err), code, &err)) {
+    check_eq_i64_at(file, line, "error.partition", "INDEX", err.partition, INDEX);
+    check_eq_i64_at(file, line, "error.column", "column", err.column, column);
+    check_eq_i64_at(file, line, "error.offset", "offset", err.offset, offset);
+    if (!check_true_at(file, line, "strstr(message, says)", strstr(err.message, says) != NULL))
+      fprintf(stderr, "    message: %s\n    expected it to say: %s\n", err.message, says);
+  }
+  parsed_free(&p);
+  struct funnel__arena arena = {0};
+  struct funnel__schema s;
+  if (check_status_at(file, line, "schema_parse", funnel__schema_parse(b->data, (int64_t)b->len, &arena, &s, &err),
+                      code, &err)) {
+    check_eq_i64_at(file, line, "error.partition", "-1", err.partition, -1);
+    check_eq_i64_at(file, line, "error.column", "column", err.column, column);
+  }
+  funnel__arena_free(&arena);
+}
+#define EXPECT_REJECTED_AT_BYTE(b, code, column, offset, says) \
+  expect_rejected_at_byte(__FILE__, __LINE__, (b), (code), (column), (offset), (says))
+
+/* Arrow Java's reader throws on a string of a schema that is not UTF-8
+ * (flatbuffers' strict decoder); funnel rejects it first, naming the byte. */
+static void parse_rejects_field_name_that_is_not_utf8(void) {
+  struct { const char *what, *name; size_t bad; } cases[] = {
+      {"lone continuation byte", "a\x80", 1},
+      {"byte 0xff", "\xff" "b", 0},
+      {"overlong NUL", "x\xc0\x80", 1},
+      {"overlong, 3 bytes", "\xe0\x80\xaf", 0},
+      {"surrogate half", "ab\xed\xa0\x80", 2},
+      {"past U+10FFFF", "\xf4\x90\x80\x80", 0},
+      {"lead byte 0xf5", "\xf5\x80\x80\x80", 0},
+      {"sequence cut short by the end", "z\xe4\xb8", 1},
+      {"sequence cut short by ASCII", "\xc3" "a", 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    check_context("%s", cases[i].what);
+    struct iw_buf b = {0};
+    schema_with(&b, (struct iw_field){.type = FUNNEL_TYPE_INT32, .name = cases[i].name, .nullable = 1},
+                NULL);
+    EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_MALFORMED, 2, (int64_t)(string_at(&b, cases[i].name) + cases[i].bad),
+                            "column 2 name is not valid UTF-8");
+    iw_buf_free(&b);
+  }
+  /* the edges of what is valid */
+  static const char *const good[] = {"\xc3\xa9t\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87", "\xf0\x9f\x98\x80",
+                                     "\xf4\x8f\xbf\xbf", "\xef\xbf\xbf", "\xed\x9f\xbf", "\xc2\x80",
+                                     "\xe0\xa0\x80", "\xf0\x90\x80\x80", "tab\there"};
+  for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    check_context("valid name %zu", i);
+    struct iw_buf b = {0};
+    schema_with(&b, (struct iw_field){.type = FUNNEL_TYPE_INT32, .name = good[i], .nullable = 1}, NULL);
+    struct parsed p;
+    struct funnel_error err;
+    if (CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err)) CHECK_EQ_STR(p.part.schema->fields[2].name, good[i]);
+    parsed_free(&p);
+    iw_buf_free(&b);
+  }
+}
+
+/* funnel carries names and timezones as C strings (the Device Data
+ * Interface's too): one with a NUL would be cut short, and two that
+ * differ after it compared equal. */
+static void parse_rejects_nul_in_name_or_timezone(void) {
+  struct iw_buf b = {0};
+  schema_with(&b, (struct iw_field){.type = FUNNEL_TYPE_INT32, .name = "nul\x01here", .nullable = 1}, NULL);
+  size_t at = string_at(&b, "nul\x01here") + 3;
+  b.data[at] = 0;
+  EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_UNSUPPORTED, 2, (int64_t)at, "column 2 name holds a NUL byte");
+  iw_buf_free(&b);
+  schema_with(&b, (struct iw_field){.type = FUNNEL_TYPE_TIMESTAMP, .name = "t", .nullable = 1,
+                                    .time_unit = FUNNEL_TIME_MICROSECOND, .timezone = "UTC\x01x"}, NULL);
+  at = string_at(&b, "UTC\x01x") + 3;
+  b.data[at] = 0;
+  EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_UNSUPPORTED, 2, (int64_t)at, "column 2 timezone holds a NUL byte");
+  iw_buf_free(&b);
+}
+
+static void parse_rejects_timezone_that_is_not_utf8(void) {
+  struct iw_buf b = {0};
+  schema_with(&b, (struct iw_field){.type = FUNNEL_TYPE_TIMESTAMP, .name = "t", .nullable = 1,
+                                    .time_unit = FUNNEL_TIME_SECOND, .timezone = "Europe/Par\xeds"}, NULL);
+  EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_MALFORMED, 2, (int64_t)(string_at(&b, "Europe/Par\xeds") + 10),
+                          "column 2 timezone is not valid UTF-8");
+  iw_buf_free(&b);
+}
+
+/* funnel keeps no custom_metadata but hands it on in the schema message,
+ * which Arrow Java reads: every key and value must be there and UTF-8. */
+static void parse_checks_custom_metadata_as_arrow_java_reads_it(void) {
+  static const struct iw_kv good[] = {{"origin", "spark"}, {"", ""}, {"k\xc3\xa9", "\xe6\x96\x87"}};
+  static const struct iw_kv bad_key[] = {{"origin", "spark"}, {"k\xff", "v"}};
+  static const struct iw_kv bad_value[] = {{"kkkk", "caf\xc3"}};
+  struct iw_field f[3] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+                          {.type = FUNNEL_TYPE_UTF8, .name = "b", .nullable = 1, .n_metadata = 3, .metadata = good},
+                          {.type = FUNNEL_TYPE_INT32, .name = "c", .nullable = 1}};
+  struct iw_schema s = {3, f, 0};
+  struct iw_options o = {.n_metadata = 3, .metadata = good};
+  struct iw_buf b = {0};
+  struct parsed p;
+  struct funnel_error err;
+  check_context("valid metadata on the schema and a field");
+  iw_schema_message(&b, &s, &o, NULL);
+  iw_eos(&b, NULL);
+  CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err);
+  parsed_free(&p);
+  iw_buf_free(&b);
+
+  check_context("schema metadata key not UTF-8");
+  o.metadata = bad_key;
+  o.n_metadata = 2;
+  iw_schema_message(&b, &s, &o, NULL);
+  EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_MALFORMED, -1, (int64_t)(string_at(&b, "k\xff") + 1),
+                          "schema metadata key 1 is not valid UTF-8");
+  iw_buf_free(&b);
+
+  check_context("field metadata value not UTF-8");
+  f[2].metadata = bad_value;
+  f[2].n_metadata = 1;
+  iw_schema_message(&b, &s, NULL, NULL);
+  EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_MALFORMED, 2, (int64_t)(string_at(&b, "caf\xc3") + 3),
+                          "column 2 metadata value 0 is not valid UTF-8");
+  iw_buf_free(&b);
+
+  check_context("field metadata key past the metadata");
+  static const struct iw_kv far[] = {{"far", "away"}};
+  f[2].metadata = far;
+  iw_schema_message(&b, &s, NULL, NULL);
+  put32_at(b.data + string_at(&b, "far") - 4, 0x7FFFFFF0);
+  EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_MALFORMED, 2, 0, "corrupt custom_metadata of column 2");
+  iw_buf_free(&b);
+}
+
+/* Arrow Java divides by the width of a fixed_size_binary (toArrow threw
+ * ArithmeticException); Arrow C++ reads decimal128 of precision 1 to 38
+ * only. */
+static void parse_rejects_type_parameters_arrow_cannot_read(void) {
+  struct { const char *what; struct iw_field f; int code; const char *says; } cases[] = {
+      {"fixed_size_binary(0)", {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "z", .byte_width = 0},
+       FUNNEL_ERR_UNSUPPORTED, "fixed_size_binary(0) is not supported"},
+      {"fixed_size_binary(-3)", {.type = FUNNEL_TYPE_FIXED_SIZE_BINARY, .name = "z", .byte_width = -3},
+       FUNNEL_ERR_MALFORMED, "byte width -3"},
+      {"decimal128 precision 0", {.type = FUNNEL_TYPE_DECIMAL128, .name = "d", .precision = 0, .scale = 0},
+       FUNNEL_ERR_MALFORMED, "precision 0"},
+      {"decimal128 precision 39", {.type = FUNNEL_TYPE_DECIMAL128, .name = "d", .precision = 39, .scale = 2},
+       FUNNEL_ERR_MALFORMED, "precision 39"},
+      {"decimal128 precision -5", {.type = FUNNEL_TYPE_DECIMAL128, .name = "d", .precision = -5, .scale = 2},
+       FUNNEL_ERR_MALFORMED, "precision -5"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    check_context("%s", cases[i].what);
+    struct iw_buf b = {0};
+    schema_with(&b, cases[i].f, NULL);
+    EXPECT_REJECTED_AT_BYTE(&b, cases[i].code, 2, 0, cases[i].says);
+    iw_buf_free(&b);
+  }
+  static const struct { int precision, scale; } ok[] = {{1, 0}, {38, 38}, {10, -2}};
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    check_context("decimal128(%d, %d)", ok[i].precision, ok[i].scale);
+    struct iw_buf b = {0};
+    schema_with(&b, (struct iw_field){.type = FUNNEL_TYPE_DECIMAL128, .name = "d",
+                                      .precision = ok[i].precision, .scale = ok[i].scale}, NULL);
+    struct parsed p;
+    struct funnel_error err;
+    CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err);
+    parsed_free(&p);
+    iw_buf_free(&b);
+  }
+}
+
+/* A field without its type table: Arrow Java reads the table's fields
+ * without looking (a NullPointerException), Arrow C++ refuses it. */
+static void parse_rejects_field_without_type_table(void) {
+  static const struct iw_field types[] = {
+      {.type = FUNNEL_TYPE_TIMESTAMP, .name = "t", .time_unit = FUNNEL_TIME_SECOND},
+      {.type = FUNNEL_TYPE_DATE64, .name = "d"},
+      {.type = FUNNEL_TYPE_DECIMAL128, .name = "x", .precision = 10, .scale = 2},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s"}};
+  for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+    check_context("%s", types[i].name);
+    struct iw_field f[3] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+                            {.type = FUNNEL_TYPE_UTF8, .name = "b", .nullable = 1}, types[i]};
+    struct iw_schema s = {3, f, 0};
+    struct iw_buf b = {0};
+    struct iw_layout l;
+    iw_schema_message(&b, &s, NULL, &l);
+    iw_eos(&b, NULL);
+    const size_t ref = l.fields + 4 + 4 * 2; /* column 2's uoffset */
+    const size_t field = ref + get32_at(b.data + ref);
+    const size_t vtable = field - (size_t)(int32_t)get32_at(b.data + field);
+    b.data[vtable + 4 + 2 * 3] = b.data[vtable + 4 + 2 * 3 + 1] = 0; /* slot 3: type */
+    EXPECT_REJECTED_AT_BYTE(&b, FUNNEL_ERR_MALFORMED, 2, 0, "field has no type table");
+    iw_buf_free(&b);
+  }
+}
+
+/* Arrow Java reads a vtable's entries as int16: one of 0x8000 bytes or more
+ * reads as negative, every field absent, where funnel read them. */
+static void parse_rejects_vtable_arrow_java_reads_as_negative(void) {
+  char *name = malloc(40001);
+  memset(name, 'n', 40000);
+  name[40000] = '\0';
+  struct iw_field f[1] = {{.type = FUNNEL_TYPE_INT64, .name = name, .nullable = 1}};
+  struct iw_schema s = {1, f, 0};
+  struct iw_buf b = {0};
+  struct iw_layout l;
+  iw_schema_message(&b, &s, NULL, &l);
+  iw_eos(&b, NULL);
+  struct parsed p;
+  struct funnel_error err;
+  CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err); /* as written */
+  parsed_free(&p);
+  const size_t table = l.metadata + get32_at(b.data + l.metadata); /* the Message table */
+  const size_t vtable = table - (size_t)(int32_t)get32_at(b.data + table);
+  const uint16_t big = 0x8000;
+  memcpy(b.data + vtable, &big, 2);
+  EXPECT_REJECTED(b.data, b.len, FUNNEL_ERR_MALFORMED, -1);
+  iw_buf_free(&b);
+  free(name);
+}
+
+/* Arrow Java reads a validity buffer that has bytes whatever the null count
+ * says (Arrow C++ drops it when the count is 0): a count the bits
+ * contradict is refused, naming the buffer. */
+static void bind_rejects_null_count_the_validity_bits_contradict(void) {
+  struct iw_buf b = {0};
+  struct iw_layout bl;
+  two_row_partition(&b, &bl, NULL);
+  const int64_t validity = (int64_t)bl.body + get64_at(b.data + bl.buffers); /* id's, 1 null */
+  for (int64_t count = 0; count <= 2; count += 2) {
+    check_context("null count %lld", (long long)count);
+    uint8_t *c = iw_dup(b.data, b.len);
+    put64_at(c + bl.nodes + 8, count);
+    struct parsed p;
+    struct funnel_error err;
+    if (CHECK_STATUS(parse(&p, c, b.len, 1, &err), FUNNEL_ERR_MALFORMED, &err)) {
+      CHECK_EQ_I64(err.column, 0);
+      CHECK_EQ_I64(err.offset, validity);
+      CHECK(strstr(err.message, "holds 1 nulls") != NULL);
+    }
+    parsed_free(&p);
+    free(c);
+  }
+  iw_buf_free(&b);
+  /* agreeing counts: an all-valid bitmap with a count of 0 (Arrow Java
+   * writes those), junk in the padding bits, and 9 rows over 2 bytes */
+  static const struct iw_field f[] = {{.type = FUNNEL_TYPE_INT8, .name = "x", .nullable = 1}};
+  static const struct iw_schema s = {1, f, 0};
+  static const uint8_t v[9] = {0};
+  struct { int64_t rows, nulls; uint8_t bits[2]; } ok[] = {
+      {2, 0, {0x03, 0}}, {2, 1, {0xFD, 0xFF}}, {9, 2, {0x7E, 0x01}}, {9, 0, {0xFF, 0xFF}}};
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    check_context("%lld rows, %lld nulls", (long long)ok[i].rows, (long long)ok[i].nulls);
+    struct iw_column col = {.length = ok[i].rows, .null_count = ok[i].nulls, .validity = ok[i].bits,
+                            .validity_length = 2, .data = v, .data_length = ok[i].rows};
+    iw_schema_message(&b, &s, NULL, NULL);
+    iw_batch_message(&b, &s, ok[i].rows, &col, NULL, NULL);
+    struct parsed p;
+    struct funnel_error err;
+    if (CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err))
+      CHECK_EQ_I64(p.plan.columns[0].null_count, ok[i].nulls);
+    parsed_free(&p);
+    iw_buf_free(&b);
+  }
 }
 
 static void parse_rejects_big_endian(void) {
@@ -881,7 +1172,15 @@ int main(int argc, char **argv) {
       CHECK_TEST(parse_rejects_unsupported_types),
       CHECK_TEST(parse_rejects_compressed_body),
       CHECK_TEST(parse_rejects_garbage_bytes),
-      CHECK_TEST(parse_rejects_old_metadata_version),
+      CHECK_TEST(parse_rejects_metadata_version_other_than_v4_or_v5),
+      CHECK_TEST(parse_rejects_field_name_that_is_not_utf8),
+      CHECK_TEST(parse_rejects_nul_in_name_or_timezone),
+      CHECK_TEST(parse_rejects_timezone_that_is_not_utf8),
+      CHECK_TEST(parse_checks_custom_metadata_as_arrow_java_reads_it),
+      CHECK_TEST(parse_rejects_type_parameters_arrow_cannot_read),
+      CHECK_TEST(parse_rejects_field_without_type_table),
+      CHECK_TEST(parse_rejects_vtable_arrow_java_reads_as_negative),
+      CHECK_TEST(bind_rejects_null_count_the_validity_bits_contradict),
       CHECK_TEST(parse_rejects_big_endian),
       CHECK_TEST(parse_rejects_other_message_types),
       CHECK_TEST(parse_rejects_second_differing_schema),

@@ -174,7 +174,7 @@ class CommandLineTest {
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"garbage", "truncated", "other schema", "missing", "unsupported type",
-      "directory"})
+      "directory", "name not UTF-8", "fixed_size_binary(0)"})
   void concatWithABadInputFailsWithOneLineNamingItAndLeavesNoOutput(String kind)
       throws IOException {
     List<byte[]> parts = samplePartitions(63);
@@ -190,6 +190,12 @@ class CommandLineTest {
           TestSupport.nullable("t", new ArrowType.Duration(
               org.apache.arrow.vector.types.TimeUnit.SECOND)))), allocator, random, 0, 0));
       case "directory" -> Files.createDirectory(bad);
+      case "name not UTF-8" -> {
+        byte[] b = parts.get(1).clone();
+        TestSupport.breakUtf8(b, "large_binary");
+        Files.write(bad, b);
+      }
+      case "fixed_size_binary(0)" -> Files.write(bad, TestSupport.fixedSizeBinary0Partition());
       default -> { } // missing: never written
     }
     inputs.add(3, bad);
@@ -201,9 +207,40 @@ class CommandLineTest {
     List<String> errLines = lines(err());
     assertEquals(1, errLines.size(), "exactly one line on stderr: " + err());
     assertTrue(errLines.get(0).contains(bad.toString()), "names " + bad + ": " + err());
+    assertTrue(errLines.get(0).contains(WHAT_IS_WRONG.getOrDefault(kind, "")), "says what: " + err());
     assertEquals("", out(), "no stats for a failed concat");
     assertFalse(Files.exists(output), "no output file");
     assertEquals(List.of(), listing(outDir), "no temporary file left behind");
+  }
+
+  /** What the line says for inputs Arrow Java cannot read (it once threw, with a stack trace). */
+  static final Map<String, String> WHAT_IS_WRONG = Map.of(
+      "name not UTF-8", ": partition 3: column 27 name is not valid UTF-8 at byte ",
+      "fixed_size_binary(0)", ": partition 3: column 1 'z': fixed_size_binary(0) is not supported");
+
+  /**
+   * funnel reads more rows than an Arrow Java vector holds (a batch of no columns claims them at
+   * no cost), the writer cannot: one line, no output.
+   */
+  @Test
+  void concatOfMoreRowsThanArrowJavaHoldsFailsInOneLine() throws IOException {
+    byte[] stream;
+    try (VectorSchemaRoot root = VectorSchemaRoot.create(new Schema(List.of()), allocator)) {
+      root.setRowCount(5);
+      stream = TestSupport.streamOf(root);
+    }
+    TestSupport.Span batch = TestSupport.first(stream, org.apache.arrow.flatbuf.MessageHeader.RecordBatch);
+    org.apache.arrow.flatbuf.RecordBatch rb = (org.apache.arrow.flatbuf.RecordBatch)
+        TestSupport.message(stream, batch).header(new org.apache.arrow.flatbuf.RecordBatch());
+    TestSupport.putLong(stream, batch.metaStart() + TestSupport.fieldPosition(rb, 0), 3_000_000_000L);
+    List<Path> inputs = writeInputs(List.of(stream));
+    Path output = outDir.resolve("OUT.arrows");
+
+    assertEquals(1, run(concatArgs(output, inputs)));
+
+    assertEquals(1, lines(err()).size(), err());
+    assertTrue(err().startsWith("funnel: 3000000000 rows do not fit in Arrow Java vectors"), err());
+    assertEquals(List.of(), listing(outDir), "no output, no temporary file");
   }
 
   @Test

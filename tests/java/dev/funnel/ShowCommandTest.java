@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -171,7 +172,8 @@ class ShowCommandTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"garbage", "other schema", "missing"})
+  @ValueSource(strings = {"garbage", "other schema", "missing", "name not UTF-8",
+      "fixed_size_binary(0)"})
   void showWithABadFileFailsWithOneLineNamingIt(String kind) throws IOException {
     List<Path> files = new ArrayList<>(writeFiles());
     Path bad = dir.resolve("bad-" + kind.replace(' ', '_') + ".arrows");
@@ -180,6 +182,12 @@ class ShowCommandTest {
       case "other schema" -> Files.write(bad, TestSupport.randomStream(new Schema(List.of(
           TestSupport.nullable("x", new ArrowType.Int(16, true)))), allocator, new Random(73),
           0.1, 4));
+      case "name not UTF-8" -> {
+        byte[] b = Files.readAllBytes(files.get(0));
+        TestSupport.breakUtf8(b, "price");
+        Files.write(bad, b);
+      }
+      case "fixed_size_binary(0)" -> Files.write(bad, TestSupport.fixedSizeBinary0Partition());
       default -> { } // missing: never written
     }
     files.add(1, bad);
@@ -189,8 +197,14 @@ class ShowCommandTest {
     List<String> errLines = lines(err());
     assertEquals(1, errLines.size(), err());
     assertTrue(errLines.get(0).startsWith("funnel: " + bad + ": "), err());
+    assertTrue(errLines.get(0).contains(WHAT_IS_WRONG.getOrDefault(kind, "")), "says what: " + err());
     assertEquals("", out(), "nothing printed for a failed read");
   }
+
+  /** What the line says for inputs Arrow Java cannot read (it once threw, with a stack trace). */
+  private static final Map<String, String> WHAT_IS_WRONG = Map.of(
+      "name not UTF-8", ": partition 1: column 2 name is not valid UTF-8 at byte ",
+      "fixed_size_binary(0)", ": partition 1: column 1 'z': fixed_size_binary(0) is not supported");
 
   @Test
   void showWithoutFilesOrWithABadOptionIsAUsageError() throws IOException {

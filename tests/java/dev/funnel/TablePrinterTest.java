@@ -3,6 +3,7 @@ package dev.funnel;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
@@ -366,6 +367,27 @@ class TablePrinterTest {
       assertEquals("-9223372036854775808 s", TablePrinter.cell(t, 1));
       assertEquals("NaN", TablePrinter.cell(f, 0));
       assertEquals("-0.0", TablePrinter.cell(f, 1));
+    }
+  }
+
+  /** Arrow bounds no decimal scale: one near 2^31 (a corrupt byte) has no plain form. */
+  @Test
+  void decimalsOfAnyScalePrint() {
+    int[] scales = {Integer.MIN_VALUE + 10, Integer.MAX_VALUE, -TablePrinter.MAX_PLAIN_SCALE,
+      TablePrinter.MAX_PLAIN_SCALE};
+    String[] want = {"1.234E+2147483641", "1.234E-2147483644", "1234000", "0.000"};
+    for (int i = 0; i < scales.length; i++) {
+      Schema schema = new Schema(List.of(
+          TestSupport.nullable("d", new ArrowType.Decimal(38, scales[i], 128))));
+      try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
+        root.allocateNew();
+        DecimalVector d = (DecimalVector) root.getVector("d");
+        d.set(0, 1234L); // unscaled
+        root.setRowCount(1);
+        String cell = TablePrinter.cell(d, 0);
+        assertTrue(cell.startsWith(want[i]), "scale " + scales[i] + ": " + cell);
+        assertTrue(cell.length() <= TablePrinter.MAX_WIDTH, cell);
+      }
     }
   }
 

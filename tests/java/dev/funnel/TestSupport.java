@@ -684,6 +684,38 @@ final class TestSupport {
     }
   }
 
+  /** Where {@code text}'s UTF-8 bytes first lie in {@code bytes}; fails when nowhere. */
+  static int indexOf(byte[] bytes, String text) {
+    byte[] t = text.getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i + t.length <= bytes.length; i++) {
+      if (Arrays.equals(bytes, i, i + t.length, t, 0, t.length)) {
+        return i;
+      }
+    }
+    throw new AssertionError("\"" + text + "\" is not in the bytes");
+  }
+
+  /**
+   * {@code stream} with the last byte of the first occurrence of {@code text} (a field name, a
+   * metadata key or value: make it unique) replaced by 0xff, which no UTF-8 string holds; returns
+   * the position of that byte.
+   */
+  static int breakUtf8(byte[] stream, String text) {
+    int at = indexOf(stream, text) + text.getBytes(StandardCharsets.UTF_8).length - 1;
+    stream[at] = (byte) 0xff;
+    return at;
+  }
+
+  /**
+   * A partition of a fixed_size_binary(0) column after an int32 one: the Schema message and the
+   * end-of-stream marker (Arrow Java writes the schema, it cannot hold rows of the type).
+   */
+  static byte[] fixedSizeBinary0Partition() {
+    Schema schema = new Schema(List.of(
+        nullable("a", new ArrowType.Int(32, true)), nullable("z", new ArrowType.FixedSizeBinary(0))));
+    return concat(schemaMessage(schema), endOfStream());
+  }
+
   static void putLong(byte[] bytes, int at, long value) {
     ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).putLong(at, value);
   }

@@ -2,7 +2,6 @@ package dev.funnel;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.util.ArrayList;
@@ -10,6 +9,7 @@ import java.util.Collections;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.VectorLoader;
@@ -56,7 +56,8 @@ public final class DeviceTable implements AutoCloseable {
     this.inputs = inputs;
     try {
       this.numRows = numRows(handle);
-      this.schema = readSchema(schemaIpc(handle));
+      byte[] ipc = schemaIpc(handle);
+      this.schema = readSchema(ipc, inputs);
       long[] info = columns(handle);
       List<Field> fields = schema.getFields();
       List<DeviceColumn> cols = new ArrayList<>(fields.size());
@@ -170,14 +171,21 @@ public final class DeviceTable implements AutoCloseable {
   /** A root of the table's schema holding {@code rows} rows of the host buffers given. */
   private VectorSchemaRoot load(
       BufferAllocator allocator, int rows, List<ArrowFieldNode> nodes, List<ArrowBuf> buffers) {
-    VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+    VectorSchemaRoot root = null;
     try (ArrowRecordBatch batch = new ArrowRecordBatch(rows, nodes, buffers)) {
+      root = VectorSchemaRoot.create(schema, allocator);
       new VectorLoader(root).load(batch);
+      return root;
     } catch (RuntimeException e) {
-      root.close();
-      throw e;
+      if (root != null) {
+        root.close();
+      }
+      if (e instanceof OutOfMemoryException) {
+        throw e;
+      }
+      // the parser refuses what Arrow Java cannot hold; should some input still get through
+      throw unreadable(-1, -1, "Arrow Java cannot hold the table funnel read", e);
     }
-    return root;
   }
 
   private static long add(List<ArrowBuf> buffers, BufferAllocator allocator, long size) {
@@ -378,13 +386,56 @@ public final class DeviceTable implements AutoCloseable {
     return b.append(']').toString();
   }
 
-  private static Schema readSchema(byte[] ipc) {
+  /**
+   * The schema message funnel's parser accepted, as Arrow Java reads it. The parser refuses what
+   * Arrow Java cannot read; should some input still get through, this is the last line of
+   * defence: a {@link MalformedPartitionException} (its cause Arrow Java's exception) naming the
+   * first of {@code inputs} (may be null) that holds the message, and where, never an exception
+   * of Arrow Java's without a partition.
+   */
+  static Schema readSchema(byte[] ipc, ByteBuffer[] inputs) {
     try {
       return MessageSerializer.deserializeSchema(
           new ReadChannel(Channels.newChannel(new ByteArrayInputStream(ipc))));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    } catch (IOException | RuntimeException e) {
+      long partition = -1;
+      long offset = -1;
+      for (int p = 0; inputs != null && p < inputs.length && partition < 0; p++) {
+        offset = indexOf(inputs[p], ipc);
+        partition = offset >= 0 ? p : -1;
+      }
+      String where = partition >= 0
+          ? "partition " + partition + ": the Schema message at offset " + offset
+          : "the table's Schema message";
+      throw unreadable(partition, offset, where + " passed funnel's parser but Arrow Java cannot "
+          + "read it", e);
     }
+  }
+
+  private static MalformedPartitionException unreadable(
+      long partition, long offset, String what, Exception cause) {
+    MalformedPartitionException e = new MalformedPartitionException(
+        FunnelException.Code.MALFORMED, partition, -1, offset,
+        what + ": " + cause.getClass().getSimpleName() + ": " + cause.getMessage());
+    e.initCause(cause);
+    return e;
+  }
+
+  /** Where {@code bytes} first lies in {@code b} (from its position), or -1. */
+  private static long indexOf(ByteBuffer b, byte[] bytes) {
+    ByteBuffer v = b.duplicate();
+    int base = v.position();
+    int last = v.limit() - bytes.length;
+    for (int i = base; i <= last; i++) {
+      int k = 0;
+      while (k < bytes.length && v.get(i + k) == bytes[k]) {
+        k++;
+      }
+      if (k == bytes.length) {
+        return i - base;
+      }
+    }
+    return -1;
   }
 
   private static native void waitReady(long handle);

@@ -159,6 +159,10 @@ public final class Main {
       return 0;
     } catch (FunnelException e) {
       return failed(e, inputs, err);
+    } catch (IllegalStateException e) {
+      // toArrow: more rows than an Arrow Java vector holds (funnel reads them, the writer cannot)
+      err.println("funnel: " + oneLine(e.getMessage()));
+      return 1;
     } catch (IOException e) {
       err.println("funnel: " + output + ": " + oneLine(e.toString()));
       return 1;

@@ -52,6 +52,13 @@ final class TablePrinter {
   /** The widest a cell is printed, ellipsis included. */
   static final int MAX_WIDTH = 40;
 
+  /**
+   * Decimals print in plain form up to a scale of this many digits either way, past it in
+   * scientific notation: Arrow bounds no scale, and one near 2^31 has no plain form that fits a
+   * String.
+   */
+  static final int MAX_PLAIN_SCALE = 1000;
+
   private static final String ELLIPSIS = "...";
   private static final DateTimeFormatter DATE_TIME =
       DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss", Locale.ROOT);
@@ -200,7 +207,8 @@ final class TablePrinter {
       s = timestamp(x.get(row), (ArrowType.Timestamp) v.getField().getType());
     } else if (v instanceof DecimalVector x) {
       BigDecimal d = x.getObject(row);
-      s = d.toPlainString();
+      // a scale far from any real one (Arrow does not bound it) has no plain form that fits
+      s = Math.abs((long) d.scale()) <= MAX_PLAIN_SCALE ? d.toPlainString() : d.toString();
     } else if (v instanceof VarCharVector x) {
       s = quote(x.get(row));
     } else if (v instanceof LargeVarCharVector x) {
