@@ -71,7 +71,7 @@ enum funnel_code {
   /* A sticky device error: the context is unusable, the process must
    * not use the device again. */
   FUNNEL_ERR_FATAL = 11,
-  /* A shared table still has importers, or an export was withdrawn. */
+  /* A shared table still has importers, or a share was withdrawn. */
   FUNNEL_ERR_IN_USE = 12
 };
 
@@ -124,6 +124,14 @@ enum funnel_time_unit {
 
 /* The name of a type id ("int64", "large_utf8"); never NULL. */
 FUNNEL_API const char *funnel_type_name(int type_id);
+
+/* The buffers of a column, in Arrow's order: funnel_host_range.buffer and
+ * the three buffers of funnel_column. */
+enum funnel_buffer_kind {
+  FUNNEL_BUFFER_VALIDITY = 0,
+  FUNNEL_BUFFER_OFFSETS = 1,
+  FUNNEL_BUFFER_DATA = 2
+};
 
 /* A buffer of a result column. `address` is a device address (on the cpu
  * backend, host memory owned by the table); `size` is the number of
@@ -222,7 +230,7 @@ enum funnel_transfer {
   /* When every partition lies in the pinned pool: COPY, with the copies
    * enqueued before the partitions are parsed, so they fly while the host
    * parses and plans. Otherwise, by size: DIRECT when the pinned partitions
-   * total at most 8 MiB (FUNNEL_DIRECT_MAX_BYTES), COPY above. */
+   * total at most 8 MiB (FUNNEL_OPTION_DIRECT_MAX_BYTES), COPY above. */
   FUNNEL_TRANSFER_AUTO = 0,
   /* every partition is copied to device memory (partitions that lie back to
    * back in pinned memory go up in one copy), then the kernel runs; all in
@@ -238,13 +246,18 @@ enum funnel_option {
   FUNNEL_OPTION_TIME_KERNEL = 2, /* 1: time the concat on the device with a
                                     pair of events (stats.kernel_ns); 0: not
                                     (the default; timing events cost a little) */
-  FUNNEL_OPTION_SHAREABLE = 3    /* 1: allocate each table's buffers so that
-                                    funnel_table_export shares them as they are,
+  FUNNEL_OPTION_SHAREABLE = 3,   /* 1: allocate each table's buffers so that
+                                    funnel_table_share shares them as they are,
                                     without a copy (cuda: cuMemAlloc, which CUDA
                                     IPC can share and funnel's stream-ordered
                                     pool cannot, at the price of a plain
                                     allocation per read; cpu: a POSIX shared
                                     memory object); 0: not (the default) */
+  FUNNEL_OPTION_DIRECT_MAX_BYTES = 4 /* FUNNEL_TRANSFER_AUTO reads pinned
+                                    partitions in place when they total at
+                                    most this many bytes (>= 0); default:
+                                    FUNNEL_DIRECT_MAX_BYTES in the environment
+                                    when the device opened, else 8 MiB */
 };
 
 /* Sets a reader option for the reads that follow. Not to be called while
@@ -336,11 +349,11 @@ FUNNEL_API funnel_status funnel_table_copy_to_host(
     struct funnel_table *table, const struct funnel_host_column *columns,
     struct funnel_error *error);
 
-/* Part of one buffer of one column (`buffer`: 0 validity, 1 offsets, 2
- * data), `length` bytes from byte `offset`, to host memory at `dst`. */
+/* Part of one buffer of one column, `length` bytes from byte `offset`, to
+ * host memory at `dst`. */
 struct funnel_host_range {
   int column;
-  int buffer;
+  int buffer; /* an enum funnel_buffer_kind */
   int64_t offset;
   int64_t length;
   void *dst;
@@ -480,16 +493,17 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
 
 /* ----------------------------------------------------- sharing (CUDA IPC) */
 
-/* A table shared with other processes on the same host and device: its
- * buffers in memory other processes can open (cuda: one cuMemAlloc
- * allocation shared with cuIpcGetMemHandle; cpu backend: one POSIX shared
- * memory object), the table's own when it was read with
- * FUNNEL_OPTION_SHAREABLE, else a copy, and a self-describing descriptor
- * (bytes) that another process passes to funnel_table_import.
+/* Sharing a table with other processes on the same host and device (not to
+ * be confused with funnel_table_export_device, which hands a table to a
+ * consumer in this process): its buffers in memory other processes can open
+ * (cuda: one cuMemAlloc allocation shared with cuIpcGetMemHandle; cpu
+ * backend: one POSIX shared memory object), the table's own when it was
+ * read with FUNNEL_OPTION_SHAREABLE, else a copy, and a self-describing
+ * descriptor (bytes) that another process passes to funnel_table_import.
  *
  * Descriptor (little-endian, every field 8-byte aligned; version 1):
  *   "FNLTBL01" magic; u32 version; u32 backend (1 cpu, 2 cuda);
- *   u8[16] device UUID; i64 exporter pid; char[64] control block name;
+ *   u8[16] device UUID; i64 sharing pid; char[64] control block name;
  *   i64 rows; i32 columns; i32 allocations; i32 has_event; u32 0;
  *   u8[64] interprocess event handle (cuda; zeros when none);
  *   allocations x { u8[64] handle of the allocation base; i64 size };
@@ -498,52 +512,54 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
  *   columns x { i64 null count; 3 x { i32 allocation (-1: absent); u32 0;
  *   i64 offset; i64 length } (validity, offsets, data) }.
  *
- * The protocol that keeps the memory alive: the exporter creates a control
- * block (POSIX shared memory, named in the descriptor) with one slot per
- * importer. funnel_table_import claims a slot (its pid and start time)
- * before it opens the memory, funnel_table_free of the imported table
- * gives the slot back after it has closed the memory.
- * funnel_export_close first withdraws the export (no new imports), then
- * waits until no slot is held, and only then frees the memory. An importer
- * that dies without closing is noticed (its pid is gone, or a new process
- * has its pid) and its slot reclaimed, by funnel_export_importers and
- * funnel_export_close: its mappings died with it. If the exporter dies, its
- * memory is freed by the driver (cpu: the shared memory objects stay in
- * /dev/shm until removed); importers must not rely on their buffers after
- * that, which they cannot observe: sharing is for processes of one job. */
-struct funnel_export;
+ * The protocol that keeps the memory alive: the sharing process creates a
+ * control block (POSIX shared memory, named in the descriptor) with one
+ * slot per importer. funnel_table_import claims a slot (its pid and start
+ * time) before it opens the memory, funnel_table_free of the imported table
+ * gives the slot back after it has closed the memory. funnel_share_close
+ * first withdraws the share (no new imports), then waits until no slot is
+ * held, and only then frees the memory. An importer that dies without
+ * closing is noticed (its pid is gone, or a new process has its pid) and
+ * its slot reclaimed, by funnel_share_importers and funnel_share_close: its
+ * mappings died with it. If the sharing process dies, its memory is freed
+ * by the driver (cpu: the shared memory objects stay in /dev/shm until
+ * removed); importers must not rely on their buffers after that, which
+ * they cannot observe: sharing is for processes of one job. */
+struct funnel_share;
 
 /* Shares `table` (waits for its read first). A table read with
- * FUNNEL_OPTION_SHAREABLE is shared as it is, and the export holds it until
+ * FUNNEL_OPTION_SHAREABLE is shared as it is, and the share holds it until
  * closed (funnel_table_free may come first); any other table is copied once
- * into shareable memory. Up to FUNNEL_EXPORT_SLOTS importers may hold it at
- * once. Fails for an imported table (share the original). */
-#define FUNNEL_EXPORT_SLOTS 64
-FUNNEL_API funnel_status funnel_table_export(struct funnel_table *table,
-                                             struct funnel_export **out,
-                                             struct funnel_error *error);
+ * into shareable memory. Up to FUNNEL_SHARE_SLOTS importers may hold it at
+ * once. Fails for an imported table (share the original), and with
+ * FUNNEL_ERR_UNSUPPORTED on a backend that cannot share. */
+#define FUNNEL_SHARE_SLOTS 64
+FUNNEL_API funnel_status funnel_table_share(struct funnel_table *table,
+                                            struct funnel_share **out,
+                                            struct funnel_error *error);
 
-/* The descriptor: valid until the export is closed. */
-FUNNEL_API const void *funnel_export_descriptor(const struct funnel_export *ex,
-                                                size_t *length);
+/* The descriptor: valid until the share is closed. */
+FUNNEL_API const void *funnel_share_descriptor(const struct funnel_share *share,
+                                               size_t *length);
 
-/* Importers holding the export now; importers that died are reclaimed. */
-FUNNEL_API int funnel_export_importers(struct funnel_export *ex);
+/* Importers holding the share now; importers that died are reclaimed. */
+FUNNEL_API int funnel_share_importers(struct funnel_share *share);
 
-/* Withdraws the export (later imports fail), waits up to `timeout_ms`
+/* Withdraws the share (later imports fail), waits up to `timeout_ms`
  * (< 0: without limit) for its importers to close, then frees it. On
- * FUNNEL_ERR_IN_USE importers still hold it: the export stays (withdrawn)
- * and is to be closed again. */
-FUNNEL_API funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
-                                             struct funnel_error *error);
+ * FUNNEL_ERR_IN_USE importers still hold it: the share stays (withdrawn)
+ * and is to be closed again. NULL is a no-op. */
+FUNNEL_API funnel_status funnel_share_close(struct funnel_share *share, int64_t timeout_ms,
+                                            struct funnel_error *error);
 
-/* Opens a table another process exported, as a read-only table of this
- * process: its columns point into the exporter's memory, funnel_table_wait
- * waits for the exporter's copy, and funnel_table_free closes it and tells
- * the exporter. Fails with FUNNEL_ERR_MALFORMED for bytes that are not a
- * descriptor (naming the offset), FUNNEL_ERR_INVALID_ARGUMENT when opened
- * on another backend or device, or in the exporting process itself, and
- * FUNNEL_ERR_IN_USE when the export was withdrawn or has no free slot. */
+/* Opens a table another process shared, as a read-only table of this
+ * process: its columns point into the sharing process's memory,
+ * funnel_table_wait waits for that process's copy, and funnel_table_free
+ * closes it and tells that process. Fails with FUNNEL_ERR_MALFORMED for
+ * bytes that are not a descriptor (naming the offset),
+ * FUNNEL_ERR_INVALID_ARGUMENT when opened on another backend or device, or
+ * in the sharing process itself, and FUNNEL_ERR_IN_USE when the share was
+ * withdrawn or has no free slot. */
 FUNNEL_API funnel_status funnel_table_import(struct funnel_device *dev, const void *descriptor,
                                              size_t length, struct funnel_table **out,
                                              struct funnel_error *error);

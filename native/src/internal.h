@@ -8,8 +8,7 @@
 #include <stdint.h>
 
 #include "funnel.h"
-
-#define FUNNEL__ALIGN 64
+#include "tuning.h"
 
 /* Rows in one batch, and in one table: far beyond any real input, and small
  * enough that sizes derived from a row count (bitmaps, offsets, 16-byte
@@ -37,6 +36,11 @@ void funnel__error_clear(struct funnel_error *error);
 
 #define FUNNEL_ERR(error, code, ...) \
   funnel__error_set((error), (code), -1, -1, -1, __VA_ARGS__)
+
+/* In a function whose error parameter is `error`: unless `cond`, returns
+ * FUNNEL_ERR_INVALID_ARGUMENT with the message `what`. */
+#define FUNNEL_CHECK_ARG(cond, what) \
+  if (!(cond)) return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "%s", what)
 
 static inline bool funnel__add_overflows(int64_t a, int64_t b, int64_t *out) {
   return __builtin_add_overflow(a, b, out);

@@ -393,7 +393,7 @@ static int plan_only(const struct funnel_partition *parts, int64_t n, struct fun
     int st = funnel__partition_parse(parts[p].data, (int64_t)parts[p].length, p, arena, &pv[p], err);
     if (st != FUNNEL_OK) return st;
   }
-  return funnel__plan_build(NULL, pv, n, arena, plan, err);
+  return funnel__plan_build(NULL, pv, n, 0, arena, plan, err);
 }
 
 /* Two partitions of 2^30 string bytes each: 2^31 in all, one more than a

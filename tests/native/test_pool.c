@@ -26,6 +26,9 @@ static struct iw_buf partition(int p, int64_t rows) {
   return b;
 }
 
+/* FUNNEL_OPTION_DIRECT_MAX_BYTES of the reads below; -1: the default. */
+static int64_t direct_max = -1;
+
 /* Reads the partitions with the given transfer mode and kernel timing,
  * checks the values and returns the stats. */
 static struct funnel_read_stats read_and_check_with(struct funnel_device *dev,
@@ -40,6 +43,8 @@ static struct funnel_read_stats read_and_check_with(struct funnel_device *dev,
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return s;
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, transfer, &err), &err);
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TIME_KERNEL, time_kernel, &err), &err);
+  if (direct_max >= 0)
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DIRECT_MAX_BYTES, direct_max, &err), &err);
   if (CHECK_OK(funnel_reader_read_async(rd, parts, (size_t)n, 0, &t, &err), &err)) {
     int64_t total = 0;
     for (int p = 0; p < n; p++) total += rows[p];
@@ -219,10 +224,10 @@ static void transfer_modes(size_t stride) {
   s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_AUTO, 0);
   CHECK_EQ_I64(s.direct_partitions, 0);
   CHECK_EQ_I64(s.h2d_copies, merged ? 1 : N);
-  setenv("FUNNEL_DIRECT_MAX_BYTES", "0", 1);
-  check_context("stride %zu, AUTO with FUNNEL_DIRECT_MAX_BYTES=0", stride);
+  direct_max = 0;
+  check_context("stride %zu, AUTO with FUNNEL_OPTION_DIRECT_MAX_BYTES 0", stride);
   s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_AUTO, 0);
-  unsetenv("FUNNEL_DIRECT_MAX_BYTES");
+  direct_max = -1;
   CHECK_EQ_I64(s.direct_partitions, 0);
   check_context("%s", "");
   funnel_device_pinned_free(dev, block, block_size);
