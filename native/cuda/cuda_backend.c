@@ -516,6 +516,7 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   be->arrow_device_type = ARROW_DEVICE_CUDA;
   be->default_pinned_pool_bytes = FUNNEL__POOL_BYTES_CUDA;
   be->ipc_backend_id = FUNNEL__IPC_BACKEND_CUDA;
+  be->native_streams = 1;
   be->stage_pageable = 1;
   be->alloc = cuda_alloc;
   be->free = cuda_free;

@@ -18,10 +18,22 @@
  * the byte offset within the partition that failed. Output parameters are
  * left untouched on failure and nothing is leaked.
  *
- * Threads: a device and a reader may be used from any thread. One reader
- * runs one read at a time per thread that calls it; concurrent reads on one
- * reader are allowed and are ordered on the reader's stream. A table may be
- * waited on and inspected from any thread, but freed once.
+ * Threads: devices, readers, tables and streams may be used from any
+ * thread, and calls may run at once, each object freed once. Concurrent
+ * reads on one reader are ordered on the reader's stream. What a C caller
+ * may race with the end of an object:
+ *   - a free waits for the calls on its object that other threads have
+ *     already begun: funnel_reader_free for their reads,
+ *     funnel_table_free for their waits, copies back, exports and shares
+ *     of the table, funnel_stream_destroy for the reads enqueueing on the
+ *     stream; funnel_device_pinned_free waits for the work of the reads of
+ *     the block (a read still enqueueing included);
+ *   - a call that begins after the free of its object has begun is a use
+ *     after free, which funnel cannot detect: the caller orders them (the
+ *     Java layer does). Stream handles are the exception: a destroyed
+ *     handle is an error, never a use after free;
+ *   - funnel_reader_set_option must not run while another thread reads
+ *     through the reader.
  */
 #ifndef FUNNEL_H
 #define FUNNEL_H
@@ -167,8 +179,11 @@ struct funnel_device;
 
 /* Opens a backend. `kind` is "auto" (cuda when a CUDA driver and device are
  * present, else cpu), "cpu" or "cuda". Asking for "cuda" on a host without
- * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The device is
- * thread-safe; close it after every reader and table made from it. */
+ * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The environment
+ * is read now, once: FUNNEL_PINNED_POOL_BYTES (the pinned pool's size),
+ * FUNNEL_DIRECT_MAX_BYTES (FUNNEL_OPTION_DIRECT_MAX_BYTES's default),
+ * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES and FUNNEL_BATCH_COPY
+ * (for tests and benchmarks). The device is thread-safe. */
 FUNNEL_API funnel_status funnel_device_open(const char *kind,
                                             struct funnel_device **out,
                                             struct funnel_error *error);
@@ -176,29 +191,73 @@ FUNNEL_API funnel_status funnel_device_open(const char *kind,
 /* The backend actually opened: "cpu" or "cuda". */
 FUNNEL_API const char *funnel_device_backend(const struct funnel_device *dev);
 
-/* Closes a device opened by funnel_device_open. NULL is a no-op. */
+/* Closes the caller's handle to a device opened by funnel_device_open. NULL
+ * is a no-op. What was made from the device holds it: readers, tables (and
+ * their Device Data Interface exports), streams and pinned blocks. The
+ * device is freed with the last of them, so the caller may close it first
+ * and then, with the same pointer, still free its pinned blocks
+ * (funnel_device_pinned_free) and destroy its streams
+ * (funnel_stream_destroy); no other call may take the device after it was
+ * closed. */
 FUNNEL_API void funnel_device_close(struct funnel_device *dev);
 
+/* ---------------------------------------------------------------- streams */
+
+/* A stream is a handle: a number funnel gives, never twice in a process,
+ * which a read looks up and checks (funnel_reader_read_async), so a wrong,
+ * destroyed or another device's handle is FUNNEL_ERR_INVALID_ARGUMENT, not
+ * a crash. 0 is never a stream: a read given 0 uses its reader's own. A
+ * stream holds its device until destroyed. */
+
 /* Creates a stream of the device's backend (cpu: a worker thread; cuda: a
- * non-blocking CUstream) that the caller owns and may pass to
- * funnel_reader_read_async. Destroying it first completes the work queued on
- * it. */
+ * non-blocking CUstream) that the caller owns, and gives its handle. */
 FUNNEL_API funnel_status funnel_device_stream_create(struct funnel_device *dev,
                                                      uintptr_t *out,
                                                      struct funnel_error *error);
-FUNNEL_API void funnel_device_stream_destroy(struct funnel_device *dev,
-                                             uintptr_t stream);
+
+/* Lends reads a stream of the backend that the caller made and keeps
+ * owning (a CUstream from cudf, RMM, PyTorch ...), as a handle: reads given
+ * the handle enqueue on that stream. funnel never destroys the native
+ * stream; the caller keeps it alive until funnel_stream_destroy of the
+ * handle has returned. The cpu backend has no native streams:
+ * FUNNEL_ERR_UNSUPPORTED there. */
+FUNNEL_API funnel_status funnel_device_stream_wrap(struct funnel_device *dev,
+                                                   uintptr_t native_stream, uintptr_t *out,
+                                                   struct funnel_error *error);
+
+/* Destroys a stream handle. Reads using it on other threads finish
+ * enqueueing first (the call waits for them). A stream funnel_device_stream_
+ * create made is destroyed, which completes the work queued on it (cpu: it
+ * runs first; cuda: cuStreamDestroy, the work completes on the device); a
+ * wrapped stream is left to its owner. Tables read on it stay valid. Works
+ * after funnel_device_close. An unknown, 0 or already destroyed handle is
+ * FUNNEL_ERR_INVALID_ARGUMENT naming it. */
+FUNNEL_API funnel_status funnel_stream_destroy(uintptr_t stream, struct funnel_error *error);
+
+/* ---------------------------------------------------------- pinned blocks */
 
 /* Pinned (page-locked) host memory from the device's pool, which is
  * allocated once, on first use, and reused: the caller can fetch partitions
  * straight into it, and reads copy from it without staging. `size` bytes,
  * 64-byte aligned. FUNNEL_ERR_HOST_OUT_OF_MEMORY when the pool cannot hold
- * it (its size: FUNNEL_PINNED_POOL_BYTES in the environment, default 256 MiB
- * on cuda, 64 MiB on cpu). Free it with funnel_device_pinned_free, passing
- * the same size, once no read that was given it is in flight. */
+ * it (its size: FUNNEL_PINNED_POOL_BYTES in the environment when the device
+ * opened, default 256 MiB on cuda, 64 MiB on cpu). The block holds the
+ * device: it stays valid after funnel_device_close, until freed. */
 FUNNEL_API funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
                                                     void **out, struct funnel_error *error);
-FUNNEL_API void funnel_device_pinned_free(struct funnel_device *dev, void *ptr, size_t size);
+
+/* Gives a block back. `ptr` must be the start of a live block of `dev` and
+ * `size` the size it was allocated with, else FUNNEL_ERR_INVALID_ARGUMENT
+ * naming the pointer or both sizes, and nothing is freed (a second free of
+ * a block is such an error). A read of partitions in the block holds it
+ * until the read's work is known complete (funnel_table_wait, or the
+ * table's release): this call first waits for that work itself (it need
+ * not wait for the caller to wait on the tables), then frees; should a
+ * wait fail (a device error, returned), the block stays. NULL is a no-op.
+ * After funnel_device_close, freeing the last block frees the device. */
+FUNNEL_API funnel_status funnel_device_pinned_free(struct funnel_device *dev, void *ptr,
+                                                   size_t size, struct funnel_error *error);
+
 /* Bytes of the pool in use (allocated by callers or staging reads). */
 FUNNEL_API int64_t funnel_device_pinned_in_use(struct funnel_device *dev);
 
@@ -220,8 +279,10 @@ FUNNEL_API funnel_status funnel_reader_create(struct funnel_device *dev,
                                               struct funnel_reader **out,
                                               struct funnel_error *error);
 
-/* Frees a reader, after the work queued on its own stream has completed:
- * tables it made stay valid, and ones still in flight finish. NULL is a
+/* Frees a reader. Reads other threads are making through it finish first
+ * (the call waits for them); then the work queued on its own stream
+ * completes: tables it made stay valid, and ones still in flight finish. A
+ * read that begins after the free has begun is a use after free. NULL is a
  * no-op. */
 FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 
@@ -279,8 +340,14 @@ struct funnel_partition {
 
 /* Reads `count` partitions, in order, into one table, asynchronously.
  *
+ * `stream` is 0 (the reader's own stream) or a live stream handle of the
+ * reader's device (funnel_device_stream_create/wrap), else
+ * FUNNEL_ERR_INVALID_ARGUMENT ("stream 4660 is not a live stream of this
+ * device", "... belongs to another device"); it stays alive while the read
+ * enqueues (funnel_stream_destroy waits).
+ *
  * Parses and plans on the calling thread (no device call), then enqueues on
- * `stream` (0: the reader's own stream) at most one host-to-device copy per
+ * the stream at most one host-to-device copy per
  * run of partitions (partitions back to back in pinned memory go up in one
  * copy; a large staged read adds up to 16, one per staging round), one copy
  * of the segment table and one concat launch, records an event and returns
@@ -293,7 +360,11 @@ struct funnel_partition {
  * Async contract: the memory of every partition (and the `parts` array is
  * copied, so only the bytes it points to) must stay valid and unchanged
  * until funnel_table_wait has returned for the table, or the table has been
- * freed. On failure nothing the read enqueued is still running (a bad
+ * freed. funnel enforces it for partitions in the caller's pinned blocks
+ * (funnel_device_pinned_alloc): the table holds each such block, and
+ * funnel_device_pinned_free of it waits for the table's work; pageable
+ * memory is the caller's to keep. On failure nothing the read enqueued is
+ * still running (a bad
  * string offset is found while the copies run; the read waits for them
  * before it returns the error): the partitions may be released at once.
  *
@@ -310,8 +381,9 @@ FUNNEL_API funnel_status funnel_reader_read_async(
 struct funnel_table;
 
 /* Blocks until the table's copies and concat have completed. After it
- * returns FUNNEL_OK, the read's partitions may be released and the column
- * buffers hold the data. Idempotent; any thread. */
+ * returns FUNNEL_OK, the read's partitions may be released (the pinned
+ * blocks it held are let go) and the column buffers hold the data.
+ * Idempotent; any thread. */
 FUNNEL_API funnel_status funnel_table_wait(struct funnel_table *table,
                                            struct funnel_error *error);
 
@@ -402,10 +474,12 @@ FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,
                                             struct funnel_error *error);
 
 /* Frees the caller's handle to the table: waits for the table's work if it
- * is still in flight (the partitions may be released on return), then
- * frees its device memory, unless an export (funnel_table_export_device)
- * still holds it: the memory then goes with the export's release. NULL is
- * a no-op. */
+ * is still in flight (the partitions may be released on return), and for
+ * the calls on the table other threads have begun (copies back above all:
+ * nothing is freed under them), then frees its device memory, unless an
+ * export (funnel_table_export_device) or a share still holds it: the
+ * memory then goes with the last of them. A call on the table that begins
+ * after the free has begun is a use after free. NULL is a no-op. */
 FUNNEL_API void funnel_table_free(struct funnel_table *table);
 
 /* ----------------------------------------- Arrow C Device Data Interface */

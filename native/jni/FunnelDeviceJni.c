@@ -40,11 +40,13 @@ JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeStreamCreate(JNIEnv *
   return (jlong)s;
 }
 
+/* `h` is unused: a stream handle knows its device. */
 JNIEXPORT void JNICALL Java_dev_funnel_FunnelDevice_nativeStreamDestroy(JNIEnv *env, jclass cls, jlong h,
                                                                   jlong stream) {
-  (void)env;
   (void)cls;
-  funnel_device_stream_destroy(FUNNEL_JNI_PTR(struct funnel_device, h), (uintptr_t)stream);
+  (void)h;
+  struct funnel_error error;
+  if (funnel_stream_destroy((uintptr_t)stream, &error) != FUNNEL_OK) funnel_jni_throw(env, &error);
 }
 
 JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeAlloc(JNIEnv *env, jclass cls, jlong h,
@@ -63,10 +65,12 @@ JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeAlloc(JNIEnv *env, jcla
 
 JNIEXPORT void JNICALL Java_dev_funnel_PinnedPool_nativeFree(JNIEnv *env, jclass cls, jlong h,
                                                             jlong address, jlong size) {
-  (void)env;
   (void)cls;
-  funnel_device_pinned_free(FUNNEL_JNI_PTR(struct funnel_device, h), (void *)(uintptr_t)address,
-                            (size_t)size);
+  if (funnel_jni_null_handle(env, h, "FunnelDevice")) return;
+  struct funnel_error error;
+  if (funnel_device_pinned_free(FUNNEL_JNI_PTR(struct funnel_device, h),
+                                (void *)(uintptr_t)address, (size_t)size, &error) != FUNNEL_OK)
+    funnel_jni_throw(env, &error);
 }
 
 JNIEXPORT jlong JNICALL Java_dev_funnel_PinnedPool_nativeInUse(JNIEnv *env, jclass cls, jlong h) {

@@ -13,8 +13,9 @@
 
 /* The layout of struct funnel_backend that this funnel was built with;
  * funnel_device_open refuses a backend that fills another. 2: the fields
- * of what differs between backends (arrow_device_type ...). */
-#define FUNNEL_BACKEND_VERSION 2
+ * of what differs between backends (arrow_device_type ...); 3:
+ * native_streams. */
+#define FUNNEL_BACKEND_VERSION 3
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -45,6 +46,10 @@ struct funnel_backend {
   /* what device_uuid identifies, for messages ("the host's boot id");
    * NULL: the device itself */
   const char *uuid_note;
+  /* 1: a stream is the driver's own handle (a CUstream), which a caller
+   * may lend to reads (funnel_device_stream_wrap); 0: streams are funnel's
+   * alone (cpu: worker threads) */
+  int native_streams;
 
   /* device memory, ordered on `stream`: usable by work enqueued there
    * after the call, and by any stream once that work has completed */

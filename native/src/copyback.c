@@ -35,11 +35,9 @@ static int copy_back(struct funnel_table *t, const struct d2h *copies, size_t n,
   return st;
 }
 
-funnel_status funnel_table_copy_to_host(struct funnel_table *t,
-                                        const struct funnel_host_column *columns,
-                                        struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(t != NULL && columns != NULL, "funnel_table_copy_to_host: NULL argument");
+/* Every buffer of every column to `columns`. */
+static int copy_columns(struct funnel_table *t, const struct funnel_host_column *columns,
+                        struct funnel_error *error) {
   FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
   const int n = t->plan.schema->n_fields;
   struct d2h *copies = calloc(3 * (size_t)n + 1, sizeof(*copies));
@@ -54,6 +52,17 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
   }
   const int st = copy_back(t, copies, 3 * (size_t)n, error);
   free(copies);
+  return st;
+}
+
+funnel_status funnel_table_copy_to_host(struct funnel_table *t,
+                                        const struct funnel_host_column *columns,
+                                        struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL && columns != NULL, "funnel_table_copy_to_host: NULL argument");
+  funnel__table_enter(t); /* funnel_table_free waits for the copies */
+  const int st = copy_columns(t, columns, error);
+  funnel__table_leave(t);
   return st;
 }
 
@@ -77,12 +86,9 @@ static int range_copy(const struct funnel_table *t, const struct funnel_host_ran
   return FUNNEL_OK;
 }
 
-funnel_status funnel_table_copy_ranges_to_host(struct funnel_table *t,
-                                               const struct funnel_host_range *ranges,
-                                               size_t count, struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(t != NULL && (ranges != NULL || count == 0),
-                   "funnel_table_copy_ranges_to_host: NULL argument");
+/* The ranges, checked first: nothing is copied when one is outside. */
+static int copy_ranges(struct funnel_table *t, const struct funnel_host_range *ranges,
+                       size_t count, struct funnel_error *error) {
   struct d2h *copies = calloc(count + 1, sizeof(*copies));
   if (copies == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   int st = FUNNEL_OK;
@@ -91,5 +97,17 @@ funnel_status funnel_table_copy_ranges_to_host(struct funnel_table *t,
   if (st == FUNNEL_OK) st = funnel_table_wait(t, error);
   if (st == FUNNEL_OK) st = copy_back(t, copies, count, error);
   free(copies);
+  return st;
+}
+
+funnel_status funnel_table_copy_ranges_to_host(struct funnel_table *t,
+                                               const struct funnel_host_range *ranges,
+                                               size_t count, struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL && (ranges != NULL || count == 0),
+                   "funnel_table_copy_ranges_to_host: NULL argument");
+  funnel__table_enter(t); /* funnel_table_free waits for the copies */
+  const int st = copy_ranges(t, ranges, count, error);
+  funnel__table_leave(t);
   return st;
 }

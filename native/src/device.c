@@ -1,6 +1,6 @@
-/* device.c: opening and closing a device, its configuration, the streams
- * callers make, and the pinned blocks callers allocate (funnel.h,
- * "device"). */
+/* device.c: opening and closing a device, and its configuration (funnel.h,
+ * "device"); the streams callers make are stream.c's, the pinned blocks
+ * they allocate pinned.c's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +60,7 @@ funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
   }
   read_config(&dev->be, &dev->config);
   funnel__pool_init(&dev->pool, &dev->be, dev->config.pinned_pool_bytes);
+  funnel__pinned_init(&dev->pinned);
   atomic_init(&dev->refs, 1);
   *out = dev;
   return FUNNEL_OK;
@@ -77,49 +78,10 @@ struct funnel_device *funnel__device_ref(struct funnel_device *dev) {
 void funnel__device_unref(struct funnel_device *dev) {
   if (dev == NULL || atomic_fetch_sub(&dev->refs, 1) != 1) return;
   funnel__dev_stream_destroy(&dev->be, dev->stream);
+  funnel__pinned_release(&dev->pinned);
   funnel__pool_release(&dev->pool);
   funnel__dev_release(&dev->be);
   free(dev);
 }
 
 void funnel_device_close(struct funnel_device *dev) { funnel__device_unref(dev); }
-
-/* ---------------------------------------------------------------- streams */
-
-funnel_status funnel_device_stream_create(struct funnel_device *dev, uintptr_t *out,
-                                          struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(dev != NULL && out != NULL, "funnel_device_stream_create: NULL argument");
-  void *s = NULL;
-  FUNNEL_RETURN_NOT_OK(funnel__dev_stream_create(&dev->be, &s, error));
-  *out = (uintptr_t)s;
-  return FUNNEL_OK;
-}
-
-void funnel_device_stream_destroy(struct funnel_device *dev, uintptr_t stream) {
-  if (dev != NULL) funnel__dev_stream_destroy(&dev->be, (void *)stream);
-}
-
-/* ---------------------------------------------------------- pinned blocks */
-
-funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size, void **out,
-                                         struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(dev != NULL && out != NULL, "funnel_device_pinned_alloc: NULL argument");
-  FUNNEL_CHECK_ARG(size <= INT64_MAX, "funnel_device_pinned_alloc: size too large");
-  void *p = funnel__pool_alloc(&dev->pool, (int64_t)size);
-  if (p == NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
-                      "the pinned pool (%lld bytes, %lld in use) cannot hold %zu more bytes",
-                      (long long)dev->pool.size, (long long)funnel_device_pinned_in_use(dev), size);
-  *out = p;
-  return FUNNEL_OK;
-}
-
-void funnel_device_pinned_free(struct funnel_device *dev, void *ptr, size_t size) {
-  if (dev != NULL && ptr != NULL) funnel__pool_free(&dev->pool, ptr, (int64_t)size);
-}
-
-int64_t funnel_device_pinned_in_use(struct funnel_device *dev) {
-  return dev != NULL ? funnel__pool_in_use(&dev->pool) : 0;
-}

@@ -2,15 +2,17 @@
  * the configuration the environment gave when it opened.
  *
  * A device is freed with its last reference: funnel_device_close drops the
- * caller's; every reader and table holds one, so a table handed to a
- * consumer through the Device Data Interface may outlive the device handle
- * its owner closed. */
+ * caller's; every reader, table, stream and caller pinned block holds one,
+ * so a table handed to a consumer through the Device Data Interface may
+ * outlive the device handle its owner closed, and a pinned block stays
+ * mapped until it is freed. */
 #ifndef FUNNEL_DEVICE_H
 #define FUNNEL_DEVICE_H
 
 #include <stdatomic.h>
 
 #include "backend.h"
+#include "pinned.h"
 #include "pool.h"
 
 /* The environment's overrides, read once, when the device opens. */
@@ -38,6 +40,7 @@ struct funnel_device {
   struct funnel__config config;
   void *stream; /* the device's own: copies back, and frees after a read's work */
   struct funnel__pool pool;
+  struct funnel__pinned pinned; /* the blocks callers hold (each holds the device) */
 };
 
 struct funnel_device *funnel__device_ref(struct funnel_device *dev);

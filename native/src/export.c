@@ -224,12 +224,8 @@ static int export_schema(const struct funnel_table *t, struct ArrowSchema *out,
 
 /* ----------------------------------------------------------------- export */
 
-funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
-                                         struct ArrowSchema *schema, struct funnel_error *error) {
-  funnel__error_clear(error);
-  if (t == NULL || array == NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                      "funnel_table_export_device: table and array must not be NULL");
+static int export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
+                         struct ArrowSchema *schema, struct funnel_error *error) {
   const struct funnel_backend *be = &t->dev->be;
   const bool cpu = be->arrow_device_type == ARROW_DEVICE_CPU;
   /* a CPU consumer has no event to wait on */
@@ -250,4 +246,15 @@ funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDev
   *array = a;
   if (schema != NULL) *schema = s;
   return FUNNEL_OK;
+}
+
+funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
+                                         struct ArrowSchema *schema, struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL && array != NULL,
+                   "funnel_table_export_device: table and array must not be NULL");
+  funnel__table_enter(t);
+  const int st = export_device(t, array, schema, error);
+  funnel__table_leave(t);
+  return st;
 }

@@ -3,6 +3,7 @@
 #ifndef FUNNEL_INTERNAL_H
 #define FUNNEL_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,5 +66,20 @@ void funnel__arena_free(struct funnel__arena *arena);
 /* Moves every block of `from` into `into` (freed with it); `from` is left
  * empty. New allocations from `into` go on in its own newest block. */
 void funnel__arena_splice(struct funnel__arena *into, struct funnel__arena *from);
+
+/* The calls in progress on an object (the reads of a reader, the calls on
+ * a table), which freeing the object waits for. */
+struct funnel__inflight {
+  pthread_mutex_t mu;
+  pthread_cond_t idle;
+  int64_t n;
+};
+void funnel__inflight_init(struct funnel__inflight *f);
+void funnel__inflight_destroy(struct funnel__inflight *f);
+void funnel__inflight_enter(struct funnel__inflight *f);
+void funnel__inflight_leave(struct funnel__inflight *f);
+/* Returns once no call is in progress. */
+void funnel__inflight_wait_idle(struct funnel__inflight *f);
+int64_t funnel__inflight_count(struct funnel__inflight *f);
 
 #endif

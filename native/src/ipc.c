@@ -277,10 +277,8 @@ static int create_control(struct funnel_share *sh, struct funnel_error *error) {
   return FUNNEL_OK;
 }
 
-funnel_status funnel_table_share(struct funnel_table *t, struct funnel_share **out,
-                                 struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(t != NULL && out != NULL, "funnel_table_share: table and out must not be NULL");
+static int share_table(struct funnel_table *t, struct funnel_share **out,
+                       struct funnel_error *error) {
   FUNNEL_CHECK_ARG(t->import == NULL, "an imported table cannot be shared again: share the "
                                       "original in the process that shared it");
   struct funnel_backend *be = &t->dev->be;
@@ -312,6 +310,16 @@ funnel_status funnel_table_share(struct funnel_table *t, struct funnel_share **o
   }
   *out = sh;
   return FUNNEL_OK;
+}
+
+funnel_status funnel_table_share(struct funnel_table *t, struct funnel_share **out,
+                                 struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL && out != NULL, "funnel_table_share: table and out must not be NULL");
+  funnel__table_enter(t); /* funnel_table_free waits for the copy */
+  const int st = share_table(t, out, error);
+  funnel__table_leave(t);
+  return st;
 }
 
 const void *funnel_share_descriptor(const struct funnel_share *sh, size_t *length) {

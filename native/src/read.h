@@ -22,6 +22,14 @@ struct funnel__read_options {
   int64_t direct_max_bytes; /* FUNNEL_OPTION_DIRECT_MAX_BYTES */
 };
 
+/* Tests only: a function every read calls once it is in flight (counted
+ * by its reader, its stream looked up), e.g. to hold reads there while a
+ * test frees what they use; NULL: none. */
+typedef void (*funnel__read_hook_fn)(void);
+void funnel__set_read_hook(funnel__read_hook_fn hook);
+/* Tests only: the reads in progress on `reader`. */
+int64_t funnel__reader_reads_in_flight(struct funnel_reader *reader);
+
 /* ---------------------------------------------------------------- parse.c */
 
 /* Parses every partition into views allocated in t->arena (counting the

@@ -4,13 +4,19 @@
 #include <string.h>
 
 #include "read.h"
+#include "stream.h"
 
 struct funnel_reader {
   struct funnel_device *dev;
   void *stream;
   struct funnel__shared_schema *schema; /* NULL when not given */
   struct funnel__read_options options;
+  struct funnel__inflight reads; /* which funnel_reader_free waits for */
 };
+
+static _Atomic(funnel__read_hook_fn) read_hook;
+
+void funnel__set_read_hook(funnel__read_hook_fn hook) { atomic_store(&read_hook, hook); }
 
 static int parse_schema(const void *bytes, size_t length, struct funnel__shared_schema **out,
                         struct funnel_error *error) {
@@ -38,13 +44,12 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   if (r == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   r->dev = funnel__device_ref(dev);
   r->options.direct_max_bytes = dev->config.direct_max_bytes;
+  funnel__inflight_init(&r->reads);
   int st = FUNNEL_OK;
   if (schema_length > 0) st = parse_schema(schema, schema_length, &r->schema, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &r->stream, error);
   if (st != FUNNEL_OK) {
-    funnel__shared_schema_unref(r->schema);
-    funnel__device_unref(r->dev);
-    free(r);
+    funnel_reader_free(r);
     return st;
   }
   *out = r;
@@ -53,11 +58,18 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
 
 void funnel_reader_free(struct funnel_reader *reader) {
   if (reader == NULL) return;
+  /* the reads other threads are making enqueue on the stream */
+  funnel__inflight_wait_idle(&reader->reads);
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
   funnel__shared_schema_unref(reader->schema);
   funnel__device_unref(reader->dev);
+  funnel__inflight_destroy(&reader->reads);
   free(reader);
+}
+
+int64_t funnel__reader_reads_in_flight(struct funnel_reader *reader) {
+  return funnel__inflight_count(&reader->reads);
 }
 
 static int check_flag(int64_t value, const char *option, struct funnel_error *error) {
@@ -141,25 +153,23 @@ static void count_stats(struct funnel_table *t, const struct mark m[5]) {
   s->submit_ns = (m[4].ns - m[3].ns) + (m[1].ns - m[0].ns);
 }
 
-funnel_status funnel_reader_read_async(struct funnel_reader *reader,
-                                       const struct funnel_partition *parts, size_t count,
-                                       uintptr_t stream, struct funnel_table **out,
-                                       struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(reader != NULL && out != NULL,
-                   "funnel_reader_read_async: reader and out must not be NULL");
-  FUNNEL_CHECK_ARG(parts != NULL || count == 0, "funnel_reader_read_async: parts is NULL");
+/* A read on `stream` (the backend's). */
+static int read_partitions(struct funnel_reader *reader, const struct funnel_partition *parts,
+                           size_t count, void *stream, struct funnel_table **out,
+                           struct funnel_error *error) {
   struct funnel_table *t = funnel__table_new(reader->dev, error);
   if (t == NULL) return FUNNEL_ERR_HOST_OUT_OF_MEMORY;
   t->stats.partitions = (int64_t)count;
   t->schema = funnel__shared_schema_ref(reader->schema); /* the table may outlive the reader */
   const struct funnel__schema *schema = t->schema ? &t->schema->schema : NULL;
   const struct funnel__read_options *o = &reader->options;
-  void *the_stream = stream ? (void *)stream : reader->stream;
+  struct funnel__pinned *pinned = &t->dev->pinned;
 
   struct mark m[5];
   m[0] = mark_now();
-  int st = funnel__early_copies(t, parts, count, o->transfer, the_stream, error);
+  /* the caller's pinned blocks stay until the work is over */
+  int st = funnel__pinned_hold(pinned, t, parts, count, error);
+  if (st == FUNNEL_OK) st = funnel__early_copies(t, parts, count, o->transfer, stream, error);
   m[1] = mark_now();
   struct funnel__partition *pv = NULL;
   if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, error);
@@ -168,7 +178,7 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
     st = funnel__plan_build(schema, pv, (int64_t)count, t->dev->config.segment_chunk_bytes,
                             &t->arena, &t->plan, error);
   m[3] = mark_now();
-  if (st == FUNNEL_OK) st = funnel__submit(t, o, the_stream, error);
+  if (st == FUNNEL_OK) st = funnel__submit(t, o, stream, error);
   /* while the copies run: a bad offset fails the read, whose release
    * waits for what it enqueued before freeing anything */
   if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&t->plan, error);
@@ -178,6 +188,27 @@ funnel_status funnel_reader_read_async(struct funnel_reader *reader,
     return st;
   }
   count_stats(t, m);
+  funnel__pinned_read_done(pinned, t);
   *out = t;
   return FUNNEL_OK;
+}
+
+funnel_status funnel_reader_read_async(struct funnel_reader *reader,
+                                       const struct funnel_partition *parts, size_t count,
+                                       uintptr_t stream, struct funnel_table **out,
+                                       struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(reader != NULL && out != NULL,
+                   "funnel_reader_read_async: reader and out must not be NULL");
+  FUNNEL_CHECK_ARG(parts != NULL || count == 0, "funnel_reader_read_async: parts is NULL");
+  funnel__inflight_enter(&reader->reads);
+  struct funnel__stream *s = NULL;
+  int st = stream != 0 ? funnel__stream_acquire(stream, reader->dev, &s, error) : FUNNEL_OK;
+  const funnel__read_hook_fn hook = atomic_load_explicit(&read_hook, memory_order_relaxed);
+  if (hook != NULL) hook();
+  void *native = s != NULL ? funnel__stream_native(s) : reader->stream;
+  if (st == FUNNEL_OK) st = read_partitions(reader, parts, count, native, out, error);
+  funnel__stream_release(s);
+  funnel__inflight_leave(&reader->reads);
+  return st;
 }

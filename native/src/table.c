@@ -26,6 +26,7 @@ struct funnel_table *funnel__table_new(struct funnel_device *dev, struct funnel_
   atomic_init(&t->refs, 1);
   t->dev = funnel__device_ref(dev);
   pthread_mutex_init(&t->mu, NULL);
+  funnel__inflight_init(&t->calls);
   t->stats.kernel_ns = -1;
   return t;
 }
@@ -63,11 +64,13 @@ static void table_release(struct funnel_table *t) {
   funnel__dev_event_destroy(be, t->ev_start);
   funnel__dev_event_destroy(be, t->ev_end);
   release_inputs(t);
+  funnel__pinned_unhold(&t->dev->pinned, t);
   if (t->out_shared)
     funnel__dev_shared_free(be, t->out, (size_t)t->plan.out_size, &t->out_handle);
   else
     funnel__dev_free(be, t->out, t->dev->stream);
   if (t->release_import != NULL) t->release_import(t);
+  funnel__inflight_destroy(&t->calls);
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);
   funnel__shared_schema_unref(t->schema);
@@ -84,9 +87,24 @@ void funnel__table_unref(struct funnel_table *t) {
   if (t != NULL && atomic_fetch_sub(&t->refs, 1) == 1) table_release(t);
 }
 
-funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *error) {
-  funnel__error_clear(error);
-  FUNNEL_CHECK_ARG(t != NULL, "funnel_table_wait: table is NULL");
+struct funnel_table *funnel__table_enter(struct funnel_table *t) {
+  funnel__table_ref(t);
+  funnel__inflight_enter(&t->calls);
+  return t;
+}
+
+void funnel__table_leave(struct funnel_table *t) {
+  funnel__inflight_leave(&t->calls);
+  funnel__table_unref(t);
+}
+
+int64_t funnel__table_calls_in_flight(struct funnel_table *t) {
+  return funnel__inflight_count(&t->calls);
+}
+
+/* Waits for the read's work, then lets go of what only the work needed:
+ * its inputs on the device, the staging blocks, the caller blocks. */
+static int wait_done(struct funnel_table *t, struct funnel_error *error) {
   pthread_mutex_lock(&t->mu);
   int st = FUNNEL_OK;
   if (!t->done) {
@@ -97,7 +115,8 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
             FUNNEL_OK)
       t->stats.kernel_ns = -1;
     if (st == FUNNEL_OK) {
-      release_inputs(t); /* no longer needed on the device */
+      release_inputs(t);
+      funnel__pinned_unhold(&t->dev->pinned, t);
       t->done = 1;
     }
   }
@@ -105,9 +124,19 @@ funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *err
   return st;
 }
 
+funnel_status funnel_table_wait(struct funnel_table *t, struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL, "funnel_table_wait: table is NULL");
+  funnel__table_enter(t);
+  const int st = wait_done(t, error);
+  funnel__table_leave(t);
+  return st;
+}
+
 int funnel_table_is_ready(struct funnel_table *t) {
   if (t == NULL) return 0;
   if (t->event == NULL) return 1; /* set by the read, fixed until the table is freed */
+  funnel__table_enter(t);
   int done = 0;
   /* another thread may hold the lock for a whole wait: never block on it;
    * the event itself answers from any thread */
@@ -116,6 +145,7 @@ int funnel_table_is_ready(struct funnel_table *t) {
     pthread_mutex_unlock(&t->mu);
   }
   if (!done && funnel__dev_event_query(&t->dev->be, t->event, &done, NULL) != FUNNEL_OK) done = 0;
+  funnel__table_leave(t);
   return done;
 }
 
@@ -193,7 +223,9 @@ funnel_status funnel_table_stats(const struct funnel_table *t, struct funnel_rea
 void funnel_table_free(struct funnel_table *t) {
   if (t == NULL) return;
   /* the caller may release the partitions on return, also when an export
-   * keeps the table: its work must be over */
+   * keeps the table: its work must be over, and so must the calls other
+   * threads are making on it (copies back above all) */
   funnel_table_wait(t, NULL);
+  funnel__inflight_wait_idle(&t->calls);
   funnel__table_unref(t);
 }

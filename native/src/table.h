@@ -3,8 +3,9 @@
  * (funnel__table_new), referenced and released.
  *
  * A table is freed with its last reference: funnel_table_free drops the
- * caller's; every exported ArrowArray holds one until its release callback
- * runs, and a share of the table as it is holds one until closed. */
+ * caller's (once the calls in progress on it are over); every exported
+ * ArrowArray holds one until its release callback runs, a share of the
+ * table as it is holds one until closed, and a call in progress one. */
 #ifndef FUNNEL_TABLE_H
 #define FUNNEL_TABLE_H
 
@@ -51,6 +52,10 @@ struct funnel_table {
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
   pthread_mutex_t mu;
   int done;         /* the event has completed and scratch is freed */
+  /* callers' calls on the table in progress (funnel__table_enter), which
+   * funnel_table_free waits for */
+  struct funnel__inflight calls;
+  struct funnel__pinned_held held; /* caller pinned blocks its work reads */
   struct funnel__staged *staged;
   int64_t n_staged;
   struct funnel_read_stats stats;
@@ -66,6 +71,14 @@ struct funnel_table {
 /* A new table of `dev`, empty, with one reference (the caller's); NULL
  * with FUNNEL_ERR_HOST_OUT_OF_MEMORY in `error`. */
 struct funnel_table *funnel__table_new(struct funnel_device *dev, struct funnel_error *error);
+
+/* A caller's call on the table begins: it holds the table (a reference)
+ * and counts as in flight until funnel__table_leave, so funnel_table_free
+ * waits for it. Returns t. */
+struct funnel_table *funnel__table_enter(struct funnel_table *t);
+void funnel__table_leave(struct funnel_table *t);
+/* Tests only: the calls on the table in progress. */
+int64_t funnel__table_calls_in_flight(struct funnel_table *t);
 
 struct funnel_table *funnel__table_ref(struct funnel_table *t);
 /* Drops a reference; the last waits for the table's work, then frees it. */

@@ -156,7 +156,7 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
   result_free(&want);
   result_free(&got);
   if (block != NULL) {
-    funnel_device_pinned_free(dut, block, block_size);
+    CHECK_OK(funnel_device_pinned_free(dut, block, block_size, NULL), NULL);
     free(dut_parts);
   }
   for (int p = 0; p < n_parts; p++) iw_buf_free(&bufs[p]);
