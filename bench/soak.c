@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
          (long long)(last.live.events - warm.live.events));
   for (int i = 0; i < TABLES; i++) {
     for (int p = 0; p < PARTS; p++) free((void *)tables[i].pageable[p].data);
-    funnel_device_pinned_free(dev, tables[i].block, tables[i].block_size);
+    funnel_device_pinned_free(dev, tables[i].block, tables[i].block_size, NULL);
   }
   funnel_device_close(dev);
   return failures ? 1 : 0;

@@ -223,18 +223,16 @@ static int cuda_copy_h2d_batch(struct funnel_backend *be, const uint64_t *dst,
   return st;
 }
 
-#define CONCAT_THREADS 256
-#define CONCAT_MAX_BLOCKS 65535
-
 static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t count, void *stream,
                        struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   CUdeviceptr segs = (CUdeviceptr)segments;
   void *args[] = {&segs, &count};
-  unsigned blocks = count < CONCAT_MAX_BLOCKS ? (unsigned)count : CONCAT_MAX_BLOCKS;
-  int st = CU(cuLaunchKernel, (cu->concat, blocks ? blocks : 1, 1, 1, CONCAT_THREADS, 1, 1, 0,
-                               (CUstream)stream, args, NULL));
+  const unsigned blocks =
+      count < FUNNEL__CONCAT_MAX_BLOCKS ? (unsigned)count : FUNNEL__CONCAT_MAX_BLOCKS;
+  int st = CU(cuLaunchKernel, (cu->concat, blocks ? blocks : 1, 1, 1, FUNNEL__CONCAT_THREADS, 1,
+                               1, 0, (CUstream)stream, args, NULL));
   leave(cu);
   return st;
 }
@@ -486,6 +484,21 @@ static int open_device(struct cuda *cu, struct funnel_error *error) {
   return st;
 }
 
+/* Undoes what load_driver and open_device did, after a failure. */
+static void unload(struct cuda *cu) {
+  if (cu->mempool != NULL && enter(cu, NULL) == FUNNEL_OK) {
+    cu->cuMemPoolDestroy(cu->mempool);
+    leave(cu);
+  }
+  if (cu->module != NULL && enter(cu, NULL) == FUNNEL_OK) {
+    cu->cuModuleUnload(cu->module);
+    leave(cu);
+  }
+  if (cu->ctx != NULL) cu->cuDevicePrimaryCtxRelease(cu->device);
+  if (cu->lib != NULL) dlclose(cu->lib);
+  free(cu);
+}
+
 int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error) {
   struct cuda *cu = calloc(1, sizeof(*cu));
   if (cu == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
@@ -494,22 +507,16 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   int st = load_driver(cu, error);
   if (st == FUNNEL_OK) st = open_device(cu, error);
   if (st != FUNNEL_OK) {
-    if (cu->mempool != NULL && enter(cu, NULL) == FUNNEL_OK) {
-      cu->cuMemPoolDestroy(cu->mempool);
-      leave(cu);
-    }
-    if (cu->module != NULL && enter(cu, NULL) == FUNNEL_OK) {
-      cu->cuModuleUnload(cu->module);
-      leave(cu);
-    }
-    if (cu->ctx != NULL) cu->cuDevicePrimaryCtxRelease(cu->device);
-    if (cu->lib != NULL) dlclose(cu->lib);
-    free(cu);
+    unload(cu);
     be->private_data = NULL;
     return st;
   }
   be->version = FUNNEL_BACKEND_VERSION;
   be->name = "cuda";
+  be->arrow_device_type = ARROW_DEVICE_CUDA;
+  be->default_pinned_pool_bytes = FUNNEL__POOL_BYTES_CUDA;
+  be->ipc_backend_id = FUNNEL__IPC_BACKEND_CUDA;
+  be->native_streams = 1;
   be->stage_pageable = 1;
   be->alloc = cuda_alloc;
   be->free = cuda_free;

@@ -18,10 +18,22 @@
  * the byte offset within the partition that failed. Output parameters are
  * left untouched on failure and nothing is leaked.
  *
- * Threads: a device and a reader may be used from any thread. One reader
- * runs one read at a time per thread that calls it; concurrent reads on one
- * reader are allowed and are ordered on the reader's stream. A table may be
- * waited on and inspected from any thread, but freed once.
+ * Threads: devices, readers, tables and streams may be used from any
+ * thread, and calls may run at once, each object freed once. Concurrent
+ * reads on one reader are ordered on the reader's stream. What a C caller
+ * may race with the end of an object:
+ *   - a free waits for the calls on its object that other threads have
+ *     already begun: funnel_reader_free for their reads,
+ *     funnel_table_free for their waits, copies back, exports and shares
+ *     of the table, funnel_stream_destroy for the reads enqueueing on the
+ *     stream; funnel_device_pinned_free waits for the work of the reads of
+ *     the block (a read still enqueueing included);
+ *   - a call that begins after the free of its object has begun is a use
+ *     after free, which funnel cannot detect: the caller orders them (the
+ *     Java layer does). Stream handles are the exception: a destroyed
+ *     handle is an error, never a use after free;
+ *   - funnel_reader_set_option must not run while another thread reads
+ *     through the reader.
  */
 #ifndef FUNNEL_H
 #define FUNNEL_H
@@ -71,7 +83,7 @@ enum funnel_code {
   /* A sticky device error: the context is unusable, the process must
    * not use the device again. */
   FUNNEL_ERR_FATAL = 11,
-  /* A shared table still has importers, or an export was withdrawn. */
+  /* A shared table still has importers, or a share was withdrawn. */
   FUNNEL_ERR_IN_USE = 12
 };
 
@@ -125,6 +137,14 @@ enum funnel_time_unit {
 /* The name of a type id ("int64", "large_utf8"); never NULL. */
 FUNNEL_API const char *funnel_type_name(int type_id);
 
+/* The buffers of a column, in Arrow's order: funnel_host_range.buffer and
+ * the three buffers of funnel_column. */
+enum funnel_buffer_kind {
+  FUNNEL_BUFFER_VALIDITY = 0,
+  FUNNEL_BUFFER_OFFSETS = 1,
+  FUNNEL_BUFFER_DATA = 2
+};
+
 /* A buffer of a result column. `address` is a device address (on the cpu
  * backend, host memory owned by the table); `size` is the number of
  * meaningful bytes (the allocation is padded to 64 bytes). */
@@ -159,8 +179,11 @@ struct funnel_device;
 
 /* Opens a backend. `kind` is "auto" (cuda when a CUDA driver and device are
  * present, else cpu), "cpu" or "cuda". Asking for "cuda" on a host without
- * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The device is
- * thread-safe; close it after every reader and table made from it. */
+ * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The environment
+ * is read now, once: FUNNEL_PINNED_POOL_BYTES (the pinned pool's size),
+ * FUNNEL_DIRECT_MAX_BYTES (FUNNEL_OPTION_DIRECT_MAX_BYTES's default),
+ * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES and FUNNEL_BATCH_COPY
+ * (for tests and benchmarks). The device is thread-safe. */
 FUNNEL_API funnel_status funnel_device_open(const char *kind,
                                             struct funnel_device **out,
                                             struct funnel_error *error);
@@ -168,29 +191,73 @@ FUNNEL_API funnel_status funnel_device_open(const char *kind,
 /* The backend actually opened: "cpu" or "cuda". */
 FUNNEL_API const char *funnel_device_backend(const struct funnel_device *dev);
 
-/* Closes a device opened by funnel_device_open. NULL is a no-op. */
+/* Closes the caller's handle to a device opened by funnel_device_open. NULL
+ * is a no-op. What was made from the device holds it: readers, tables (and
+ * their Device Data Interface exports), streams and pinned blocks. The
+ * device is freed with the last of them, so the caller may close it first
+ * and then, with the same pointer, still free its pinned blocks
+ * (funnel_device_pinned_free) and destroy its streams
+ * (funnel_stream_destroy); no other call may take the device after it was
+ * closed. */
 FUNNEL_API void funnel_device_close(struct funnel_device *dev);
 
+/* ---------------------------------------------------------------- streams */
+
+/* A stream is a handle: a number funnel gives, never twice in a process,
+ * which a read looks up and checks (funnel_reader_read_async), so a wrong,
+ * destroyed or another device's handle is FUNNEL_ERR_INVALID_ARGUMENT, not
+ * a crash. 0 is never a stream: a read given 0 uses its reader's own. A
+ * stream holds its device until destroyed. */
+
 /* Creates a stream of the device's backend (cpu: a worker thread; cuda: a
- * non-blocking CUstream) that the caller owns and may pass to
- * funnel_reader_read_async. Destroying it first completes the work queued on
- * it. */
+ * non-blocking CUstream) that the caller owns, and gives its handle. */
 FUNNEL_API funnel_status funnel_device_stream_create(struct funnel_device *dev,
                                                      uintptr_t *out,
                                                      struct funnel_error *error);
-FUNNEL_API void funnel_device_stream_destroy(struct funnel_device *dev,
-                                             uintptr_t stream);
+
+/* Lends reads a stream of the backend that the caller made and keeps
+ * owning (a CUstream from cudf, RMM, PyTorch ...), as a handle: reads given
+ * the handle enqueue on that stream. funnel never destroys the native
+ * stream; the caller keeps it alive until funnel_stream_destroy of the
+ * handle has returned. The cpu backend has no native streams:
+ * FUNNEL_ERR_UNSUPPORTED there. */
+FUNNEL_API funnel_status funnel_device_stream_wrap(struct funnel_device *dev,
+                                                   uintptr_t native_stream, uintptr_t *out,
+                                                   struct funnel_error *error);
+
+/* Destroys a stream handle. Reads using it on other threads finish
+ * enqueueing first (the call waits for them). A stream funnel_device_stream_
+ * create made is destroyed, which completes the work queued on it (cpu: it
+ * runs first; cuda: cuStreamDestroy, the work completes on the device); a
+ * wrapped stream is left to its owner. Tables read on it stay valid. Works
+ * after funnel_device_close. An unknown, 0 or already destroyed handle is
+ * FUNNEL_ERR_INVALID_ARGUMENT naming it. */
+FUNNEL_API funnel_status funnel_stream_destroy(uintptr_t stream, struct funnel_error *error);
+
+/* ---------------------------------------------------------- pinned blocks */
 
 /* Pinned (page-locked) host memory from the device's pool, which is
  * allocated once, on first use, and reused: the caller can fetch partitions
  * straight into it, and reads copy from it without staging. `size` bytes,
  * 64-byte aligned. FUNNEL_ERR_HOST_OUT_OF_MEMORY when the pool cannot hold
- * it (its size: FUNNEL_PINNED_POOL_BYTES in the environment, default 256 MiB
- * on cuda, 64 MiB on cpu). Free it with funnel_device_pinned_free, passing
- * the same size, once no read that was given it is in flight. */
+ * it (its size: FUNNEL_PINNED_POOL_BYTES in the environment when the device
+ * opened, default 256 MiB on cuda, 64 MiB on cpu). The block holds the
+ * device: it stays valid after funnel_device_close, until freed. */
 FUNNEL_API funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
                                                     void **out, struct funnel_error *error);
-FUNNEL_API void funnel_device_pinned_free(struct funnel_device *dev, void *ptr, size_t size);
+
+/* Gives a block back. `ptr` must be the start of a live block of `dev` and
+ * `size` the size it was allocated with, else FUNNEL_ERR_INVALID_ARGUMENT
+ * naming the pointer or both sizes, and nothing is freed (a second free of
+ * a block is such an error). A read of partitions in the block holds it
+ * until the read's work is known complete (funnel_table_wait, or the
+ * table's release): this call first waits for that work itself (it need
+ * not wait for the caller to wait on the tables), then frees; should a
+ * wait fail (a device error, returned), the block stays. NULL is a no-op.
+ * After funnel_device_close, freeing the last block frees the device. */
+FUNNEL_API funnel_status funnel_device_pinned_free(struct funnel_device *dev, void *ptr,
+                                                   size_t size, struct funnel_error *error);
+
 /* Bytes of the pool in use (allocated by callers or staging reads). */
 FUNNEL_API int64_t funnel_device_pinned_in_use(struct funnel_device *dev);
 
@@ -212,8 +279,10 @@ FUNNEL_API funnel_status funnel_reader_create(struct funnel_device *dev,
                                               struct funnel_reader **out,
                                               struct funnel_error *error);
 
-/* Frees a reader, after the work queued on its own stream has completed:
- * tables it made stay valid, and ones still in flight finish. NULL is a
+/* Frees a reader. Reads other threads are making through it finish first
+ * (the call waits for them); then the work queued on its own stream
+ * completes: tables it made stay valid, and ones still in flight finish. A
+ * read that begins after the free has begun is a use after free. NULL is a
  * no-op. */
 FUNNEL_API void funnel_reader_free(struct funnel_reader *reader);
 
@@ -222,7 +291,7 @@ enum funnel_transfer {
   /* When every partition lies in the pinned pool: COPY, with the copies
    * enqueued before the partitions are parsed, so they fly while the host
    * parses and plans. Otherwise, by size: DIRECT when the pinned partitions
-   * total at most 8 MiB (FUNNEL_DIRECT_MAX_BYTES), COPY above. */
+   * total at most 8 MiB (FUNNEL_OPTION_DIRECT_MAX_BYTES), COPY above. */
   FUNNEL_TRANSFER_AUTO = 0,
   /* every partition is copied to device memory (partitions that lie back to
    * back in pinned memory go up in one copy), then the kernel runs; all in
@@ -238,13 +307,18 @@ enum funnel_option {
   FUNNEL_OPTION_TIME_KERNEL = 2, /* 1: time the concat on the device with a
                                     pair of events (stats.kernel_ns); 0: not
                                     (the default; timing events cost a little) */
-  FUNNEL_OPTION_SHAREABLE = 3    /* 1: allocate each table's buffers so that
-                                    funnel_table_export shares them as they are,
+  FUNNEL_OPTION_SHAREABLE = 3,   /* 1: allocate each table's buffers so that
+                                    funnel_table_share shares them as they are,
                                     without a copy (cuda: cuMemAlloc, which CUDA
                                     IPC can share and funnel's stream-ordered
                                     pool cannot, at the price of a plain
                                     allocation per read; cpu: a POSIX shared
                                     memory object); 0: not (the default) */
+  FUNNEL_OPTION_DIRECT_MAX_BYTES = 4 /* FUNNEL_TRANSFER_AUTO reads pinned
+                                    partitions in place when they total at
+                                    most this many bytes (>= 0); default:
+                                    FUNNEL_DIRECT_MAX_BYTES in the environment
+                                    when the device opened, else 8 MiB */
 };
 
 /* Sets a reader option for the reads that follow. Not to be called while
@@ -266,8 +340,14 @@ struct funnel_partition {
 
 /* Reads `count` partitions, in order, into one table, asynchronously.
  *
+ * `stream` is 0 (the reader's own stream) or a live stream handle of the
+ * reader's device (funnel_device_stream_create/wrap), else
+ * FUNNEL_ERR_INVALID_ARGUMENT ("stream 4660 is not a live stream of this
+ * device", "... belongs to another device"); it stays alive while the read
+ * enqueues (funnel_stream_destroy waits).
+ *
  * Parses and plans on the calling thread (no device call), then enqueues on
- * `stream` (0: the reader's own stream) at most one host-to-device copy per
+ * the stream at most one host-to-device copy per
  * run of partitions (partitions back to back in pinned memory go up in one
  * copy; a large staged read adds up to 16, one per staging round), one copy
  * of the segment table and one concat launch, records an event and returns
@@ -280,7 +360,11 @@ struct funnel_partition {
  * Async contract: the memory of every partition (and the `parts` array is
  * copied, so only the bytes it points to) must stay valid and unchanged
  * until funnel_table_wait has returned for the table, or the table has been
- * freed. On failure nothing the read enqueued is still running (a bad
+ * freed. funnel enforces it for partitions in the caller's pinned blocks
+ * (funnel_device_pinned_alloc): the table holds each such block, and
+ * funnel_device_pinned_free of it waits for the table's work; pageable
+ * memory is the caller's to keep. On failure nothing the read enqueued is
+ * still running (a bad
  * string offset is found while the copies run; the read waits for them
  * before it returns the error): the partitions may be released at once.
  *
@@ -297,8 +381,9 @@ FUNNEL_API funnel_status funnel_reader_read_async(
 struct funnel_table;
 
 /* Blocks until the table's copies and concat have completed. After it
- * returns FUNNEL_OK, the read's partitions may be released and the column
- * buffers hold the data. Idempotent; any thread. */
+ * returns FUNNEL_OK, the read's partitions may be released (the pinned
+ * blocks it held are let go) and the column buffers hold the data.
+ * Idempotent; any thread. */
 FUNNEL_API funnel_status funnel_table_wait(struct funnel_table *table,
                                            struct funnel_error *error);
 
@@ -336,11 +421,11 @@ FUNNEL_API funnel_status funnel_table_copy_to_host(
     struct funnel_table *table, const struct funnel_host_column *columns,
     struct funnel_error *error);
 
-/* Part of one buffer of one column (`buffer`: 0 validity, 1 offsets, 2
- * data), `length` bytes from byte `offset`, to host memory at `dst`. */
+/* Part of one buffer of one column, `length` bytes from byte `offset`, to
+ * host memory at `dst`. */
 struct funnel_host_range {
   int column;
-  int buffer;
+  int buffer; /* an enum funnel_buffer_kind */
   int64_t offset;
   int64_t length;
   void *dst;
@@ -389,10 +474,12 @@ FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,
                                             struct funnel_error *error);
 
 /* Frees the caller's handle to the table: waits for the table's work if it
- * is still in flight (the partitions may be released on return), then
- * frees its device memory, unless an export (funnel_table_export_device)
- * still holds it: the memory then goes with the export's release. NULL is
- * a no-op. */
+ * is still in flight (the partitions may be released on return), and for
+ * the calls on the table other threads have begun (copies back above all:
+ * nothing is freed under them), then frees its device memory, unless an
+ * export (funnel_table_export_device) or a share still holds it: the
+ * memory then goes with the last of them. A call on the table that begins
+ * after the free has begun is a use after free. NULL is a no-op. */
 FUNNEL_API void funnel_table_free(struct funnel_table *table);
 
 /* ----------------------------------------- Arrow C Device Data Interface */
@@ -480,16 +567,17 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
 
 /* ----------------------------------------------------- sharing (CUDA IPC) */
 
-/* A table shared with other processes on the same host and device: its
- * buffers in memory other processes can open (cuda: one cuMemAlloc
- * allocation shared with cuIpcGetMemHandle; cpu backend: one POSIX shared
- * memory object), the table's own when it was read with
- * FUNNEL_OPTION_SHAREABLE, else a copy, and a self-describing descriptor
- * (bytes) that another process passes to funnel_table_import.
+/* Sharing a table with other processes on the same host and device (not to
+ * be confused with funnel_table_export_device, which hands a table to a
+ * consumer in this process): its buffers in memory other processes can open
+ * (cuda: one cuMemAlloc allocation shared with cuIpcGetMemHandle; cpu
+ * backend: one POSIX shared memory object), the table's own when it was
+ * read with FUNNEL_OPTION_SHAREABLE, else a copy, and a self-describing
+ * descriptor (bytes) that another process passes to funnel_table_import.
  *
  * Descriptor (little-endian, every field 8-byte aligned; version 1):
  *   "FNLTBL01" magic; u32 version; u32 backend (1 cpu, 2 cuda);
- *   u8[16] device UUID; i64 exporter pid; char[64] control block name;
+ *   u8[16] device UUID; i64 sharing pid; char[64] control block name;
  *   i64 rows; i32 columns; i32 allocations; i32 has_event; u32 0;
  *   u8[64] interprocess event handle (cuda; zeros when none);
  *   allocations x { u8[64] handle of the allocation base; i64 size };
@@ -498,52 +586,54 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
  *   columns x { i64 null count; 3 x { i32 allocation (-1: absent); u32 0;
  *   i64 offset; i64 length } (validity, offsets, data) }.
  *
- * The protocol that keeps the memory alive: the exporter creates a control
- * block (POSIX shared memory, named in the descriptor) with one slot per
- * importer. funnel_table_import claims a slot (its pid and start time)
- * before it opens the memory, funnel_table_free of the imported table
- * gives the slot back after it has closed the memory.
- * funnel_export_close first withdraws the export (no new imports), then
- * waits until no slot is held, and only then frees the memory. An importer
- * that dies without closing is noticed (its pid is gone, or a new process
- * has its pid) and its slot reclaimed, by funnel_export_importers and
- * funnel_export_close: its mappings died with it. If the exporter dies, its
- * memory is freed by the driver (cpu: the shared memory objects stay in
- * /dev/shm until removed); importers must not rely on their buffers after
- * that, which they cannot observe: sharing is for processes of one job. */
-struct funnel_export;
+ * The protocol that keeps the memory alive: the sharing process creates a
+ * control block (POSIX shared memory, named in the descriptor) with one
+ * slot per importer. funnel_table_import claims a slot (its pid and start
+ * time) before it opens the memory, funnel_table_free of the imported table
+ * gives the slot back after it has closed the memory. funnel_share_close
+ * first withdraws the share (no new imports), then waits until no slot is
+ * held, and only then frees the memory. An importer that dies without
+ * closing is noticed (its pid is gone, or a new process has its pid) and
+ * its slot reclaimed, by funnel_share_importers and funnel_share_close: its
+ * mappings died with it. If the sharing process dies, its memory is freed
+ * by the driver (cpu: the shared memory objects stay in /dev/shm until
+ * removed); importers must not rely on their buffers after that, which
+ * they cannot observe: sharing is for processes of one job. */
+struct funnel_share;
 
 /* Shares `table` (waits for its read first). A table read with
- * FUNNEL_OPTION_SHAREABLE is shared as it is, and the export holds it until
+ * FUNNEL_OPTION_SHAREABLE is shared as it is, and the share holds it until
  * closed (funnel_table_free may come first); any other table is copied once
- * into shareable memory. Up to FUNNEL_EXPORT_SLOTS importers may hold it at
- * once. Fails for an imported table (share the original). */
-#define FUNNEL_EXPORT_SLOTS 64
-FUNNEL_API funnel_status funnel_table_export(struct funnel_table *table,
-                                             struct funnel_export **out,
-                                             struct funnel_error *error);
+ * into shareable memory. Up to FUNNEL_SHARE_SLOTS importers may hold it at
+ * once. Fails for an imported table (share the original), and with
+ * FUNNEL_ERR_UNSUPPORTED on a backend that cannot share. */
+#define FUNNEL_SHARE_SLOTS 64
+FUNNEL_API funnel_status funnel_table_share(struct funnel_table *table,
+                                            struct funnel_share **out,
+                                            struct funnel_error *error);
 
-/* The descriptor: valid until the export is closed. */
-FUNNEL_API const void *funnel_export_descriptor(const struct funnel_export *ex,
-                                                size_t *length);
+/* The descriptor: valid until the share is closed. */
+FUNNEL_API const void *funnel_share_descriptor(const struct funnel_share *share,
+                                               size_t *length);
 
-/* Importers holding the export now; importers that died are reclaimed. */
-FUNNEL_API int funnel_export_importers(struct funnel_export *ex);
+/* Importers holding the share now; importers that died are reclaimed. */
+FUNNEL_API int funnel_share_importers(struct funnel_share *share);
 
-/* Withdraws the export (later imports fail), waits up to `timeout_ms`
+/* Withdraws the share (later imports fail), waits up to `timeout_ms`
  * (< 0: without limit) for its importers to close, then frees it. On
- * FUNNEL_ERR_IN_USE importers still hold it: the export stays (withdrawn)
- * and is to be closed again. */
-FUNNEL_API funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
-                                             struct funnel_error *error);
+ * FUNNEL_ERR_IN_USE importers still hold it: the share stays (withdrawn)
+ * and is to be closed again. NULL is a no-op. */
+FUNNEL_API funnel_status funnel_share_close(struct funnel_share *share, int64_t timeout_ms,
+                                            struct funnel_error *error);
 
-/* Opens a table another process exported, as a read-only table of this
- * process: its columns point into the exporter's memory, funnel_table_wait
- * waits for the exporter's copy, and funnel_table_free closes it and tells
- * the exporter. Fails with FUNNEL_ERR_MALFORMED for bytes that are not a
- * descriptor (naming the offset), FUNNEL_ERR_INVALID_ARGUMENT when opened
- * on another backend or device, or in the exporting process itself, and
- * FUNNEL_ERR_IN_USE when the export was withdrawn or has no free slot. */
+/* Opens a table another process shared, as a read-only table of this
+ * process: its columns point into the sharing process's memory,
+ * funnel_table_wait waits for that process's copy, and funnel_table_free
+ * closes it and tells that process. Fails with FUNNEL_ERR_MALFORMED for
+ * bytes that are not a descriptor (naming the offset),
+ * FUNNEL_ERR_INVALID_ARGUMENT when opened on another backend or device, or
+ * in the sharing process itself, and FUNNEL_ERR_IN_USE when the share was
+ * withdrawn or has no free slot. */
 FUNNEL_API funnel_status funnel_table_import(struct funnel_device *dev, const void *descriptor,
                                              size_t length, struct funnel_table **out,
                                              struct funnel_error *error);

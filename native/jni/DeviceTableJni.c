@@ -152,13 +152,13 @@ JNIEXPORT void JNICALL Java_dev_funnel_DeviceTable_exportDevice(JNIEnv *env, jcl
 JNIEXPORT jlong JNICALL Java_dev_funnel_DeviceTable_share(JNIEnv *env, jclass cls, jlong h) {
   (void)cls;
   if (funnel_jni_null_handle(env, h, "DeviceTable")) return 0;
-  struct funnel_export *ex = NULL;
+  struct funnel_share *sh = NULL;
   struct funnel_error error;
-  if (funnel_table_export(TABLE(h), &ex, &error) != FUNNEL_OK) {
+  if (funnel_table_share(TABLE(h), &sh, &error) != FUNNEL_OK) {
     funnel_jni_throw(env, &error);
     return 0;
   }
-  return FUNNEL_JNI_HANDLE(ex);
+  return FUNNEL_JNI_HANDLE(sh);
 }
 
 /* `ranges` holds 5 longs per range: column, buffer (0 validity, 1 offsets,

@@ -1,14 +1,14 @@
 /* JNI glue for dev.funnel.SharedTable. */
 #include "jni_util.h"
 
-#define EXPORT(h) FUNNEL_JNI_PTR(struct funnel_export, h)
+#define SHARE(h) FUNNEL_JNI_PTR(struct funnel_share, h)
 
 JNIEXPORT jbyteArray JNICALL Java_dev_funnel_SharedTable_descriptor(JNIEnv *env, jclass cls,
                                                                   jlong h) {
   (void)cls;
   if (funnel_jni_null_handle(env, h, "SharedTable")) return NULL;
   size_t len = 0;
-  const void *bytes = funnel_export_descriptor(EXPORT(h), &len);
+  const void *bytes = funnel_share_descriptor(SHARE(h), &len);
   jbyteArray out = (*env)->NewByteArray(env, (jsize)len);
   if (out != NULL) (*env)->SetByteArrayRegion(env, out, 0, (jsize)len, bytes);
   return out;
@@ -17,7 +17,7 @@ JNIEXPORT jbyteArray JNICALL Java_dev_funnel_SharedTable_descriptor(JNIEnv *env,
 JNIEXPORT jint JNICALL Java_dev_funnel_SharedTable_importers(JNIEnv *env, jclass cls, jlong h) {
   (void)cls;
   if (funnel_jni_null_handle(env, h, "SharedTable")) return 0;
-  return funnel_export_importers(EXPORT(h));
+  return funnel_share_importers(SHARE(h));
 }
 
 /* true: closed and freed; false: importers still hold it (withdrawn). */
@@ -26,7 +26,7 @@ JNIEXPORT jboolean JNICALL Java_dev_funnel_SharedTable_close(JNIEnv *env, jclass
   (void)cls;
   if (funnel_jni_null_handle(env, h, "SharedTable")) return JNI_FALSE;
   struct funnel_error error;
-  const funnel_status st = funnel_export_close(EXPORT(h), timeout_ms, &error);
+  const funnel_status st = funnel_share_close(SHARE(h), timeout_ms, &error);
   if (st == FUNNEL_ERR_IN_USE) return JNI_FALSE;
   if (st != FUNNEL_OK) funnel_jni_throw(env, &error);
   return st == FUNNEL_OK ? JNI_TRUE : JNI_FALSE;

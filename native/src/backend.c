@@ -3,6 +3,13 @@
 
 #include "backend.h"
 
+int funnel__backend_check(const struct funnel_backend *be, struct funnel_error *error) {
+  if (be->version == FUNNEL_BACKEND_VERSION) return FUNNEL_OK;
+  return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
+                    "backend %s fills vtable version %d; this funnel knows version %d",
+                    be->name ? be->name : "(unnamed)", be->version, FUNNEL_BACKEND_VERSION);
+}
+
 static _Thread_local struct funnel__calls calls;
 
 struct funnel__calls funnel__calls_now(void) { return calls; }
@@ -257,4 +264,20 @@ int funnel__dev_ipc_event_open(struct funnel_backend *be, const struct funnel__i
   const int st = be->ipc_event_open(be, handle, out, error);
   if (st == FUNNEL_OK) atomic_fetch_add(&live_events, 1);
   return st;
+}
+
+bool funnel__dev_can_share(const struct funnel_backend *be) {
+  return be->ipc_backend_id != 0 && be->shared_alloc != NULL && be->shared_open != NULL &&
+         be->device_uuid != NULL;
+}
+
+int funnel__dev_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
+                            struct funnel_error *error) {
+  if (be->device_uuid == NULL) return MISSING(be, "device_uuid");
+  calls.calls++;
+  return be->device_uuid(be, uuid, error);
+}
+
+void funnel__dev_release(struct funnel_backend *be) {
+  if (be->release != NULL) be->release(be);
 }

@@ -11,7 +11,11 @@
 #include "internal.h"
 #include "segment.h"
 
-#define FUNNEL_BACKEND_VERSION 1
+/* The layout of struct funnel_backend that this funnel was built with;
+ * funnel_device_open refuses a backend that fills another. 2: the fields
+ * of what differs between backends (arrow_device_type ...); 3:
+ * native_streams. */
+#define FUNNEL_BACKEND_VERSION 3
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -19,14 +23,33 @@ struct funnel__ipc_handle {
   uint8_t bytes[64];
 };
 
+/* The sharing descriptor's backend field (funnel.h, "sharing") */
+#define FUNNEL__IPC_BACKEND_CPU 1
+#define FUNNEL__IPC_BACKEND_CUDA 2
+
 struct funnel_backend {
   int version;
   const char *name;
   void *private_data;
   /* copies from pageable memory are slow: stage them in pinned memory */
   int stage_pageable;
-  /* the Arrow C Device Data Interface's device_id (cuda: the ordinal) */
+  /* the Arrow C Device Data Interface's device_id (cuda: the ordinal;
+   * cpu: -1) and device_type (ARROW_DEVICE_CPU: a consumer has no event
+   * to wait on, so an export waits for the read first) */
   int64_t device_id;
+  int32_t arrow_device_type;
+  /* the pinned pool's size unless FUNNEL_PINNED_POOL_BYTES says */
+  int64_t default_pinned_pool_bytes;
+  /* the sharing descriptor's backend field (ipc.c: 1 cpu, 2 cuda); 0: the
+   * backend cannot share tables */
+  uint32_t ipc_backend_id;
+  /* what device_uuid identifies, for messages ("the host's boot id");
+   * NULL: the device itself */
+  const char *uuid_note;
+  /* 1: a stream is the driver's own handle (a CUstream), which a caller
+   * may lend to reads (funnel_device_stream_wrap); 0: streams are funnel's
+   * alone (cpu: worker threads) */
+  int native_streams;
 
   /* device memory, ordered on `stream`: usable by work enqueued there
    * after the call, and by any stream once that work has completed */
@@ -104,6 +127,10 @@ struct funnel_backend {
  * FUNNEL_ERR_NO_DEVICE when there is no driver or device). */
 int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error);
 int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error);
+
+/* FUNNEL_OK when `be` was filled for this funnel's vtable layout; else
+ * FUNNEL_ERR_UNSUPPORTED naming the backend and both versions. */
+int funnel__backend_check(const struct funnel_backend *be, struct funnel_error *error);
 
 /* Calls made through the wrappers by the calling thread, so a read can
  * count what it did by taking the difference around each phase. */
@@ -200,6 +227,13 @@ int funnel__dev_ipc_event_create(struct funnel_backend *be, void **out,
                                  struct funnel__ipc_handle *handle, struct funnel_error *error);
 int funnel__dev_ipc_event_open(struct funnel_backend *be, const struct funnel__ipc_handle *handle,
                                void **out, struct funnel_error *error);
+
+/* whether the backend can share tables with other processes */
+bool funnel__dev_can_share(const struct funnel_backend *be);
+int funnel__dev_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
+                            struct funnel_error *error);
+/* releases the backend itself (after everything made from it) */
+void funnel__dev_release(struct funnel_backend *be);
 
 /* The partition-map concat, as the cpu backend runs it: every segment in
  * order. The reference for every other backend's kernel. */

@@ -39,6 +39,11 @@ struct task {
   int64_t seq;
 };
 
+/* the backend's private data */
+struct cpu {
+  int64_t delay_ns; /* FUNNEL_CPU_STREAM_DELAY_US, read when the device opens */
+};
+
 struct stream {
   int64_t delay_ns; /* before each copy and launch (FUNNEL_CPU_STREAM_DELAY_US) */
   pthread_t thread;
@@ -145,13 +150,11 @@ static int cpu_host_device_address(struct funnel_backend *be, void *host, uint64
 }
 
 static int cpu_stream_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
-  (void)be;
   struct stream *s = calloc(1, sizeof(*s));
   if (s == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "cpu backend: out of host memory");
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
-  const char *delay = getenv("FUNNEL_CPU_STREAM_DELAY_US"); /* tests only */
-  if (delay != NULL && *delay) s->delay_ns = 1000 * (int64_t)atoll(delay);
+  s->delay_ns = ((const struct cpu *)be->private_data)->delay_ns;
   if (pthread_create(&s->thread, NULL, worker, s) != 0) {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
@@ -381,13 +384,25 @@ static int cpu_device_uuid(struct funnel_backend *be, uint8_t uuid[16], struct f
   return FUNNEL_OK;
 }
 
-static void cpu_release(struct funnel_backend *be) { be->release = NULL; }
+static void cpu_release(struct funnel_backend *be) {
+  free(be->private_data);
+  be->private_data = NULL;
+  be->release = NULL;
+}
 
 int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error) {
-  (void)error;
   memset(be, 0, sizeof(*be));
+  struct cpu *cpu = calloc(1, sizeof(*cpu));
+  if (cpu == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  const char *delay = getenv("FUNNEL_CPU_STREAM_DELAY_US"); /* tests only */
+  if (delay != NULL && *delay) cpu->delay_ns = 1000 * (int64_t)atoll(delay);
+  be->private_data = cpu;
   be->version = FUNNEL_BACKEND_VERSION;
   be->name = "cpu";
+  be->arrow_device_type = ARROW_DEVICE_CPU;
+  be->default_pinned_pool_bytes = FUNNEL__POOL_BYTES_CPU;
+  be->ipc_backend_id = FUNNEL__IPC_BACKEND_CPU;
+  be->uuid_note = "the host's boot id";
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->host_alloc = cpu_host_alloc;

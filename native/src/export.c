@@ -52,9 +52,9 @@ static void release_parent(struct ArrowArray *a) {
 static int64_t child_buffers(const struct funnel_table *t, int c, const void **out) {
   int64_t size;
   const bool var = t->plan.schema->fields[c].offset_width > 0;
-  out[0] = (const void *)(uintptr_t)funnel__table_buffer(t, c, 0, &size);
-  if (var) out[1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, 1, &size);
-  out[var ? 2 : 1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, 2, &size);
+  out[0] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_VALIDITY, &size);
+  if (var) out[1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_OFFSETS, &size);
+  out[var ? 2 : 1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_DATA, &size);
   return var ? 3 : 2;
 }
 
@@ -224,15 +224,12 @@ static int export_schema(const struct funnel_table *t, struct ArrowSchema *out,
 
 /* ----------------------------------------------------------------- export */
 
-funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
-                                         struct ArrowSchema *schema, struct funnel_error *error) {
-  funnel__error_clear(error);
-  if (t == NULL || array == NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                      "funnel_table_export_device: table and array must not be NULL");
-  const bool cuda = strcmp(t->dev->be.name, "cuda") == 0;
+static int export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
+                         struct ArrowSchema *schema, struct funnel_error *error) {
+  const struct funnel_backend *be = &t->dev->be;
+  const bool cpu = be->arrow_device_type == ARROW_DEVICE_CPU;
   /* a CPU consumer has no event to wait on */
-  if (!cuda) FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
+  if (cpu) FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
   struct ArrowSchema s;
   if (schema != NULL) FUNNEL_RETURN_NOT_OK(export_schema(t, &s, error));
   struct ArrowDeviceArray a;
@@ -243,10 +240,21 @@ funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDev
     return st;
   }
   struct parent_private *p = a.array.private_data;
-  a.device_type = cuda ? ARROW_DEVICE_CUDA : ARROW_DEVICE_CPU;
-  a.device_id = cuda ? t->dev->be.device_id : -1;
-  a.sync_event = cuda && p->event != NULL && !funnel_table_is_ready(t) ? (void *)&p->event : NULL;
+  a.device_type = be->arrow_device_type;
+  a.device_id = be->device_id;
+  a.sync_event = !cpu && p->event != NULL && !funnel_table_is_ready(t) ? (void *)&p->event : NULL;
   *array = a;
   if (schema != NULL) *schema = s;
   return FUNNEL_OK;
+}
+
+funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
+                                         struct ArrowSchema *schema, struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL && array != NULL,
+                   "funnel_table_export_device: table and array must not be NULL");
+  funnel__table_enter(t);
+  const int st = export_device(t, array, schema, error);
+  funnel__table_leave(t);
+  return st;
 }

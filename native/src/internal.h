@@ -3,13 +3,13 @@
 #ifndef FUNNEL_INTERNAL_H
 #define FUNNEL_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "funnel.h"
-
-#define FUNNEL__ALIGN 64
+#include "tuning.h"
 
 /* Rows in one batch, and in one table: far beyond any real input, and small
  * enough that sizes derived from a row count (bitmaps, offsets, 16-byte
@@ -38,6 +38,11 @@ void funnel__error_clear(struct funnel_error *error);
 #define FUNNEL_ERR(error, code, ...) \
   funnel__error_set((error), (code), -1, -1, -1, __VA_ARGS__)
 
+/* In a function whose error parameter is `error`: unless `cond`, returns
+ * FUNNEL_ERR_INVALID_ARGUMENT with the message `what`. */
+#define FUNNEL_CHECK_ARG(cond, what) \
+  if (!(cond)) return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "%s", what)
+
 static inline bool funnel__add_overflows(int64_t a, int64_t b, int64_t *out) {
   return __builtin_add_overflow(a, b, out);
 }
@@ -61,5 +66,20 @@ void funnel__arena_free(struct funnel__arena *arena);
 /* Moves every block of `from` into `into` (freed with it); `from` is left
  * empty. New allocations from `into` go on in its own newest block. */
 void funnel__arena_splice(struct funnel__arena *into, struct funnel__arena *from);
+
+/* The calls in progress on an object (the reads of a reader, the calls on
+ * a table), which freeing the object waits for. */
+struct funnel__inflight {
+  pthread_mutex_t mu;
+  pthread_cond_t idle;
+  int64_t n;
+};
+void funnel__inflight_init(struct funnel__inflight *f);
+void funnel__inflight_destroy(struct funnel__inflight *f);
+void funnel__inflight_enter(struct funnel__inflight *f);
+void funnel__inflight_leave(struct funnel__inflight *f);
+/* Returns once no call is in progress. */
+void funnel__inflight_wait_idle(struct funnel__inflight *f);
+int64_t funnel__inflight_count(struct funnel__inflight *f);
 
 #endif

@@ -21,13 +21,12 @@
 
 #include "format.h"
 #include "table.h"
+#include "work.h"
 
 #define DESCRIPTOR_MAGIC "FNLTBL01"
 #define DESCRIPTOR_VERSION 1
 #define CONTROL_MAGIC UINT64_C(0x31544c43464e4c46) /* "FLNFCLT1" */
 #define NAME_BYTES 64
-#define BACKEND_CPU 1
-#define BACKEND_CUDA 2
 
 /* ---------------------------------------------------------- control block */
 
@@ -38,11 +37,11 @@ struct slot {
 };
 
 struct control {
-  uint64_t magic;
+  _Atomic uint64_t magic; /* written last: the block is ready */
   uint32_t version;
   _Atomic int32_t withdrawn; /* 1: no new imports */
   int32_t exporter_pid;
-  struct slot slots[FUNNEL_EXPORT_SLOTS];
+  struct slot slots[FUNNEL_SHARE_SLOTS];
 };
 
 /* A process's start time in clock ticks since boot (/proc/PID/stat, field
@@ -74,7 +73,7 @@ static bool holder_alive(struct slot *s, int32_t pid) {
 /* Frees the slots of importers that died; returns the live ones. */
 static int reap(struct control *c) {
   int live = 0;
-  for (uint32_t i = 0; i < FUNNEL_EXPORT_SLOTS; i++) {
+  for (uint32_t i = 0; i < FUNNEL_SHARE_SLOTS; i++) {
     struct slot *s = &c->slots[i];
     int32_t pid = atomic_load(&s->pid);
     if (pid == 0) continue;
@@ -151,9 +150,9 @@ static int take(struct cursor *c, void *v, size_t n, const char *what) {
   return FUNNEL_OK;
 }
 
-/* --------------------------------------------------------------- exporter */
+/* ---------------------------------------------------------------- sharing */
 
-struct funnel_export {
+struct funnel_share {
   struct funnel_device *dev;
   struct funnel_table *table; /* the table shared as it is, held; NULL: a copy */
   uint64_t mem;
@@ -166,67 +165,62 @@ struct funnel_export {
   size_t length;
 };
 
-static _Atomic int64_t export_sequence;
+static _Atomic int64_t share_sequence;
 
-static void export_free(struct funnel_export *ex) {
-  struct funnel_backend *be = &ex->dev->be;
-  if (ex->event != NULL) {
-    funnel__dev_event_wait(be, ex->event, NULL);
-    funnel__dev_event_destroy(be, ex->event);
+static void share_free(struct funnel_share *sh) {
+  struct funnel_backend *be = &sh->dev->be;
+  if (sh->event != NULL) {
+    funnel__dev_event_wait(be, sh->event, NULL);
+    funnel__dev_event_destroy(be, sh->event);
   }
-  if (ex->table != NULL)
-    funnel__table_unref(ex->table); /* its memory goes with it */
+  if (sh->table != NULL)
+    funnel__table_unref(sh->table); /* its memory goes with it */
   else
-    funnel__dev_shared_free(be, ex->mem, ex->mem_size, &ex->mem_handle);
-  if (ex->control != NULL) {
-    munmap(ex->control, sizeof(struct control));
-    shm_unlink(ex->control_name);
+    funnel__dev_shared_free(be, sh->mem, sh->mem_size, &sh->mem_handle);
+  if (sh->control != NULL) {
+    munmap(sh->control, sizeof(struct control));
+    shm_unlink(sh->control_name);
   }
-  free(ex->descriptor);
-  funnel__device_unref(ex->dev);
-  free(ex);
+  free(sh->descriptor);
+  funnel__device_unref(sh->dev);
+  free(sh);
 }
 
 /* Copies the table's buffers into shared memory; the copy is waited for
  * (cpu) or an interprocess event is recorded after it (cuda). */
-static int share_buffers(struct funnel_table *t, struct funnel_export *ex,
+static int share_buffers(struct funnel_table *t, struct funnel_share *sh,
                          struct funnel__ipc_handle *event_handle, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
-  void *stream = t->dev->stream;
-  ex->mem_size = (size_t)t->plan.out_size;
-  if (ex->mem_size == 0) return FUNNEL_OK;
+  sh->mem_size = (size_t)t->plan.out_size;
+  if (sh->mem_size == 0) return FUNNEL_OK;
   const bool ipc_event = be->ipc_event_create != NULL;
   void *event = NULL;
-  /* the event before the copy: once it is enqueued it must be waited for */
-  FUNNEL_RETURN_NOT_OK(ipc_event ? funnel__dev_ipc_event_create(be, &event, event_handle, error)
-                                 : funnel__dev_event_create(be, &event, error));
-  int st = funnel__dev_shared_alloc(be, ex->mem_size, &ex->mem, &ex->mem_handle, error);
-  if (st == FUNNEL_OK) st = funnel__dev_copy_d2d_async(be, ex->mem, t->out, ex->mem_size, stream, error);
-  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, event, stream, error);
-  if (st == FUNNEL_OK && !ipc_event) st = funnel__dev_event_wait(be, event, error);
-  if (st != FUNNEL_OK || !ipc_event) {
-    if (st != FUNNEL_OK && ex->mem != 0) {
-      /* a copy may be in flight: wait on the stream through a last event */
-      struct funnel_error e;
-      if (funnel__dev_event_record(be, event, stream, &e) == FUNNEL_OK &&
-          funnel__dev_event_wait(be, event, &e) == FUNNEL_OK) {
-        funnel__dev_shared_free(be, ex->mem, ex->mem_size, &ex->mem_handle);
-      }
-      ex->mem = 0;
-    }
+  if (ipc_event) FUNNEL_RETURN_NOT_OK(funnel__dev_ipc_event_create(be, &event, event_handle, error));
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, t->dev->stream, ipc_event ? &event : NULL, error));
+  int st = funnel__dev_shared_alloc(be, sh->mem_size, &sh->mem, &sh->mem_handle, error);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(
+        &w, funnel__dev_copy_d2d_async(be, sh->mem, t->out, sh->mem_size, w.stream, error));
+  bool abandoned;
+  st = funnel__work_finish(&w, st, !ipc_event, &abandoned, error);
+  funnel__work_end(&w);
+  if (st != FUNNEL_OK) {
+    if (!abandoned) funnel__dev_shared_free(be, sh->mem, sh->mem_size, &sh->mem_handle);
+    sh->mem = 0;
     funnel__dev_event_destroy(be, event);
     return st;
   }
-  ex->event = event;
+  sh->event = event;
   return FUNNEL_OK;
 }
 
-static int write_descriptor(struct funnel_table *t, struct funnel_export *ex,
+static int write_descriptor(struct funnel_table *t, struct funnel_share *sh,
                             const uint8_t uuid[16], const struct funnel__ipc_handle *event_handle,
                             struct funnel_error *error) {
   const struct funnel__schema *schema = t->plan.schema;
   const int n = schema->n_fields;
-  const int n_alloc = ex->mem != 0 ? 1 : 0;
+  const int n_alloc = sh->mem != 0 ? 1 : 0;
   const size_t schema_padded = (size_t)funnel__align_up(schema->ipc_length, 8);
   const size_t length = 8 + 4 + 4 + 16 + 8 + NAME_BYTES + 8 + 4 * 4 + 64 +
                         (size_t)n_alloc * (64 + 8) + 8 + schema_padded + (size_t)n * (8 + 3 * 24);
@@ -234,19 +228,19 @@ static int write_descriptor(struct funnel_table *t, struct funnel_export *ex,
   if (w.p == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   put(&w, DESCRIPTOR_MAGIC, 8);
   put_u32(&w, DESCRIPTOR_VERSION);
-  put_u32(&w, strcmp(t->dev->be.name, "cuda") == 0 ? BACKEND_CUDA : BACKEND_CPU);
+  put_u32(&w, t->dev->be.ipc_backend_id);
   put(&w, uuid, 16);
   put_i64(&w, (int64_t)getpid());
-  put(&w, ex->control_name, NAME_BYTES);
+  put(&w, sh->control_name, NAME_BYTES);
   put_i64(&w, t->plan.rows);
   put_i32(&w, n);
   put_i32(&w, n_alloc);
-  put_i32(&w, ex->event != NULL);
+  put_i32(&w, sh->event != NULL);
   put_u32(&w, 0);
   put(&w, event_handle->bytes, 64);
   if (n_alloc) {
-    put(&w, ex->mem_handle.bytes, 64);
-    put_i64(&w, (int64_t)ex->mem_size);
+    put(&w, sh->mem_handle.bytes, 64);
+    put_i64(&w, (int64_t)sh->mem_size);
   }
   put_i64(&w, schema->ipc_length);
   put(&w, schema->ipc, (size_t)schema->ipc_length);
@@ -264,78 +258,85 @@ static int write_descriptor(struct funnel_table *t, struct funnel_export *ex,
       put_i64(&w, present ? size[k] : 0);
     }
   }
-  ex->descriptor = w.p;
-  ex->length = w.at;
+  sh->descriptor = w.p;
+  sh->length = w.at;
   return FUNNEL_OK;
 }
 
-funnel_status funnel_table_export(struct funnel_table *t, struct funnel_export **out,
-                                  struct funnel_error *error) {
-  funnel__error_clear(error);
-  if (t == NULL || out == NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                      "funnel_table_export: table and out must not be NULL");
-  if (t->import != NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                      "an imported table cannot be shared again: share the original in the "
-                      "process that exported it");
+/* Creates the share's control block, no slot held. */
+static int create_control(struct funnel_share *sh, struct funnel_error *error) {
+  snprintf(sh->control_name, sizeof(sh->control_name), "/funnel-ctl-%ld-%lld-%lld",
+           (long)getpid(), (long long)atomic_fetch_add(&share_sequence, 1),
+           (long long)funnel__now_ns());
+  FUNNEL_RETURN_NOT_OK(map_control(sh->control_name, true, &sh->control, error));
+  struct control *c = sh->control;
+  memset(c, 0, sizeof(*c));
+  c->version = DESCRIPTOR_VERSION;
+  c->exporter_pid = (int32_t)getpid();
+  atomic_store(&c->magic, CONTROL_MAGIC);
+  return FUNNEL_OK;
+}
+
+static int share_table(struct funnel_table *t, struct funnel_share **out,
+                       struct funnel_error *error) {
+  FUNNEL_CHECK_ARG(t->import == NULL, "an imported table cannot be shared again: share the "
+                                      "original in the process that shared it");
   struct funnel_backend *be = &t->dev->be;
-  if (be->shared_alloc == NULL || be->device_uuid == NULL)
+  if (!funnel__dev_can_share(be))
     return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED, "the %s backend cannot share tables",
                       be->name);
   FUNNEL_RETURN_NOT_OK(funnel_table_wait(t, error));
   uint8_t uuid[16];
-  FUNNEL_RETURN_NOT_OK(be->device_uuid(be, uuid, error));
-  struct funnel_export *ex = calloc(1, sizeof(*ex));
-  if (ex == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  ex->dev = funnel__device_ref(t->dev);
-  snprintf(ex->control_name, sizeof(ex->control_name), "/funnel-ctl-%ld-%lld-%lld",
-           (long)getpid(), (long long)atomic_fetch_add(&export_sequence, 1),
-           (long long)funnel__now_ns());
-  int st = map_control(ex->control_name, true, &ex->control, error);
-  if (st == FUNNEL_OK) {
-    struct control *c = ex->control;
-    memset(c, 0, sizeof(*c));
-    c->version = DESCRIPTOR_VERSION;
-    c->exporter_pid = (int32_t)getpid();
-    atomic_thread_fence(memory_order_seq_cst);
-    c->magic = CONTROL_MAGIC;
-  }
+  FUNNEL_RETURN_NOT_OK(funnel__dev_device_uuid(be, uuid, error));
+  struct funnel_share *sh = calloc(1, sizeof(*sh));
+  if (sh == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  sh->dev = funnel__device_ref(t->dev);
   struct funnel__ipc_handle event_handle;
   memset(&event_handle, 0, sizeof(event_handle));
+  int st = create_control(sh, error);
   if (st == FUNNEL_OK && t->out_shared) {
     /* read into shareable memory: shared as it is, complete (waited for) */
-    ex->table = funnel__table_ref(t);
-    ex->mem = t->out;
-    ex->mem_size = (size_t)t->plan.out_size;
-    ex->mem_handle = t->out_handle;
+    sh->table = funnel__table_ref(t);
+    sh->mem = t->out;
+    sh->mem_size = (size_t)t->plan.out_size;
+    sh->mem_handle = t->out_handle;
   } else if (st == FUNNEL_OK) {
-    st = share_buffers(t, ex, &event_handle, error);
+    st = share_buffers(t, sh, &event_handle, error);
   }
-  if (st == FUNNEL_OK) st = write_descriptor(t, ex, uuid, &event_handle, error);
+  if (st == FUNNEL_OK) st = write_descriptor(t, sh, uuid, &event_handle, error);
   if (st != FUNNEL_OK) {
-    export_free(ex);
+    share_free(sh);
     return st;
   }
-  *out = ex;
+  *out = sh;
   return FUNNEL_OK;
 }
 
-const void *funnel_export_descriptor(const struct funnel_export *ex, size_t *length) {
-  if (ex == NULL) return NULL;
-  if (length != NULL) *length = ex->length;
-  return ex->descriptor;
+funnel_status funnel_table_share(struct funnel_table *t, struct funnel_share **out,
+                                 struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(t != NULL && out != NULL, "funnel_table_share: table and out must not be NULL");
+  funnel__table_enter(t); /* funnel_table_free waits for the copy */
+  const int st = share_table(t, out, error);
+  funnel__table_leave(t);
+  return st;
 }
 
-int funnel_export_importers(struct funnel_export *ex) {
-  return ex != NULL && ex->control != NULL ? reap(ex->control) : 0;
+const void *funnel_share_descriptor(const struct funnel_share *sh, size_t *length) {
+  if (sh == NULL) return NULL;
+  if (length != NULL) *length = sh->length;
+  return sh->descriptor;
 }
 
-funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
+int funnel_share_importers(struct funnel_share *sh) {
+  return sh != NULL && sh->control != NULL ? reap(sh->control) : 0;
+}
+
+funnel_status funnel_share_close(struct funnel_share *sh, int64_t timeout_ms,
                                   struct funnel_error *error) {
   funnel__error_clear(error);
-  if (ex == NULL) return FUNNEL_OK;
-  struct control *c = ex->control;
+  if (sh == NULL) return FUNNEL_OK;
+  struct control *c = sh->control;
   atomic_store(&c->withdrawn, 1);
   const int64_t deadline = funnel__now_ns() + (timeout_ms < 0 ? 0 : timeout_ms * 1000000);
   for (;;) {
@@ -345,7 +346,7 @@ funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
       char pids[256];
       size_t at = 0;
       pids[0] = '\0';
-      for (uint32_t i = 0; i < FUNNEL_EXPORT_SLOTS && at < sizeof(pids) - 16; i++) {
+      for (uint32_t i = 0; i < FUNNEL_SHARE_SLOTS && at < sizeof(pids) - 16; i++) {
         const int32_t pid = atomic_load(&c->slots[i].pid);
         if (pid != 0) at += (size_t)snprintf(pids + at, sizeof(pids) - at, "%s%d", at ? ", " : "", pid);
       }
@@ -358,7 +359,7 @@ funnel_status funnel_export_close(struct funnel_export *ex, int64_t timeout_ms,
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
   }
-  export_free(ex);
+  share_free(sh);
   return FUNNEL_OK;
 }
 
@@ -372,7 +373,7 @@ struct funnel__import {
   int64_t *mem_size;
 };
 
-void funnel__import_release(struct funnel_table *t) {
+static void release_import(struct funnel_table *t) {
   struct funnel__import *im = t->import;
   for (int i = 0; i < im->n_alloc; i++)
     funnel__dev_shared_close(&t->dev->be, im->mem[i], (size_t)im->mem_size[i]);
@@ -387,6 +388,10 @@ void funnel__import_release(struct funnel_table *t) {
   t->import = NULL;
 }
 
+static const char *backend_name(uint32_t id) {
+  return id == FUNNEL__IPC_BACKEND_CPU ? "cpu" : id == FUNNEL__IPC_BACKEND_CUDA ? "cuda" : "unknown";
+}
+
 static void hex(const uint8_t *b, char out[33]) {
   for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
@@ -394,19 +399,19 @@ static void hex(const uint8_t *b, char out[33]) {
 /* Takes a slot of the control block for this process. */
 static int claim_slot(struct funnel__import *im, struct funnel_error *error) {
   struct control *c = im->control;
-  if (c->magic != CONTROL_MAGIC || c->version != DESCRIPTOR_VERSION)
-    return FUNNEL_ERR(error, FUNNEL_ERR_MALFORMED, "the export's control block is not funnel's");
+  if (atomic_load(&c->magic) != CONTROL_MAGIC || c->version != DESCRIPTOR_VERSION)
+    return FUNNEL_ERR(error, FUNNEL_ERR_MALFORMED, "the share's control block is not funnel's");
   const int32_t me = (int32_t)getpid();
   for (int pass = 0; pass < 2 && im->slot < 0; pass++) {
     if (pass == 1) reap(c);
-    for (int i = 0; i < FUNNEL_EXPORT_SLOTS && im->slot < 0; i++) {
+    for (int i = 0; i < FUNNEL_SHARE_SLOTS && im->slot < 0; i++) {
       int32_t free_pid = 0;
       if (atomic_compare_exchange_strong(&c->slots[i].pid, &free_pid, me)) im->slot = i;
     }
   }
   if (im->slot < 0)
     return FUNNEL_ERR(error, FUNNEL_ERR_IN_USE, "the shared table has %d importers already",
-                      FUNNEL_EXPORT_SLOTS);
+                      FUNNEL_SHARE_SLOTS);
   atomic_store(&c->slots[im->slot].start, start_time(me));
   /* after the slot is taken: the exporter either sees the slot, or this
    * sees the withdrawal */
@@ -467,131 +472,183 @@ static int64_t min_size(const struct funnel__field *f, int k, int64_t rows) {
   return f->offset_width > 0 ? 0 : rows * f->byte_width;
 }
 
-static int import_table(struct funnel_device *dev, struct cursor *cur, struct funnel_table *t,
-                        struct funnel__import *im, struct funnel_error *error) {
-  struct funnel_backend *be = &dev->be;
-  struct header h;
-  FUNNEL_RETURN_NOT_OK(read_header(cur, &h));
-  const bool cuda = strcmp(be->name, "cuda") == 0;
-  if ((h.backend == BACKEND_CUDA) != cuda)
+/* The table comes from this backend and device. */
+static int check_origin(struct funnel_backend *be, const struct header *h,
+                        struct funnel_error *error) {
+  if (h->backend != be->ipc_backend_id)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
                       "the table was shared from the %s backend; this device is %s",
-                      h.backend == BACKEND_CUDA ? "cuda" : "cpu", be->name);
-  uint8_t uuid[16];
-  if (be->device_uuid == NULL || be->shared_open == NULL)
+                      backend_name(h->backend), be->name);
+  if (!funnel__dev_can_share(be))
     return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED, "the %s backend cannot open shared tables",
                       be->name);
-  FUNNEL_RETURN_NOT_OK(be->device_uuid(be, uuid, error));
-  if (memcmp(uuid, h.uuid, 16) != 0) {
-    char want[33], have[33];
-    hex(h.uuid, want);
-    hex(uuid, have);
-    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                      "the table was shared from device %s; this device is %s%s", want, have,
-                      cuda ? "" : " (cpu: the host's boot id)");
-  }
+  uint8_t uuid[16];
+  FUNNEL_RETURN_NOT_OK(funnel__dev_device_uuid(be, uuid, error));
+  if (memcmp(uuid, h->uuid, 16) == 0) return FUNNEL_OK;
+  char want[33], have[33];
+  hex(h->uuid, want);
+  hex(uuid, have);
+  return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                    "the table was shared from device %s; this device is %s%s%s%s", want, have,
+                    be->uuid_note ? " (" : "", be->uuid_note ? be->uuid_note : "",
+                    be->uuid_note ? ")" : "");
+}
 
-  struct funnel__ipc_handle *handles =
-      funnel__arena_calloc(&t->arena, (size_t)h.allocations + 1, sizeof(*handles));
-  im->mem = funnel__arena_calloc(&t->arena, (size_t)h.allocations + 1, sizeof(uint64_t));
-  im->mem_size = funnel__arena_calloc(&t->arena, (size_t)h.allocations + 1, sizeof(int64_t));
-  if (handles == NULL || im->mem == NULL || im->mem_size == NULL)
+/* The allocations' handles and sizes. */
+static int read_allocations(struct cursor *cur, const struct header *h, struct funnel_table *t,
+                            struct funnel__import *im, struct funnel__ipc_handle **handles) {
+  struct funnel_error *error = cur->error;
+  const size_t n = (size_t)h->allocations + 1;
+  *handles = funnel__arena_calloc(&t->arena, n, sizeof(**handles));
+  im->mem = funnel__arena_calloc(&t->arena, n, sizeof(uint64_t));
+  im->mem_size = funnel__arena_calloc(&t->arena, n, sizeof(int64_t));
+  if (*handles == NULL || im->mem == NULL || im->mem_size == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  for (int i = 0; i < h.allocations; i++) {
-    FUNNEL_RETURN_NOT_OK(take(cur, handles[i].bytes, 64, "an allocation's handle"));
+  for (int i = 0; i < h->allocations; i++) {
+    FUNNEL_RETURN_NOT_OK(take(cur, (*handles)[i].bytes, 64, "an allocation's handle"));
     FUNNEL_RETURN_NOT_OK(take(cur, &im->mem_size[i], 8, "an allocation's size"));
     if (im->mem_size[i] <= 0)
       return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at - 8,
                                "allocation %d of the table descriptor has size %lld", i,
                                (long long)im->mem_size[i]);
   }
-  int64_t schema_length;
-  FUNNEL_RETURN_NOT_OK(take(cur, &schema_length, 8, "the schema's length"));
-  if (schema_length <= 0 || (uint64_t)schema_length > cur->length - cur->at)
+  return FUNNEL_OK;
+}
+
+/* The schema, padded to 8 bytes, with as many fields as the header says. */
+static int read_schema(struct cursor *cur, const struct header *h, struct funnel_table *t,
+                       struct funnel__schema **out) {
+  struct funnel_error *error = cur->error;
+  int64_t length;
+  FUNNEL_RETURN_NOT_OK(take(cur, &length, 8, "the schema's length"));
+  if (length <= 0 || (uint64_t)length > cur->length - cur->at)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at - 8,
                              "the table descriptor's schema length %lld exceeds its %zu bytes left",
-                             (long long)schema_length, cur->length - cur->at);
+                             (long long)length, cur->length - cur->at);
   struct funnel__schema *schema = funnel__arena_calloc(&t->arena, 1, sizeof(*schema));
   if (schema == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  FUNNEL_RETURN_NOT_OK(
-      funnel__schema_parse(cur->p + cur->at, schema_length, &t->arena, schema, error));
-  cur->at += (size_t)funnel__align_up(schema_length, 8) < cur->length - cur->at
-                 ? (size_t)funnel__align_up(schema_length, 8)
-                 : cur->length - cur->at;
-  if (schema->n_fields != h.columns)
+  FUNNEL_RETURN_NOT_OK(funnel__schema_parse(cur->p + cur->at, length, &t->arena, schema, error));
+  const size_t padded = (size_t)funnel__align_up(length, 8), left = cur->length - cur->at;
+  cur->at += padded < left ? padded : left;
+  if (schema->n_fields != h->columns)
     return FUNNEL_ERR(error, FUNNEL_ERR_MALFORMED,
-                      "the table descriptor lists %d columns, its schema %d", h.columns,
+                      "the table descriptor lists %d columns, its schema %d", h->columns,
                       schema->n_fields);
-  struct funnel__out_column *cols =
-      funnel__arena_calloc(&t->arena, (size_t)h.columns + 1, sizeof(*cols));
-  uint64_t *addr = funnel__arena_calloc(&t->arena, 3 * (size_t)h.columns + 1, sizeof(uint64_t));
-  int32_t *which = funnel__arena_calloc(&t->arena, 3 * (size_t)h.columns + 1, sizeof(int32_t));
-  if (cols == NULL || addr == NULL || which == NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  for (int c = 0; c < h.columns; c++) {
+  *out = schema;
+  return FUNNEL_OK;
+}
+
+/* The columns, as the descriptor places them. */
+struct placed {
+  struct funnel__out_column *cols;
+  uint64_t *addr; /* offsets within their allocation, made absolute once mapped */
+  int32_t *which; /* the allocation of each buffer, -1: absent */
+};
+
+/* Buffer k of column c: its allocation, offset and length. */
+static int read_buffer(struct cursor *cur, const struct header *h, const struct funnel__import *im,
+                       const struct funnel__field *f, int c, int k, struct placed *pl) {
+  const size_t at = cur->at;
+  int32_t alloc;
+  uint32_t pad;
+  int64_t offset, size, end;
+  FUNNEL_RETURN_NOT_OK(take(cur, &alloc, 4, "a buffer's allocation"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &pad, 4, "padding"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &offset, 8, "a buffer's offset"));
+  FUNNEL_RETURN_NOT_OK(take(cur, &size, 8, "a buffer's length"));
+  struct funnel__out_column *oc = &pl->cols[c];
+  const bool wanted = k != FUNNEL_BUFFER_VALIDITY || oc->null_count > 0;
+  const int64_t need = wanted ? min_size(f, k, h->rows) : 0;
+  const bool bad = alloc < -1 || alloc >= h->allocations ||
+                   (alloc >= 0 && (offset < 0 || size < need ||
+                                   funnel__add_overflows(offset, size, &end) ||
+                                   end > im->mem_size[alloc])) ||
+                   (alloc < 0 && need > 0);
+  if (bad)
+    return funnel__error_set(
+        cur->error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
+        "column %d ('%s'), buffer %d: allocation %d, offset %lld, length %lld does not "
+        "fit (%d allocations, %lld bytes needed)",
+        c, f->name, k, alloc, (long long)offset, (long long)size, h->allocations,
+        (long long)need);
+  pl->which[3 * c + k] = alloc;
+  pl->addr[3 * c + k] = (uint64_t)offset;
+  int64_t *dst = k == FUNNEL_BUFFER_VALIDITY  ? &oc->validity_size
+                 : k == FUNNEL_BUFFER_OFFSETS ? &oc->offsets_size
+                                              : &oc->data_size;
+  *dst = alloc >= 0 ? size : 0;
+  return FUNNEL_OK;
+}
+
+static int read_columns(struct cursor *cur, const struct header *h, const struct funnel__import *im,
+                        const struct funnel__schema *schema, struct funnel_table *t,
+                        struct placed *pl) {
+  const size_t n = (size_t)h->columns;
+  pl->cols = funnel__arena_calloc(&t->arena, n + 1, sizeof(*pl->cols));
+  pl->addr = funnel__arena_calloc(&t->arena, 3 * n + 1, sizeof(uint64_t));
+  pl->which = funnel__arena_calloc(&t->arena, 3 * n + 1, sizeof(int32_t));
+  if (pl->cols == NULL || pl->addr == NULL || pl->which == NULL)
+    return FUNNEL_ERR(cur->error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (int c = 0; c < h->columns; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    struct funnel__out_column *oc = &pl->cols[c];
     const size_t at = cur->at;
-    FUNNEL_RETURN_NOT_OK(take(cur, &cols[c].null_count, 8, "a column's null count"));
-    if (cols[c].null_count < 0 || cols[c].null_count > h.rows)
-      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
-                               "column %d ('%s'): null count %lld of %lld rows", c,
-                               schema->fields[c].name, (long long)cols[c].null_count,
-                               (long long)h.rows);
-    for (int k = 0; k < 3; k++) {
-      int32_t alloc;
-      uint32_t pad;
-      int64_t offset, size;
-      FUNNEL_RETURN_NOT_OK(take(cur, &alloc, 4, "a buffer's allocation"));
-      FUNNEL_RETURN_NOT_OK(take(cur, &pad, 4, "padding"));
-      FUNNEL_RETURN_NOT_OK(take(cur, &offset, 8, "a buffer's offset"));
-      FUNNEL_RETURN_NOT_OK(take(cur, &size, 8, "a buffer's length"));
-      int64_t end;
-      const bool wanted = k != 0 || cols[c].null_count > 0;
-      const int64_t need = wanted ? min_size(&schema->fields[c], k, h.rows) : 0;
-      const bool bad = alloc < -1 || alloc >= h.allocations ||
-                       (alloc >= 0 && (offset < 0 || size < need ||
-                                       funnel__add_overflows(offset, size, &end) ||
-                                       end > im->mem_size[alloc])) ||
-                       (alloc < 0 && need > 0);
-      if (bad)
-        return funnel__error_set(
-            error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
-            "column %d ('%s'), buffer %d: allocation %d, offset %lld, length %lld does not "
-            "fit (%d allocations, %lld bytes needed)",
-            c, schema->fields[c].name, k, alloc, (long long)offset, (long long)size,
-            h.allocations, (long long)need);
-      which[3 * c + k] = alloc;
-      addr[3 * c + k] = (uint64_t)offset; /* made absolute once mapped */
-      int64_t *dst = k == 0 ? &cols[c].validity_size : k == 1 ? &cols[c].offsets_size
-                                                              : &cols[c].data_size;
-      *dst = alloc >= 0 ? size : 0;
-    }
-    cols[c].validity = cols[c].offsets = cols[c].data = -1;
+    FUNNEL_RETURN_NOT_OK(take(cur, &oc->null_count, 8, "a column's null count"));
+    if (oc->null_count < 0 || oc->null_count > h->rows)
+      return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
+                               "column %d ('%s'): null count %lld of %lld rows", c, f->name,
+                               (long long)oc->null_count, (long long)h->rows);
+    for (int k = FUNNEL_BUFFER_VALIDITY; k <= FUNNEL_BUFFER_DATA; k++)
+      FUNNEL_RETURN_NOT_OK(read_buffer(cur, h, im, f, c, k, pl));
+    oc->validity = oc->offsets = oc->data = -1;
   }
   if (cur->at != cur->length)
-    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at,
+    return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at,
                              "%zu bytes after the table descriptor's end",
                              cur->length - cur->at);
+  return FUNNEL_OK;
+}
 
-  if (h.pid == (int64_t)getpid())
+/* Claims a slot, then maps the allocations and opens the event: the
+ * exporter frees nothing while the slot is held. */
+static int open_shared(struct funnel_backend *be, const struct header *h,
+                       const struct funnel__ipc_handle *handles, struct funnel__import *im,
+                       struct funnel_table *t, struct funnel_error *error) {
+  if (h->pid == (int64_t)getpid())
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
                       "the table was shared by this process (pid %lld): use the table itself "
                       "(a process cannot open its own CUDA IPC handles)",
-                      (long long)h.pid);
-  /* the protocol first: the exporter frees nothing while the slot is held */
-  FUNNEL_RETURN_NOT_OK(map_control(h.control, false, &im->control, error));
+                      (long long)h->pid);
+  FUNNEL_RETURN_NOT_OK(map_control(h->control, false, &im->control, error));
   FUNNEL_RETURN_NOT_OK(claim_slot(im, error));
-  for (int i = 0; i < h.allocations; i++) {
+  for (int i = 0; i < h->allocations; i++) {
     FUNNEL_RETURN_NOT_OK(funnel__dev_shared_open(be, &handles[i], (size_t)im->mem_size[i],
                                                  &im->mem[i], error));
     im->n_alloc = i + 1;
   }
-  if (h.has_event) FUNNEL_RETURN_NOT_OK(funnel__dev_ipc_event_open(be, &h.event, &t->event, error));
+  if (h->has_event)
+    FUNNEL_RETURN_NOT_OK(funnel__dev_ipc_event_open(be, &h->event, &t->event, error));
+  return FUNNEL_OK;
+}
+
+static int import_table(struct cursor *cur, struct funnel_table *t, struct funnel__import *im) {
+  struct funnel_backend *be = &t->dev->be;
+  struct header h;
+  struct funnel__ipc_handle *handles = NULL;
+  struct funnel__schema *schema = NULL;
+  struct placed pl = {0};
+  FUNNEL_RETURN_NOT_OK(read_header(cur, &h));
+  FUNNEL_RETURN_NOT_OK(check_origin(be, &h, cur->error));
+  FUNNEL_RETURN_NOT_OK(read_allocations(cur, &h, t, im, &handles));
+  FUNNEL_RETURN_NOT_OK(read_schema(cur, &h, t, &schema));
+  FUNNEL_RETURN_NOT_OK(read_columns(cur, &h, im, schema, t, &pl));
+  FUNNEL_RETURN_NOT_OK(open_shared(be, &h, handles, im, t, cur->error));
   for (int i = 0; i < 3 * h.columns; i++)
-    addr[i] = which[i] >= 0 ? im->mem[which[i]] + addr[i] : 0;
+    pl.addr[i] = pl.which[i] >= 0 ? im->mem[pl.which[i]] + pl.addr[i] : 0;
   t->plan.schema = schema;
   t->plan.rows = h.rows;
-  t->plan.columns = cols;
-  t->import_addr = addr;
+  t->plan.columns = pl.cols;
+  t->import_addr = pl.addr;
   t->done = t->event == NULL;
   t->stats.rows = h.rows;
   t->stats.columns = h.columns;
@@ -602,23 +659,20 @@ funnel_status funnel_table_import(struct funnel_device *dev, const void *descrip
                                   size_t length, struct funnel_table **out,
                                   struct funnel_error *error) {
   funnel__error_clear(error);
-  if (dev == NULL || out == NULL || (descriptor == NULL && length > 0))
-    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "funnel_table_import: NULL argument");
-  struct funnel_table *t = calloc(1, sizeof(*t));
+  FUNNEL_CHECK_ARG(dev != NULL && out != NULL && (descriptor != NULL || length == 0),
+                   "funnel_table_import: NULL argument");
   struct funnel__import *im = calloc(1, sizeof(*im));
-  if (t == NULL || im == NULL) {
-    free(t);
+  if (im == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  struct funnel_table *t = funnel__table_new(dev, error);
+  if (t == NULL) {
     free(im);
-    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+    return FUNNEL_ERR_HOST_OUT_OF_MEMORY;
   }
-  atomic_init(&t->refs, 1);
-  t->dev = funnel__device_ref(dev);
-  pthread_mutex_init(&t->mu, NULL);
-  t->stats.kernel_ns = -1;
   im->slot = -1;
   t->import = im;
+  t->release_import = release_import;
   struct cursor cur = {descriptor, length, 0, error};
-  const int st = import_table(dev, &cur, t, im, error);
+  const int st = import_table(&cur, t, im);
   if (st != FUNNEL_OK) {
     funnel__table_unref(t); /* closes what was opened, gives the slot back */
     return st;

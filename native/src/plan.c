@@ -48,9 +48,7 @@ static int check_all_offsets(const struct funnel__schema *schema,
   if (n_jobs == 0) return FUNNEL_OK;
   struct offsets_check c = {.schema = schema, .parts = parts, .jobs = jobs, .n_jobs = n_jobs};
   atomic_init(&c.first_bad, n_jobs);
-  /* tasks of ~256 Ki offsets: below that a thread costs more than it saves */
-  const int64_t per_offsets = (int64_t)1 << 18;
-  int64_t tasks = n_offsets / per_offsets + 1;
+  int64_t tasks = n_offsets / FUNNEL__OFFSETS_TASK + 1;
   if (tasks > n_jobs) tasks = n_jobs;
   c.per_task = (n_jobs + tasks - 1) / tasks;
   funnel__parallel_for((n_jobs + c.per_task - 1) / c.per_task, check_offsets_task, &c);
@@ -92,136 +90,169 @@ static int pick_schema(const struct funnel__schema **schema, struct funnel__part
   return FUNNEL_OK;
 }
 
+/* What the scan of every batch gathers. */
+struct scan {
+  const struct funnel__schema *schema;
+  char source[64]; /* where the schema came from, for messages */
+  struct funnel__out_column *cols;
+  int64_t *chars;  /* string bytes per column */
+  int n_var;       /* string columns */
+  int64_t rows, batches, pieces;
+  struct funnel__offsets_job *jobs;
+  int64_t n_jobs, jobs_cap, n_offsets;
+};
+
+static int scan_init(struct scan *k, const struct funnel__schema *schema, bool from_reader,
+                     const struct funnel__partition *parts, int64_t n_parts,
+                     struct funnel__arena *arena, struct funnel_error *error) {
+  memset(k, 0, sizeof(*k));
+  k->schema = schema;
+  snprintf(k->source, sizeof(k->source), "the reader's schema");
+  for (int64_t p = 0; !from_reader && p < n_parts; p++)
+    if (parts[p].schema == schema) {
+      snprintf(k->source, sizeof(k->source), "partition %lld's", (long long)p);
+      break;
+    }
+  const size_t n_cols = (size_t)(schema->n_fields ? schema->n_fields : 1);
+  k->cols = funnel__arena_calloc(arena, n_cols, sizeof(*k->cols));
+  k->chars = funnel__arena_calloc(arena, n_cols, sizeof(int64_t));
+  if (k->cols == NULL || k->chars == NULL)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  for (int c = 0; c < schema->n_fields; c++) k->n_var += schema->fields[c].offset_width != 0;
+  return FUNNEL_OK;
+}
+
+/* A partition's own schema must equal the one the read uses. */
+static int check_schema(const struct scan *k, const struct funnel__partition *part, int64_t p,
+                        struct funnel_error *error) {
+  if (part->schema == NULL || part->schema == k->schema) return FUNNEL_OK;
+  char why[256];
+  const int at = funnel__schema_diff(k->schema, part->schema, why, sizeof(why));
+  if (at < 0) return FUNNEL_OK;
+  return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, p, at, part->schema_offset,
+                           "partition %lld: schema differs from %s: %s", (long long)p, k->source,
+                           why);
+}
+
+/* The batch's string columns join the offsets to check later. */
+static int add_offset_jobs(struct scan *k, int64_t p, int64_t b, int64_t rows,
+                           struct funnel__arena *arena, struct funnel_error *error) {
+  if (k->n_var == 0) return FUNNEL_OK;
+  if (k->n_jobs + k->n_var > k->jobs_cap) {
+    const int64_t cap = k->jobs_cap ? 2 * k->jobs_cap : 64 + k->n_var;
+    struct funnel__offsets_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
+    if (nj == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+    if (k->n_jobs) memcpy(nj, k->jobs, (size_t)k->n_jobs * sizeof(*nj));
+    k->jobs = nj;
+    k->jobs_cap = cap;
+  }
+  for (int c = 0; c < k->schema->n_fields; c++)
+    if (k->schema->fields[c].offset_width != 0) {
+      k->jobs[k->n_jobs++] = (struct funnel__offsets_job){p, b, c};
+      k->n_offsets += rows;
+    }
+  return FUNNEL_OK;
+}
+
+/* Binds batch b of partition p and adds it to the totals. */
+static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p, int64_t b,
+                      struct funnel__arena *arena, struct funnel_error *error) {
+  struct funnel__batch *batch = &part->batches[b];
+  FUNNEL_RETURN_NOT_OK(funnel__batch_bind_ends(k->schema, part, batch, p, arena, error));
+  k->batches++;
+  if (batch->rows == 0) return FUNNEL_OK;
+  k->pieces += k->schema->n_fields;
+  FUNNEL_RETURN_NOT_OK(add_offset_jobs(k, p, b, batch->rows, arena, error));
+  for (int c = 0; c < k->schema->n_fields; c++) {
+    const struct funnel__piece *pc = &batch->pieces[c];
+    k->cols[c].null_count += pc->null_count;
+    k->chars[c] += pc->last_offset - pc->first_offset;
+  }
+  if (funnel__add_overflows(k->rows, batch->rows, &k->rows) || k->rows > FUNNEL__MAX_ROWS)
+    return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, -1, batch->message_offset,
+                             "partition %lld: the table would have more than %lld rows",
+                             (long long)p, (long long)FUNNEL__MAX_ROWS);
+  return FUNNEL_OK;
+}
+
+/* Lays out column c's buffers in the output, after *size bytes. */
+static int layout_column(const struct funnel__field *f, int c, struct funnel__out_column *oc,
+                         int64_t chars, int64_t rows, int64_t *size, struct funnel_error *error) {
+  oc->validity = oc->offsets = oc->data = -1;
+  if (oc->null_count > 0) {
+    oc->validity_size = bitmap_bytes(rows);
+    oc->validity = carve(size, oc->validity_size);
+  }
+  if (f->offset_width != 0) {
+    if (f->offset_width == 4 && chars > INT32_MAX)
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                               "column %d '%s': %lld bytes of %s data overflow its 32-bit "
+                               "offsets; write the column as %s",
+                               c, f->name, (long long)chars, funnel_type_name(f->type_id),
+                               f->type_id == FUNNEL_TYPE_UTF8 ? "large_utf8" : "large_binary");
+    oc->offsets_size = (rows + 1) * f->offset_width;
+    oc->offsets = carve(size, oc->offsets_size);
+    oc->data_size = chars;
+  } else if (f->type_id == FUNNEL_TYPE_BOOL) {
+    oc->data_size = bitmap_bytes(rows);
+  } else if (funnel__mul_overflows(rows, f->byte_width, &oc->data_size)) {
+    return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                             "column %d '%s': %lld rows overflow", c, f->name, (long long)rows);
+  }
+  oc->data = carve(size, oc->data_size);
+  if (*size > FUNNEL__MAX_OUTPUT_BYTES)
+    return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                             "column %d '%s': the table of %lld rows would need more than "
+                             "%lld bytes of device memory",
+                             c, f->name, (long long)rows, (long long)FUNNEL__MAX_OUTPUT_BYTES);
+  return FUNNEL_OK;
+}
+
+/* Room for the segment table without walking it: at most three segments a
+ * piece (validity, offsets, data) and three a column (padding bits twice,
+ * the last offset), plus one per cut. emit cuts a piece of b output bytes
+ * into chunks of at least chunk_bytes - 7 bytes (offsets go by whole
+ * values of up to 8 bytes), so at most b / (chunk_bytes - 7) times, and
+ * the pieces' bytes sum to at most out_size. An empty read counts exactly,
+ * so that one with nothing to write (no string column) enqueues nothing. */
+static int64_t segment_room(const struct funnel__plan *plan, int64_t pieces) {
+  if (plan->rows == 0 || plan->schema->n_fields == 0)
+    return funnel__plan_segments(plan, NULL, 0, NULL);
+  const int64_t least_chunk = plan->chunk_bytes > 8 ? plan->chunk_bytes - 7 : 1;
+  return 3 * pieces + 3 * (int64_t)plan->schema->n_fields + plan->out_size / least_chunk + 1;
+}
+
 int funnel__plan_build(const struct funnel__schema *schema, struct funnel__partition *parts,
-                       int64_t n_parts, struct funnel__arena *arena, struct funnel__plan *out,
-                       struct funnel_error *error) {
+                       int64_t n_parts, int64_t chunk_bytes, struct funnel__arena *arena,
+                       struct funnel__plan *out, struct funnel_error *error) {
   memset(out, 0, sizeof(*out));
   const bool from_reader = schema != NULL;
   FUNNEL_RETURN_NOT_OK(pick_schema(&schema, parts, n_parts, error));
-  char source[64] = "the reader's schema";
-  for (int64_t p = 0; !from_reader && p < n_parts; p++)
-    if (parts[p].schema == schema) {
-      snprintf(source, sizeof(source), "partition %lld's", (long long)p);
-      break;
-    }
-  const int n_cols = schema->n_fields;
-  struct funnel__out_column *cols = funnel__arena_calloc(arena, (size_t)(n_cols ? n_cols : 1), sizeof(*cols));
-  int64_t *chars = funnel__arena_calloc(arena, (size_t)(n_cols ? n_cols : 1), sizeof(int64_t));
-  if (cols == NULL || chars == NULL)
-    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-
-  int64_t rows = 0, batches = 0, pieces = 0;
-  int n_var = 0;
-  for (int c = 0; c < n_cols; c++) n_var += schema->fields[c].offset_width != 0;
-  int64_t n_jobs = 0, jobs_cap = 0, n_offsets = 0;
-  struct funnel__offsets_job *jobs = NULL;
+  struct scan k;
+  FUNNEL_RETURN_NOT_OK(scan_init(&k, schema, from_reader, parts, n_parts, arena, error));
   for (int64_t p = 0; p < n_parts; p++) {
-    struct funnel__partition *part = &parts[p];
-    if (part->schema != NULL && part->schema != schema) {
-      char why[256];
-      int at = funnel__schema_diff(schema, part->schema, why, sizeof(why));
-      if (at >= 0)
-        return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, p, at, part->schema_offset,
-                                 "partition %lld: schema differs from %s: %s", (long long)p,
-                                 source, why);
-    }
-    for (int64_t b = 0; b < part->n_batches; b++) {
-      struct funnel__batch *batch = &part->batches[b];
-      FUNNEL_RETURN_NOT_OK(funnel__batch_bind_ends(schema, part, batch, p, arena, error));
-      batches++;
-      if (batch->rows == 0) continue;
-      pieces += n_cols;
-      if (n_var > 0 && n_jobs + n_var > jobs_cap) {
-        const int64_t cap = jobs_cap ? 2 * jobs_cap : 64 + n_var;
-        struct funnel__offsets_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
-        if (nj == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-        if (n_jobs) memcpy(nj, jobs, (size_t)n_jobs * sizeof(*nj));
-        jobs = nj;
-        jobs_cap = cap;
-      }
-      for (int c = 0; c < n_cols && n_var > 0; c++)
-        if (schema->fields[c].offset_width != 0) {
-          jobs[n_jobs++] = (struct funnel__offsets_job){p, b, c};
-          n_offsets += batch->rows;
-        }
-      for (int c = 0; c < n_cols; c++) {
-        const struct funnel__piece *pc = &batch->pieces[c];
-        cols[c].null_count += pc->null_count;
-        chars[c] += pc->last_offset - pc->first_offset;
-      }
-      if (funnel__add_overflows(rows, batch->rows, &rows) || rows > FUNNEL__MAX_ROWS)
-        return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, -1, batch->message_offset,
-                                 "partition %lld: the table would have more than %lld rows",
-                                 (long long)p, (long long)FUNNEL__MAX_ROWS);
-    }
+    FUNNEL_RETURN_NOT_OK(check_schema(&k, &parts[p], p, error));
+    for (int64_t b = 0; b < parts[p].n_batches; b++)
+      FUNNEL_RETURN_NOT_OK(scan_batch(&k, &parts[p], p, b, arena, error));
   }
-
-  /* the interior offsets are checked later (funnel__plan_check_offsets),
-   * while the copies run */
-  out->offset_jobs = jobs;
-  out->n_offset_jobs = n_jobs;
-  out->n_offsets = n_offsets;
-
   int64_t size = 0;
-  for (int c = 0; c < n_cols; c++) {
-    const struct funnel__field *f = &schema->fields[c];
-    struct funnel__out_column *oc = &cols[c];
-    oc->validity = oc->offsets = oc->data = -1;
-    if (oc->null_count > 0) {
-      oc->validity_size = bitmap_bytes(rows);
-      oc->validity = carve(&size, oc->validity_size);
-    }
-    if (f->offset_width != 0) {
-      if (f->offset_width == 4 && chars[c] > INT32_MAX)
-        return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
-                                 "column %d '%s': %lld bytes of %s data overflow its 32-bit "
-                                 "offsets; write the column as %s",
-                                 c, f->name, (long long)chars[c], funnel_type_name(f->type_id),
-                                 f->type_id == FUNNEL_TYPE_UTF8 ? "large_utf8" : "large_binary");
-      oc->offsets_size = (rows + 1) * f->offset_width;
-      oc->offsets = carve(&size, oc->offsets_size);
-      oc->data_size = chars[c];
-    } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-      oc->data_size = bitmap_bytes(rows);
-    } else if (funnel__mul_overflows(rows, f->byte_width, &oc->data_size)) {
-      return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
-                               "column %d '%s': %lld rows overflow", c, f->name, (long long)rows);
-    }
-    oc->data = carve(&size, oc->data_size);
-    if (size > FUNNEL__MAX_OUTPUT_BYTES)
-      return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
-                               "column %d '%s': the table of %lld rows would need more than "
-                               "%lld bytes of device memory",
-                               c, f->name, (long long)rows, (long long)FUNNEL__MAX_OUTPUT_BYTES);
-  }
-
+  for (int c = 0; c < schema->n_fields; c++)
+    FUNNEL_RETURN_NOT_OK(
+        layout_column(&schema->fields[c], c, &k.cols[c], k.chars[c], k.rows, &size, error));
   out->schema = schema;
   out->parts = parts;
   out->n_parts = n_parts;
-  out->rows = rows;
-  out->batches = batches;
-  out->columns = cols;
+  out->rows = k.rows;
+  out->batches = k.batches;
+  out->columns = k.cols;
   out->out_size = size;
-  /* Large pieces are cut so that one launch spreads them over many blocks
-   * of the kernel (a block runs a segment); a cut changes nothing else.
-   * 64 KiB, as measured on the H100 (bench/RESULTS.md, 2026-11-23): 2 x 10
-   * x 1M int64 ran its kernel in 0.139 ms (84% of a d2d copy of the result)
-   * against 0.145 at 256 KiB and 0.284 at 1 MiB, where 150 blocks could not
-   * fill 132 SMs. FUNNEL_SEGMENT_CHUNK_BYTES changes the size, for tests of
-   * the cuts and for the benchmark. */
-  const char *chunk = getenv("FUNNEL_SEGMENT_CHUNK_BYTES");
-  out->chunk_bytes = chunk != NULL && atoll(chunk) > 0 ? atoll(chunk) : (int64_t)64 << 10;
-  /* Room for the table without walking it: at most three segments a piece
-   * (validity, offsets, data) and three a column (padding bits twice, the
-   * last offset), plus one per cut. emit cuts a piece of b output bytes
-   * into chunks of at least chunk_bytes - 7 bytes (offsets go by whole
-   * values of up to 8 bytes), so at most b / (chunk_bytes - 7) times, and
-   * the pieces' bytes sum to at most out_size. */
-  const int64_t least_chunk = out->chunk_bytes > 8 ? out->chunk_bytes - 7 : 1;
-  out->max_segments = 3 * pieces + 3 * (int64_t)n_cols + size / least_chunk + 1;
-  /* an empty read counts exactly, so that one with nothing to write (no
-   * string column) enqueues nothing at all */
-  if (rows == 0 || n_cols == 0) out->max_segments = funnel__plan_segments(out, NULL, 0, NULL);
+  /* the interior offsets are checked later (funnel__plan_check_offsets),
+   * while the copies run */
+  out->offset_jobs = k.jobs;
+  out->n_offset_jobs = k.n_jobs;
+  out->n_offsets = k.n_offsets;
+  out->chunk_bytes = chunk_bytes > 0 ? chunk_bytes : FUNNEL__SEGMENT_CHUNK_BYTES;
+  out->max_segments = segment_room(out, k.pieces);
   return FUNNEL_OK;
 }
 
@@ -272,78 +303,85 @@ static inline int64_t emit(const struct sink *k, int64_t n, const struct funnel_
   return n;
 }
 
+/* Where one output column goes, and how far it has been written. */
+struct column_out {
+  const struct funnel__field *f;
+  const struct funnel__out_column *oc;
+  uint64_t validity, offsets, data; /* device addresses */
+  int64_t row, char_base;           /* rows and string bytes written so far */
+};
+
+/* The segments of one piece whose partition's bytes start at `in`. */
+static int64_t emit_piece(const struct sink *k, int64_t n, struct column_out *o,
+                          const struct funnel__piece *pc, uint64_t in) {
+  const struct funnel__field *f = o->f;
+  const int64_t len = pc->length, row = o->row;
+  if (o->oc->null_count > 0)
+    n = emit(k, n, &(struct funnel__segment){
+        .kind = pc->validity >= 0 ? FUNNEL_SEG_BITS : FUNNEL_SEG_ONES,
+        .src = pc->validity >= 0 ? in + (uint64_t)pc->validity : 0,
+        .dst = o->validity, .count = (uint64_t)len, .dst_bit = (uint64_t)row});
+  if (f->offset_width != 0) {
+    n = emit(k, n, &(struct funnel__segment){
+        .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
+        .src = in + (uint64_t)pc->offsets, .dst = o->offsets + (uint64_t)(row * f->offset_width),
+        .count = (uint64_t)len, .value = o->char_base - pc->first_offset});
+    const int64_t bytes = pc->last_offset - pc->first_offset;
+    if (bytes > 0)
+      n = emit(k, n, &(struct funnel__segment){
+          .kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)(pc->data + pc->first_offset),
+          .dst = o->data + (uint64_t)o->char_base, .count = (uint64_t)bytes});
+    o->char_base += bytes;
+  } else if (f->type_id == FUNNEL_TYPE_BOOL) {
+    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BITS, .src = in + (uint64_t)pc->data,
+                                             .dst = o->data, .dst_bit = (uint64_t)row,
+                                             .count = (uint64_t)len});
+  } else if (f->byte_width > 0) {
+    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)pc->data,
+                                             .dst = o->data + (uint64_t)(row * f->byte_width),
+                                             .count = (uint64_t)(len * f->byte_width)});
+  }
+  o->row += len;
+  return n;
+}
+
+/* After a column's last piece: padding bits cleared, the final offset. */
+static int64_t emit_column_end(const struct sink *k, int64_t n, const struct column_out *o,
+                               int64_t rows) {
+  const struct funnel__field *f = o->f;
+  const int64_t pad = o->oc->validity_size * 8 - rows; /* bits after the last row */
+  if (o->oc->null_count > 0 && pad > 0)
+    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->validity,
+                                             .dst_bit = (uint64_t)rows, .count = (uint64_t)pad});
+  if (f->type_id == FUNNEL_TYPE_BOOL && o->oc->data_size * 8 > rows)
+    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->data,
+                                             .dst_bit = (uint64_t)rows,
+                                             .count = (uint64_t)(o->oc->data_size * 8 - rows)});
+  if (f->offset_width != 0)
+    n = emit(k, n, &(struct funnel__segment){
+        .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
+        .dst = o->offsets + (uint64_t)(rows * f->offset_width), .value = o->char_base});
+  return n;
+}
+
 int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out) {
   const struct sink k = {out, plan->max_segments, plan->chunk_bytes};
   int64_t n = 0;
-  const int64_t rows = plan->rows;
   for (int c = 0; c < plan->schema->n_fields; c++) {
-    const struct funnel__field *f = &plan->schema->fields[c];
     const struct funnel__out_column *oc = &plan->columns[c];
-    const uint64_t validity = out_base + (uint64_t)oc->validity;
-    const uint64_t offsets = out_base + (uint64_t)oc->offsets;
-    const uint64_t data = out_base + (uint64_t)oc->data;
-    int64_t row = 0, char_base = 0;
+    struct column_out o = {.f = &plan->schema->fields[c], .oc = oc,
+                           .validity = out_base + (uint64_t)oc->validity,
+                           .offsets = out_base + (uint64_t)oc->offsets,
+                           .data = out_base + (uint64_t)oc->data};
     for (int64_t p = 0; p < plan->n_parts; p++) {
       const struct funnel__partition *part = &plan->parts[p];
       const uint64_t in = in_base != NULL ? in_base[p] : 0;
-      for (int64_t b = 0; b < part->n_batches; b++) {
-        const struct funnel__piece *pc = &part->batches[b].pieces[c];
-        const int64_t len = pc->length;
-        if (len == 0) continue;
-        if (oc->null_count > 0) {
-          struct funnel__segment s = {.dst = validity, .count = (uint64_t)len,
-                                      .dst_bit = (uint64_t)row};
-          if (pc->validity >= 0) {
-            s.kind = FUNNEL_SEG_BITS;
-            s.src = in + (uint64_t)pc->validity;
-          } else {
-            s.kind = FUNNEL_SEG_ONES;
-          }
-          n = emit(&k, n, &s);
-        }
-        if (f->offset_width != 0) {
-          n = emit(&k, n, &(struct funnel__segment){
-              .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
-              .src = in + (uint64_t)pc->offsets,
-              .dst = offsets + (uint64_t)(row * f->offset_width),
-              .count = (uint64_t)len,
-              .value = char_base - pc->first_offset});
-          int64_t bytes = pc->last_offset - pc->first_offset;
-          if (bytes > 0)
-            n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
-                                                .src = in + (uint64_t)(pc->data + pc->first_offset),
-                                                .dst = data + (uint64_t)char_base,
-                                                .count = (uint64_t)bytes});
-          char_base += bytes;
-        } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-          n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BITS,
-                                              .src = in + (uint64_t)pc->data,
-                                              .dst = data,
-                                              .dst_bit = (uint64_t)row,
-                                              .count = (uint64_t)len});
-        } else if (f->byte_width > 0) {
-          n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES,
-                                              .src = in + (uint64_t)pc->data,
-                                              .dst = data + (uint64_t)(row * f->byte_width),
-                                              .count = (uint64_t)(len * f->byte_width)});
-        }
-        row += len;
-      }
+      for (int64_t b = 0; b < part->n_batches; b++)
+        if (part->batches[b].pieces[c].length > 0)
+          n = emit_piece(&k, n, &o, &part->batches[b].pieces[c], in);
     }
-    const int64_t pad = oc->validity_size * 8 - rows; /* bits after the last row */
-    if (oc->null_count > 0 && pad > 0)
-      n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = validity,
-                                          .dst_bit = (uint64_t)rows, .count = (uint64_t)pad});
-    if (f->type_id == FUNNEL_TYPE_BOOL && oc->data_size * 8 > rows)
-      n = emit(&k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = data,
-                                          .dst_bit = (uint64_t)rows,
-                                          .count = (uint64_t)(oc->data_size * 8 - rows)});
-    if (f->offset_width != 0)
-      n = emit(&k, n, &(struct funnel__segment){
-          .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
-          .dst = offsets + (uint64_t)(rows * f->offset_width),
-          .value = char_base});
+    n = emit_column_end(&k, n, &o, plan->rows);
   }
   return n;
 }

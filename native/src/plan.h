@@ -36,12 +36,13 @@ struct funnel__plan {
  * NULL the first partition's that has one), binds every batch (so the first
  * and last offset of every string piece are in bounds), sums null counts
  * and string bytes, lays out the output and the scratch. `parts` have been
- * through funnel__partition_parse. The interior string offsets are left to
+ * through funnel__partition_parse. Pieces of more than `chunk_bytes` bytes
+ * are cut into segments of that size (<= 0: FUNNEL__SEGMENT_CHUNK_BYTES). The interior string offsets are left to
  * funnel__plan_check_offsets. */
 int funnel__plan_build(const struct funnel__schema *schema,
                        struct funnel__partition *parts, int64_t n_parts,
-                       struct funnel__arena *arena, struct funnel__plan *out,
-                       struct funnel_error *error);
+                       int64_t chunk_bytes, struct funnel__arena *arena,
+                       struct funnel__plan *out, struct funnel_error *error);
 
 /* Checks every interior string offset of the planned pieces (rising, within
  * the piece's data), on the shared host threads when there are many; the

@@ -110,6 +110,13 @@ void funnel__pool_free(struct funnel__pool *pool, void *ptr, int64_t size) {
   pthread_mutex_unlock(&pool->mu);
 }
 
+int64_t funnel__pool_in_use(struct funnel__pool *pool) {
+  pthread_mutex_lock(&pool->mu);
+  const int64_t n = pool->in_use;
+  pthread_mutex_unlock(&pool->mu);
+  return n;
+}
+
 bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t size) {
   const uint8_t *p = ptr;
   pthread_mutex_lock(&pool->mu);

@@ -29,6 +29,9 @@ void funnel__pool_release(struct funnel__pool *pool);
 void *funnel__pool_alloc(struct funnel__pool *pool, int64_t size);
 void funnel__pool_free(struct funnel__pool *pool, void *ptr, int64_t size);
 
+/* Bytes of the pool in use (caller blocks and staging). */
+int64_t funnel__pool_in_use(struct funnel__pool *pool);
+
 /* Whether [ptr, ptr + size) lies inside the pool: memory the device reads
  * without staging. */
 bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t size);

@@ -1,63 +1,43 @@
-/* table.h: the device, reader and table objects, shared by reader.c (reads),
- * export.c (the Arrow C Device Data Interface) and ipc.c (sharing a table
- * with another process).
+/* table.h: the table, the one object a read makes (reader.c) and an import
+ * maps (ipc.c). table.c is the one place a table is built
+ * (funnel__table_new), referenced and released.
  *
- * Lifetimes: a device is freed with its last reference (funnel_device_close
- * drops the caller's; every reader and table holds one), so a table handed
- * to a consumer through the Device Data Interface may outlive the device
- * handle its owner closed. A table likewise is freed with its last
- * reference (funnel_table_free drops the caller's; every exported
- * ArrowArray holds one until its release callback runs). */
+ * A table is freed with its last reference: funnel_table_free drops the
+ * caller's (once the calls in progress on it are over); every exported
+ * ArrowArray holds one until its release callback runs, a share of the
+ * table as it is holds one until closed, and a call in progress one. */
 #ifndef FUNNEL_TABLE_H
 #define FUNNEL_TABLE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "backend.h"
+#include "device.h"
 #include "plan.h"
-#include "pool.h"
 
-struct funnel_device {
-  _Atomic int64_t refs;
-  struct funnel_backend be;
-  void *stream; /* for copies back to the host */
-  struct funnel__pool pool;
-  int stage_pageable;
-};
-
-struct funnel_device *funnel__device_ref(struct funnel_device *dev);
-void funnel__device_unref(struct funnel_device *dev);
-
-/* pinned pool blocks a read holds until its work has completed */
-struct staged {
+/* A pinned pool block a read holds until its work has completed. */
+struct funnel__staged {
   void *ptr;
   int64_t size;
 };
 
 /* The reader's schema, shared by the reader and every table it made (a
  * table may outlive its reader): freed with the last reference. */
-struct shared_schema {
+struct funnel__shared_schema {
   _Atomic int64_t refs;
   struct funnel__arena arena;
   struct funnel__schema schema;
 };
 
-struct funnel_reader {
-  struct funnel_device *dev;
-  void *stream;
-  struct shared_schema *schema; /* NULL when not given */
-  int transfer;                  /* enum funnel_transfer */
-  int time_kernel;
-  int shareable;                 /* FUNNEL_OPTION_SHAREABLE */
-};
+struct funnel__shared_schema *funnel__shared_schema_ref(struct funnel__shared_schema *s);
+void funnel__shared_schema_unref(struct funnel__shared_schema *s);
 
 struct funnel__import; /* ipc.c: what an imported table maps */
 
 struct funnel_table {
   _Atomic int64_t refs;
   struct funnel_device *dev;
-  struct shared_schema *schema; /* the reader's, when it had one */
+  struct funnel__shared_schema *schema; /* the reader's, when it had one */
   struct funnel__arena arena; /* schema, partitions, plan, host segments */
   struct funnel__plan plan;
   uint64_t out;     /* device: the columns' buffers */
@@ -72,24 +52,49 @@ struct funnel_table {
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
   pthread_mutex_t mu;
   int done;         /* the event has completed and scratch is freed */
-  struct staged *staged;
+  /* callers' calls on the table in progress (funnel__table_enter), which
+   * funnel_table_free waits for */
+  struct funnel__inflight calls;
+  struct funnel__pinned_held held; /* caller pinned blocks its work reads */
+  struct funnel__staged *staged;
   int64_t n_staged;
   struct funnel_read_stats stats;
   /* an imported table (funnel_table_import): its buffers lie in memory
-   * another process exported, at these addresses (3 per column: validity,
-   * offsets, data; 0 when absent), read only; NULL for a table funnel read */
+   * another process exported, at these addresses (3 per column, by enum
+   * funnel_buffer_kind; 0 when absent), read only; NULL for a table funnel
+   * read. release_import unmaps them when the table goes. */
   struct funnel__import *import;
   const uint64_t *import_addr;
+  void (*release_import)(struct funnel_table *t);
 };
 
+/* A new table of `dev`, empty, with one reference (the caller's); NULL
+ * with FUNNEL_ERR_HOST_OUT_OF_MEMORY in `error`. */
+struct funnel_table *funnel__table_new(struct funnel_device *dev, struct funnel_error *error);
+
+/* A caller's call on the table begins: it holds the table (a reference)
+ * and counts as in flight until funnel__table_leave, so funnel_table_free
+ * waits for it. Returns t. */
+struct funnel_table *funnel__table_enter(struct funnel_table *t);
+void funnel__table_leave(struct funnel_table *t);
+/* Tests only: the calls on the table in progress. */
+int64_t funnel__table_calls_in_flight(struct funnel_table *t);
+
 struct funnel_table *funnel__table_ref(struct funnel_table *t);
+/* Drops a reference; the last waits for the table's work, then frees it. */
 void funnel__table_unref(struct funnel_table *t);
 
-/* The address of buffer `k` (0 validity, 1 offsets, 2 data) of column `c`,
- * and its size; 0 and 0 when the column has none. */
-uint64_t funnel__table_buffer(const struct funnel_table *t, int c, int k, int64_t *size);
+/* The table holds pinned pool block [ptr, ptr + size) until its work has
+ * completed (room for it was reserved in t->staged). */
+void funnel__table_hold_staged(struct funnel_table *t, void *ptr, int64_t size);
 
-/* ipc.c: unmaps what an imported table maps and tells the exporter. */
-void funnel__import_release(struct funnel_table *t);
+/* The work enqueued for the table could not be waited for: forgets (leaks)
+ * every allocation it may still touch rather than free it. */
+void funnel__table_abandon(struct funnel_table *t);
+
+/* The address of buffer `kind` of column `c`, and its size; 0 and 0 when
+ * the column has none. */
+uint64_t funnel__table_buffer(const struct funnel_table *t, int c, enum funnel_buffer_kind kind,
+                              int64_t *size);
 
 #endif

@@ -105,3 +105,39 @@ void funnel__arena_free(struct funnel__arena *arena) {
   }
   arena->head = NULL;
 }
+
+void funnel__inflight_init(struct funnel__inflight *f) {
+  pthread_mutex_init(&f->mu, NULL);
+  pthread_cond_init(&f->idle, NULL);
+  f->n = 0;
+}
+
+void funnel__inflight_destroy(struct funnel__inflight *f) {
+  pthread_cond_destroy(&f->idle);
+  pthread_mutex_destroy(&f->mu);
+}
+
+void funnel__inflight_enter(struct funnel__inflight *f) {
+  pthread_mutex_lock(&f->mu);
+  f->n++;
+  pthread_mutex_unlock(&f->mu);
+}
+
+void funnel__inflight_leave(struct funnel__inflight *f) {
+  pthread_mutex_lock(&f->mu);
+  if (--f->n == 0) pthread_cond_broadcast(&f->idle);
+  pthread_mutex_unlock(&f->mu);
+}
+
+void funnel__inflight_wait_idle(struct funnel__inflight *f) {
+  pthread_mutex_lock(&f->mu);
+  while (f->n > 0) pthread_cond_wait(&f->idle, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+}
+
+int64_t funnel__inflight_count(struct funnel__inflight *f) {
+  pthread_mutex_lock(&f->mu);
+  const int64_t n = f->n;
+  pthread_mutex_unlock(&f->mu);
+  return n;
+}

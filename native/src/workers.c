@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MAX_THREADS 16
+#include "tuning.h"
 
 static struct {
   pthread_once_t once;
@@ -63,10 +63,11 @@ static void *worker(void *arg) {
 
 static void start(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int want = cores > 0 ? (int)(cores < MAX_THREADS ? cores : MAX_THREADS) : 1;
+  int want = FUNNEL__HOST_THREADS_MAX;
+  if (cores < want) want = cores > 0 ? (int)cores : 1;
   const char *env = getenv("FUNNEL_HOST_THREADS");
   if (env != NULL && *env) want = atoi(env);
-  if (want > 64) want = 64;
+  if (want > FUNNEL__HOST_THREADS_LIMIT) want = FUNNEL__HOST_THREADS_LIMIT;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -8,8 +8,8 @@
  *                      comes first
  *            bit 3     parse as a read does, with a known schema: the
  *                      reader's, else the first partition's
- *            bits 4-7  FUNNEL_SEGMENT_CHUNK_BYTES, from chunk_sizes (NULL:
- *                      unset, the default)
+ *            bits 4-7  the plan's segment chunk size (as FUNNEL_SEGMENT_CHUNK_BYTES
+ *                      would set it), from chunk_sizes (NULL: the default)
  *   then the chunks: [reader schema], partition 0, 1, ...; each but the
  *   last is a uint16 length (little-endian, clamped to what is left) and
  *   that many bytes; the last takes the rest.
@@ -30,7 +30,7 @@
  *
  * FUNNEL_FUZZ_EXPECT_VALID=1 also aborts on any rejection: for checking
  * that the seed corpus (gen_corpus.c) is all valid input. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +77,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 /* ----------------------------------------------------------------- input */
 
 struct input {
+  int64_t chunk_bytes; /* the plan's segment chunk size (0: the default) */
   int n_parts;
   int reader_schema;
   int known;
@@ -128,8 +129,7 @@ static void input_split(const uint8_t *data, size_t size, struct input *in) {
   in->reader_schema = (control >> 2) & 1;
   in->known = (control >> 3) & 1;
   const char *chunk = chunk_sizes[control >> 4];
-  if (chunk != NULL) setenv("FUNNEL_SEGMENT_CHUNK_BYTES", chunk, 1);
-  else unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
+  in->chunk_bytes = chunk != NULL ? atoll(chunk) : 0;
   if (in->reader_schema) in->schema = take(&data, &size, 0, &in->schema_length);
   for (int p = 0; p < in->n_parts; p++)
     in->parts[p] = take(&data, &size, p == in->n_parts - 1, &in->lengths[p]);
@@ -347,7 +347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   struct funnel__plan plan;
   if (st == FUNNEL_OK) {
-    st = funnel__plan_build(schema, pv, in.n_parts, &arena, &plan, &err);
+    st = funnel__plan_build(schema, pv, in.n_parts, in.chunk_bytes, &arena, &plan, &err);
     if (st != FUNNEL_OK) check_rejection(PHASE_PLAN, st, &err, &in);
   }
   if (st == FUNNEL_OK) {

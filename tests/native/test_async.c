@@ -210,11 +210,11 @@ static void pinned_blocks_reused_after_wait(void) {
       if (CHECK_OK(funnel_reader_read_async(rd, parts, P, 0, &t, &err), &err)) {
         CHECK_OK(funnel_table_wait(t, &err), &err);
         for (int p = 0; p < P; p++) {
-          funnel_device_pinned_free(dev, blocks[p], parts[p].length);
+          CHECK_OK(funnel_device_pinned_free(dev, blocks[p], parts[p].length, NULL), NULL);
           void *again = NULL; /* the same bytes of the pool, most likely */
           if (funnel_device_pinned_alloc(dev, parts[p].length, &again, &err) == FUNNEL_OK) {
             memset(again, 0xEF, parts[p].length);
-            funnel_device_pinned_free(dev, again, parts[p].length);
+            CHECK_OK(funnel_device_pinned_free(dev, again, parts[p].length, NULL), NULL);
           }
         }
         check_rows(t, 20 + round);

@@ -193,7 +193,7 @@ static void faults_in_layout(int layout_kind, int64_t injected[FUNNEL__N_FAULTS]
       }
     }
     check_context("%s", "");
-    funnel_device_pinned_free(dev, l.block, l.block_size);
+    CHECK_OK(funnel_device_pinned_free(dev, l.block, l.block_size, NULL), NULL);
   }
   funnel_reader_free(rd);
   input_free(&in);

@@ -5,7 +5,7 @@
  * Error cases first: every rejection must carry the specific code, the
  * partition (and column where one is at fault) and a message. Then the
  * valid inputs: every supported type, legacy framing, several streams. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +61,9 @@ struct parsed {
   struct funnel__plan plan;
 };
 
+/* The plans' segment chunk size (0: the default). */
+static int64_t chunk_bytes;
+
 /* Parses `bytes` as partition INDEX, then (when that works and
  * `plan` is set) builds a plan, which binds every batch. */
 static int parse(struct parsed *p, const uint8_t *bytes, size_t len, int plan,
@@ -73,7 +76,7 @@ static int parse(struct parsed *p, const uint8_t *bytes, size_t len, int plan,
   if (st == FUNNEL_OK && plan) {
     /* the plan names partitions by their index in its array */
     p->parts[INDEX] = p->part;
-    st = funnel__plan_build(NULL, p->parts, INDEX + 1, &p->arena, &p->plan, err);
+    st = funnel__plan_build(NULL, p->parts, INDEX + 1, chunk_bytes, &p->arena, &p->plan, err);
     if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&p->plan, err);
     p->part = p->parts[INDEX];
   }
@@ -1098,11 +1101,8 @@ static void plan_segment_room_holds_every_chunk_size(void) {
   iw_eos(&b, NULL);
   static const int64_t extra[] = {1021, 4093, 4096, 65536, 1 << 20};
   for (int k = 0; k < 300 + 5; k++) {
-    const int64_t chunk = k < 300 ? k + 1 : extra[k - 300];
-    char text[32];
-    snprintf(text, sizeof(text), "%lld", (long long)chunk);
-    setenv("FUNNEL_SEGMENT_CHUNK_BYTES", text, 1);
-    check_context("chunk %lld", (long long)chunk);
+    chunk_bytes = k < 300 ? k + 1 : extra[k - 300];
+    check_context("chunk %lld", (long long)chunk_bytes);
     struct parsed p;
     struct funnel_error err;
     if (CHECK_OK(parse(&p, b.data, b.len, 1, &err), &err)) {
@@ -1111,7 +1111,7 @@ static void plan_segment_room_holds_every_chunk_size(void) {
     }
     parsed_free(&p);
   }
-  unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
+  chunk_bytes = 0;
   check_context("%s", "");
   iw_buf_free(&b);
   free_cols(cols, N_EVERY);

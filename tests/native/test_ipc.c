@@ -130,8 +130,8 @@ static int importer(const char *mode, uint64_t seed, const char *dir) {
   CHECK_OK(funnel_table_wait(t, &err), &err);
   check_imported(t, seed);
   /* read only: it is not shared again from here */
-  struct funnel_export *again = NULL;
-  CHECK_STATUS(funnel_table_export(t, &again, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
+  struct funnel_share *again = NULL;
+  CHECK_STATUS(funnel_table_share(t, &again, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
   funnel_table_free(t);
   CHECK(funnel__live_now().allocs == live0.allocs && funnel__live_now().events == live0.events);
   funnel_device_close(dev);
@@ -146,7 +146,7 @@ struct shared {
   struct funnel_device *dev;
   struct funnel_reader *rd;
   struct funnel_table *t;
-  struct funnel_export *ex;
+  struct funnel_share *ex;
   struct table_src src;
   struct funnel_partition *p;
   char dir[256];
@@ -170,11 +170,11 @@ static bool share_with(struct shared *s, uint64_t seed, int shareable) {
       !CHECK_OK(funnel_table_wait(s->t, &err), &err))
     return false;
   const int64_t allocs0 = funnel__live_now().allocs, copies0 = funnel__calls_now().d2d_copies;
-  if (!CHECK_OK(funnel_table_export(s->t, &s->ex, &err), &err)) return false;
+  if (!CHECK_OK(funnel_table_share(s->t, &s->ex, &err), &err)) return false;
   s->export_allocs = funnel__live_now().allocs - allocs0;
   s->export_copies = funnel__calls_now().d2d_copies - copies0;
   size_t length = 0;
-  const void *d = funnel_export_descriptor(s->ex, &length);
+  const void *d = funnel_share_descriptor(s->ex, &length);
   char path[512];
   snprintf(path, sizeof(path), "%s/descriptor", s->dir);
   FILE *f = fopen(path, "wb");
@@ -188,7 +188,7 @@ static bool share(struct shared *s, uint64_t seed) { return share_with(s, seed, 
 
 static void unshare(struct shared *s) {
   struct funnel_error err;
-  if (s->ex != NULL) CHECK_OK(funnel_export_close(s->ex, 10000, &err), &err);
+  if (s->ex != NULL) CHECK_OK(funnel_share_close(s->ex, 10000, &err), &err);
   funnel_table_free(s->t);
   funnel_reader_free(s->rd);
   funnel_device_close(s->dev);
@@ -241,7 +241,7 @@ static void another_process_reads_the_shared_table(void) {
     funnel_table_free(s.t);
     s.t = NULL;
     CHECK_EQ_I64(wait_importer(spawn_importer("verify", 21, s.dir)), 0);
-    CHECK_EQ_I64(funnel_export_importers(s.ex), 0);
+    CHECK_EQ_I64(funnel_share_importers(s.ex), 0);
   }
   unshare(&s);
 }
@@ -259,7 +259,7 @@ static void shareable_table_is_shared_without_a_copy(void) {
     s.t = NULL;
     CHECK_EQ_I64(wait_importer(spawn_importer("verify", 29, s.dir)), 0);
     const int64_t allocs = funnel__live_now().allocs;
-    CHECK_OK(funnel_export_close(s.ex, 0, &err), &err);
+    CHECK_OK(funnel_share_close(s.ex, 0, &err), &err);
     s.ex = NULL;
     CHECK_EQ_I64(funnel__live_now().allocs, allocs - 1); /* the table's memory */
   }
@@ -283,8 +283,8 @@ static void close_waits_for_the_importer(void) {
   if (share(&s, 23)) {
     pid_t pid = spawn_importer("hold", 23, s.dir);
     if (wait_ready(s.dir)) {
-      CHECK_EQ_I64(funnel_export_importers(s.ex), 1);
-      CHECK_STATUS(funnel_export_close(s.ex, 50, &err), FUNNEL_ERR_IN_USE, &err);
+      CHECK_EQ_I64(funnel_share_importers(s.ex), 1);
+      CHECK_STATUS(funnel_share_close(s.ex, 50, &err), FUNNEL_ERR_IN_USE, &err);
       char pid_text[32];
       snprintf(pid_text, sizeof(pid_text), "pid %d", (int)pid);
       CHECK(strstr(err.message, pid_text) != NULL);
@@ -293,7 +293,7 @@ static void close_waits_for_the_importer(void) {
       char go[512];
       snprintf(go, sizeof(go), "%s/go", s.dir);
       touch(go);
-      CHECK_OK(funnel_export_close(s.ex, -1, &err), &err); /* returns once the holder closed */
+      CHECK_OK(funnel_share_close(s.ex, -1, &err), &err); /* returns once the holder closed */
       s.ex = NULL;
     }
     CHECK_EQ_I64(wait_importer(pid), 0);
@@ -308,8 +308,8 @@ static void dead_importer_is_reclaimed(void) {
   if (share(&s, 24)) {
     pid_t pid = spawn_importer("die", 24, s.dir);
     CHECK_EQ_I64(wait_importer(pid), -SIGKILL);
-    CHECK_EQ_I64(funnel_export_importers(s.ex), 0);
-    CHECK_OK(funnel_export_close(s.ex, 0, &err), &err);
+    CHECK_EQ_I64(funnel_share_importers(s.ex), 0);
+    CHECK_OK(funnel_share_close(s.ex, 0, &err), &err);
     s.ex = NULL;
   }
   unshare(&s);
@@ -320,7 +320,7 @@ static void import_in_the_exporting_process_fails(void) {
   struct funnel_error err;
   if (share(&s, 25)) {
     size_t length = 0;
-    const void *d = funnel_export_descriptor(s.ex, &length);
+    const void *d = funnel_share_descriptor(s.ex, &length);
     struct funnel_table *t = NULL;
     CHECK_STATUS(funnel_table_import(s.dev, d, length, &t, &err), FUNNEL_ERR_INVALID_ARGUMENT,
                  &err);
@@ -336,7 +336,7 @@ static void import_in_the_exporting_process_fails(void) {
 static void import_altered(struct shared *s, size_t offset, const void *with, size_t n,
                            size_t length, int code, const char *says) {
   size_t full = 0;
-  const uint8_t *d = funnel_export_descriptor(s->ex, &full);
+  const uint8_t *d = funnel_share_descriptor(s->ex, &full);
   uint8_t *b = malloc(full);
   memcpy(b, d, full);
   if (n > 0) memcpy(b + offset, with, n);
@@ -370,7 +370,7 @@ static void import_rejects_other_devices_and_bad_bytes(void) {
     import_altered(&s, 8, &version, 4, 0, FUNNEL_ERR_UNSUPPORTED, "version 7");
     /* the first column's validity claims bytes past its allocation */
     size_t full = 0;
-    funnel_export_descriptor(s.ex, &full);
+    funnel_share_descriptor(s.ex, &full);
     const int64_t huge = INT64_C(1) << 40;
     import_altered(&s, full - (size_t)N_FIELDS * 80 + 8 + 8, &huge, 8, 0, FUNNEL_ERR_MALFORMED,
                    "column 0 ('k'), buffer 0");
@@ -383,7 +383,7 @@ static void import_after_close_fails(void) {
   struct shared s;
   struct funnel_error err;
   if (share(&s, 28)) {
-    CHECK_OK(funnel_export_close(s.ex, 0, &err), &err);
+    CHECK_OK(funnel_share_close(s.ex, 0, &err), &err);
     s.ex = NULL;
     CHECK_EQ_I64(wait_importer(spawn_importer("verify", 28, s.dir)), FUNNEL_ERR_IN_USE);
   }

@@ -191,7 +191,7 @@ static void read_of_zero_partitions(void) {
     }
   }
   check_context("%s", "");
-  if (stream != 0) funnel_device_stream_destroy(dev, stream);
+  if (stream != 0) CHECK_OK(funnel_stream_destroy(stream, NULL), NULL);
   funnel_reader_free(rd);
   iw_buf_free(&s);
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
@@ -327,7 +327,7 @@ static void read_100000_tiny_partitions(void) {
         at += (int64_t)((parts[p].length + 63) / 64 * 64);
       }
       read_tiny(dev, pinned, n, "back to back in pinned memory", 2);
-      funnel_device_pinned_free(dev, block, (size_t)total);
+      CHECK_OK(funnel_device_pinned_free(dev, block, (size_t)total, NULL), NULL);
       free(pinned);
     }
     CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
@@ -393,7 +393,7 @@ static int plan_only(const struct funnel_partition *parts, int64_t n, struct fun
     int st = funnel__partition_parse(parts[p].data, (int64_t)parts[p].length, p, arena, &pv[p], err);
     if (st != FUNNEL_OK) return st;
   }
-  return funnel__plan_build(NULL, pv, n, arena, plan, err);
+  return funnel__plan_build(NULL, pv, n, 0, arena, plan, err);
 }
 
 /* Two partitions of 2^30 string bytes each: 2^31 in all, one more than a
@@ -720,7 +720,7 @@ static void read_more_than_2_32_rows_of_bool(void) {
   }
   funnel_reader_free(rd);
   for (int k = 0; k < 3; k++) {
-    if (pinned[k] != NULL) funnel_device_pinned_free(dev, pinned[k], b[k].len);
+    if (pinned[k] != NULL) CHECK_OK(funnel_device_pinned_free(dev, pinned[k], b[k].len, NULL), NULL);
     iw_buf_free(&b[k]);
     free(bits[k]);
   }
@@ -891,7 +891,7 @@ static void read_partition_over_2_gib(void) {
       }
     }
     funnel_reader_free(rd);
-    if (on_cpu && m != NULL) funnel_device_pinned_free(dev, m, (size_t)lay.length);
+    if (on_cpu && m != NULL) CHECK_OK(funnel_device_pinned_free(dev, m, (size_t)lay.length, NULL), NULL);
     else if (m != NULL) munmap(m, (size_t)lay.length);
     CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
     funnel_device_close(dev);

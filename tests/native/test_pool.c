@@ -26,6 +26,9 @@ static struct iw_buf partition(int p, int64_t rows) {
   return b;
 }
 
+/* FUNNEL_OPTION_DIRECT_MAX_BYTES of the reads below; -1: the default. */
+static int64_t direct_max = -1;
+
 /* Reads the partitions with the given transfer mode and kernel timing,
  * checks the values and returns the stats. */
 static struct funnel_read_stats read_and_check_with(struct funnel_device *dev,
@@ -40,6 +43,8 @@ static struct funnel_read_stats read_and_check_with(struct funnel_device *dev,
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return s;
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, transfer, &err), &err);
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TIME_KERNEL, time_kernel, &err), &err);
+  if (direct_max >= 0)
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DIRECT_MAX_BYTES, direct_max, &err), &err);
   if (CHECK_OK(funnel_reader_read_async(rd, parts, (size_t)n, 0, &t, &err), &err)) {
     int64_t total = 0;
     for (int p = 0; p < n; p++) total += rows[p];
@@ -79,8 +84,8 @@ static void pool_alloc_free_and_in_use(void) {
     CHECK(((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0);
     memset(a, 0xAB, 1000); /* the memory is the caller's */
     CHECK(funnel_device_pinned_in_use(dev) >= 1001);
-    funnel_device_pinned_free(dev, a, 1000);
-    funnel_device_pinned_free(dev, b, 1);
+    CHECK_OK(funnel_device_pinned_free(dev, a, 1000, NULL), NULL);
+    CHECK_OK(funnel_device_pinned_free(dev, b, 1, NULL), NULL);
   }
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
   void *huge = NULL;
@@ -108,7 +113,7 @@ static void read_from_pinned_partitions_stages_nothing(void) {
   CHECK_EQ_I64(s.bytes_staged, 0);
   CHECK(s.h2d_copies <= s.partitions + 1);
   for (int p = 0; p < N; p++) {
-    funnel_device_pinned_free(dev, (void *)parts[p].data, bufs[p].len);
+    CHECK_OK(funnel_device_pinned_free(dev, (void *)parts[p].data, bufs[p].len, NULL), NULL);
     iw_buf_free(&bufs[p]);
   }
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
@@ -219,13 +224,13 @@ static void transfer_modes(size_t stride) {
   s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_AUTO, 0);
   CHECK_EQ_I64(s.direct_partitions, 0);
   CHECK_EQ_I64(s.h2d_copies, merged ? 1 : N);
-  setenv("FUNNEL_DIRECT_MAX_BYTES", "0", 1);
-  check_context("stride %zu, AUTO with FUNNEL_DIRECT_MAX_BYTES=0", stride);
+  direct_max = 0;
+  check_context("stride %zu, AUTO with FUNNEL_OPTION_DIRECT_MAX_BYTES 0", stride);
   s = read_and_check_with(dev, parts, N, ROWS, FUNNEL_TRANSFER_AUTO, 0);
-  unsetenv("FUNNEL_DIRECT_MAX_BYTES");
+  direct_max = -1;
   CHECK_EQ_I64(s.direct_partitions, 0);
   check_context("%s", "");
-  funnel_device_pinned_free(dev, block, block_size);
+  CHECK_OK(funnel_device_pinned_free(dev, block, block_size, NULL), NULL);
   for (int p = 0; p < N; p++) iw_buf_free(&bufs[p]);
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
   funnel_device_close(dev);
@@ -271,7 +276,7 @@ static void copy_mode_many_runs_of_mixed_sizes(void) {
       if (!CHECK_EQ_I64(s.h2d_copies, n)) break; /* the segment table is read in place */
     }
     check_context("%s", "");
-    funnel_device_pinned_free(dev, block, stride * (size_t)n);
+    CHECK_OK(funnel_device_pinned_free(dev, block, stride * (size_t)n, NULL), NULL);
   }
   free(rows);
   free(parts);
@@ -308,7 +313,7 @@ static void pageable_reads_stage_in_rounds(void) {
   CHECK_EQ_I64(s.staged_partitions, 4);
   CHECK(s.h2d_copies >= 6); /* 3 runs, the staged ones cut at 4 rounds, + the segments */
   CHECK(s.h2d_copies <= P + 16); /* at most 16 rounds more than one copy each */
-  funnel_device_pinned_free(dev, pinned, bufs[1].len);
+  CHECK_OK(funnel_device_pinned_free(dev, pinned, bufs[1].len, NULL), NULL);
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
   for (int p = 0; p < P; p++) iw_buf_free(&bufs[p]);
   funnel_device_close(dev);

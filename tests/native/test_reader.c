@@ -823,7 +823,7 @@ static void read_on_caller_stream(void) {
   struct parts ps = make_parts(&src, &sh, 63);
   struct funnel_table *t = NULL;
   if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, stream, &t, &err), &err)) {
-    funnel_device_stream_destroy(device(), stream);
+    CHECK_OK(funnel_stream_destroy(stream, NULL), NULL);
     stream = 0;
     CHECK_EQ_I64(funnel_table_is_ready(t), 1);
     CHECK_OK(funnel_table_wait(t, &err), &err);
@@ -831,7 +831,7 @@ static void read_on_caller_stream(void) {
     funnel_table_free(t);
   }
   parts_free(&ps);
-  if (stream) funnel_device_stream_destroy(device(), stream);
+  if (stream) CHECK_OK(funnel_stream_destroy(stream, NULL), NULL);
   CHECK_STATUS(funnel_device_stream_create(NULL, &stream, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
   funnel_reader_free(rd);
   table_src_free(&src);

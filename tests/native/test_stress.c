@@ -108,7 +108,7 @@ static void flight_rows(struct flight *f, int thread, int read, int64_t rows) {
 static void flight_free(struct funnel_device *dev, struct flight *f) {
   for (int p = 0; p < f->n_parts; p++)
     if (!f->pinned[p]) free((void *)f->parts[p].data);
-  if (f->block != NULL) funnel_device_pinned_free(dev, f->block, f->block_size);
+  if (f->block != NULL) CHECK_OK(funnel_device_pinned_free(dev, f->block, f->block_size, NULL), NULL);
   for (int c = 0; c < N_COLS; c++) iw_col_free(&f->cols[c]);
   memset(f, 0, sizeof(*f));
 }
@@ -293,7 +293,7 @@ static void *run_job(void *arg) {
       flight_free(j->dev, &ring[k]);
     }
   check_context("%s", "");
-  if (stream != 0) funnel_device_stream_destroy(j->dev, stream);
+  if (stream != 0) CHECK_OK(funnel_stream_destroy(stream, NULL), NULL);
   if (j->shared == NULL) funnel_reader_free(rd);
   return NULL;
 }
@@ -481,7 +481,7 @@ static void copy_mode_pinned_partition_beside_the_staging_block(void) {
     if (CHECK_OK(funnel_device_pinned_alloc(dev, b[pinned_at].len, &pinned, &err), &err)) {
       check_context(k == 0 ? "pinned partition 0, then the staging block"
                            : "the staging block, then pinned partition 1");
-      funnel_device_pinned_free(dev, hole, staged_len);
+      CHECK_OK(funnel_device_pinned_free(dev, hole, staged_len, NULL), NULL);
       memcpy(pinned, b[pinned_at].data, b[pinned_at].len);
       uint8_t *pageable = iw_dup(b[1 - pinned_at].data, staged_len);
       struct funnel_partition parts[2];
@@ -489,7 +489,7 @@ static void copy_mode_pinned_partition_beside_the_staging_block(void) {
       parts[1 - pinned_at] = (struct funnel_partition){pageable, staged_len};
       read_two_and_check(dev, parts, (const int64_t *)f.cols[0].values, rows[0] + rows[1]);
       free(pageable);
-      funnel_device_pinned_free(dev, pinned, b[pinned_at].len);
+      CHECK_OK(funnel_device_pinned_free(dev, pinned, b[pinned_at].len, NULL), NULL);
     }
     for (int p = 0; p < 2; p++) iw_buf_free(&b[p]);
     for (int c = 0; c < N_COLS; c++) iw_col_free(&f.cols[c]);

@@ -1,0 +1,87 @@
+/* device.c: opening and closing a device, and its configuration (funnel.h,
+ * "device"); the streams callers make are stream.c's, the pinned blocks
+ * they allocate pinned.c's. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+
+/* Opens the backend `kind` asks for ("auto": cuda when it opens, else cpu). */
+static int open_backend(const char *kind, struct funnel_backend *be, struct funnel_error *error) {
+  const bool want_cuda = strcmp(kind, "cuda") == 0, want_cpu = strcmp(kind, "cpu") == 0;
+  if (!want_cuda && !want_cpu && strcmp(kind, "auto") != 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                      "unknown backend '%s': expected auto, cpu or cuda", kind);
+  if (!want_cpu) {
+    struct funnel_error probe;
+    const int st = funnel__cuda_backend_init(be, &probe);
+    if (st == FUNNEL_OK || want_cuda) {
+      if (st != FUNNEL_OK && error != NULL) *error = probe;
+      return st;
+    }
+  }
+  return funnel__cpu_backend_init(be, error);
+}
+
+static int64_t env_int(const char *name, int64_t otherwise) {
+  const char *v = getenv(name);
+  return v != NULL && *v ? strtoll(v, NULL, 10) : otherwise;
+}
+
+static void read_config(const struct funnel_backend *be, struct funnel__config *c) {
+  const int64_t pool = env_int("FUNNEL_PINNED_POOL_BYTES", be->default_pinned_pool_bytes);
+  const int64_t chunk = env_int("FUNNEL_SEGMENT_CHUNK_BYTES", 0);
+  const char *batch = getenv("FUNNEL_BATCH_COPY");
+  c->pinned_pool_bytes = pool > 0 ? pool : 0;
+  c->stage_pageable = env_int("FUNNEL_STAGE_PAGEABLE", be->stage_pageable) != 0;
+  c->direct_max_bytes = env_int("FUNNEL_DIRECT_MAX_BYTES", FUNNEL__DIRECT_MAX_DEFAULT);
+  c->segment_chunk_bytes = chunk > 0 ? chunk : FUNNEL__SEGMENT_CHUNK_BYTES;
+  c->batch_copy = batch != NULL && strcmp(batch, "1") == 0;
+}
+
+funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
+                                 struct funnel_error *error) {
+  funnel__error_clear(error);
+  FUNNEL_CHECK_ARG(kind != NULL && out != NULL, "funnel_device_open: kind and out must not be NULL");
+  struct funnel_device *dev = calloc(1, sizeof(*dev));
+  if (dev == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  int st = open_backend(kind, &dev->be, error);
+  if (st != FUNNEL_OK) {
+    free(dev);
+    return st;
+  }
+  st = funnel__backend_check(&dev->be, error);
+  if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &dev->stream, error);
+  if (st != FUNNEL_OK) {
+    funnel__dev_release(&dev->be);
+    free(dev);
+    return st;
+  }
+  read_config(&dev->be, &dev->config);
+  funnel__pool_init(&dev->pool, &dev->be, dev->config.pinned_pool_bytes);
+  funnel__pinned_init(&dev->pinned);
+  atomic_init(&dev->refs, 1);
+  *out = dev;
+  return FUNNEL_OK;
+}
+
+const char *funnel_device_backend(const struct funnel_device *dev) {
+  return dev ? dev->be.name : "none";
+}
+
+struct funnel_device *funnel__device_ref(struct funnel_device *dev) {
+  atomic_fetch_add(&dev->refs, 1);
+  return dev;
+}
+
+void funnel__device_unref(struct funnel_device *dev) {
+  if (dev == NULL || atomic_fetch_sub(&dev->refs, 1) != 1) return;
+  funnel__dev_stream_destroy(&dev->be, dev->stream);
+  funnel__pinned_release(&dev->pinned);
+  funnel__pool_release(&dev->pool);
+  funnel__dev_release(&dev->be);
+  free(dev);
+}
+
+void funnel_device_close(struct funnel_device *dev) { funnel__device_unref(dev); }

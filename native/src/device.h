@@ -1,0 +1,49 @@
+/* device.h: the device: its backend, its own stream, its pinned pool, and
+ * the configuration the environment gave when it opened.
+ *
+ * A device is freed with its last reference: funnel_device_close drops the
+ * caller's; every reader, table, stream and caller pinned block holds one,
+ * so a table handed to a consumer through the Device Data Interface may
+ * outlive the device handle its owner closed, and a pinned block stays
+ * mapped until it is freed. */
+#ifndef FUNNEL_DEVICE_H
+#define FUNNEL_DEVICE_H
+
+#include <stdatomic.h>
+
+#include "backend.h"
+#include "pinned.h"
+#include "pool.h"
+
+/* The environment's overrides, read once, when the device opens. */
+struct funnel__config {
+  int64_t pinned_pool_bytes;   /* FUNNEL_PINNED_POOL_BYTES, else the backend's default */
+  int stage_pageable;          /* FUNNEL_STAGE_PAGEABLE (1 or 0: force, for tests), else
+                                  the backend's */
+  int64_t direct_max_bytes;    /* FUNNEL_DIRECT_MAX_BYTES, else FUNNEL__DIRECT_MAX_DEFAULT:
+                                  each reader's FUNNEL_OPTION_DIRECT_MAX_BYTES to start with */
+  int64_t segment_chunk_bytes; /* FUNNEL_SEGMENT_CHUNK_BYTES, else FUNNEL__SEGMENT_CHUNK_BYTES */
+  /* FUNNEL_BATCH_COPY=1: a read may put its copies in one batched call.
+   * Off by default: on an H100 with driver 580.159.04, a cuMemcpyBatchAsync
+   * of thousands of host-to-device copies of mixed sizes failed now and
+   * then with a sticky CUDA_ERROR_LAUNCH_FAILED, which leaves the process
+   * unable to use the device (bench/RESULTS.md, 2026-11-23; test_pool's
+   * copy_mode_many_runs_of_mixed_sizes). One cuMemcpyHtoDAsync per run
+   * costs ~2 us of host time each, and only reads of partitions that lie
+   * far apart in pinned memory make many runs. */
+  bool batch_copy;
+};
+
+struct funnel_device {
+  _Atomic int64_t refs;
+  struct funnel_backend be;
+  struct funnel__config config;
+  void *stream; /* the device's own: copies back, and frees after a read's work */
+  struct funnel__pool pool;
+  struct funnel__pinned pinned; /* the blocks callers hold (each holds the device) */
+};
+
+struct funnel_device *funnel__device_ref(struct funnel_device *dev);
+void funnel__device_unref(struct funnel_device *dev);
+
+#endif

@@ -1,0 +1,108 @@
+/* read.h: the phases of a read, one file each, which reader.c
+ * (funnel_reader_read_async) runs in order:
+ *
+ *   transfer.c  early copies: pinned partitions go up before parsing
+ *   parse.c     IPC headers -> partition views (host threads when many)
+ *   plan.c      schema checks, sizes, output layout (plan.h)
+ *   transfer.c  how every partition reaches the device: runs, staging
+ *   submit.c    allocations, copies, segment table, launch, event
+ *
+ * Only transfer.c and submit.c call the backend. */
+#ifndef FUNNEL_READ_H
+#define FUNNEL_READ_H
+
+#include "table.h"
+#include "work.h"
+
+/* What a reader's options ask of a read (funnel_reader_set_option). */
+struct funnel__read_options {
+  int transfer;             /* enum funnel_transfer */
+  int time_kernel;          /* FUNNEL_OPTION_TIME_KERNEL */
+  int shareable;            /* FUNNEL_OPTION_SHAREABLE */
+  int64_t direct_max_bytes; /* FUNNEL_OPTION_DIRECT_MAX_BYTES */
+};
+
+/* Tests only: a function every read calls once it is in flight (counted
+ * by its reader, its stream looked up), e.g. to hold reads there while a
+ * test frees what they use; NULL: none. */
+typedef void (*funnel__read_hook_fn)(void);
+void funnel__set_read_hook(funnel__read_hook_fn hook);
+/* Tests only: the reads in progress on `reader`. */
+int64_t funnel__reader_reads_in_flight(struct funnel_reader *reader);
+
+/* ---------------------------------------------------------------- parse.c */
+
+/* Parses every partition into views allocated in t->arena (counting the
+ * empty ones in t->stats); the error, if any, is the first bad partition's
+ * in partition order, as one thread going through them would find. */
+int funnel__parse_all(const struct funnel_partition *parts, size_t count,
+                      const struct funnel__schema *known, struct funnel_table *t,
+                      struct funnel__partition **out, struct funnel_error *error);
+
+/* ------------------------------------------------------------- transfer.c */
+
+/* One host-to-device copy: a run of partitions back to back in pinned
+ * memory (or one pageable partition, copied by the driver). */
+struct funnel__run {
+  const uint8_t *src;
+  int64_t length;
+  int64_t scratch; /* offset in the scratch allocation */
+  bool pinned;
+};
+
+/* Pageable partitions to copy into the pinned staging block, in tasks of
+ * FUNNEL__STAGE_TASK bytes. */
+struct funnel__stage_copy {
+  uint8_t *dst;
+  const uint8_t *src;
+  int64_t length;
+  int64_t first_task; /* tasks before this copy's first */
+};
+
+struct funnel__stage_plan {
+  struct funnel__stage_copy *copies;
+  int64_t n;
+  int64_t tasks;  /* FUNNEL__STAGE_TASK-sized memcpys, in the order of their bytes */
+  int64_t first;  /* the first task of the range that runs */
+  uint8_t *block; /* the pinned block the pageable partitions go to, or NULL */
+  int64_t block_size;
+};
+
+/* How every partition of a read reaches the device. */
+struct funnel__transfer {
+  uint64_t *in_base;   /* per partition: the device address its bytes start at */
+  int64_t *in_scratch; /* per partition: offset of its bytes in scratch, or -1 */
+  struct funnel__run *runs;
+  int64_t n_runs;
+  int64_t scratch_size; /* bytes of scratch the runs take */
+  bool direct;          /* pinned partitions are read in place by the kernel */
+  bool early;           /* the partitions went up before parsing */
+  struct funnel__stage_plan staging;
+};
+
+/* Before parsing: when every partition lies in the pinned pool, enqueues
+ * their copies at once, so they fly while the host parses and plans
+ * (unless `transfer` is DIRECT); sets t->early_in and records t->event
+ * after them. */
+int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
+                         size_t count, int transfer, void *stream, struct funnel_error *error);
+
+/* Decides how each planned partition reaches the device (read in place,
+ * copied, staged through the pinned pool) and lays out the runs. Host
+ * only; holds the staging blocks it takes in t->staged. */
+int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
+                            struct funnel__transfer *out, struct funnel_error *error);
+
+/* Enqueues the copies of the runs (staging rounds included), noted in `w`. */
+int funnel__enqueue_transfer(struct funnel_table *t, struct funnel__transfer *tr,
+                             struct funnel__work *w, struct funnel_error *error);
+
+/* --------------------------------------------------------------- submit.c */
+
+/* Enqueues the copies, the segment table and the launch, and records
+ * t->event. On failure after something was enqueued, waits for it (or
+ * abandons the memory it touches), so the caller can release the table. */
+int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
+                   struct funnel_error *error);
+
+#endif

@@ -1,0 +1,124 @@
+/* submit.c: a read's last phase, the only one that allocates on the device:
+ * the output and scratch allocations, the partitions' copies (transfer.c),
+ * the segment table, the concat launch and the table's event. */
+#include "read.h"
+
+/* The segment table: in pinned memory when the pool has room, where the
+ * kernel reads it when it reads the partitions there too or they went up
+ * early; else it goes up with the partitions. */
+struct segment_table {
+  struct funnel__segment *host;
+  int64_t bytes;
+  bool pinned;        /* in the pinned pool */
+  bool in_place;      /* the kernel reads it in pinned memory */
+  int64_t scratch_at; /* its offset in scratch when it goes up with the partitions, or -1 */
+  uint64_t device;    /* where the kernel reads it */
+};
+
+static int segment_table_host(struct funnel_table *t, struct segment_table *s,
+                              struct funnel_error *error) {
+  s->bytes = t->plan.max_segments * (int64_t)sizeof(struct funnel__segment);
+  s->host = funnel__pool_alloc(&t->dev->pool, s->bytes);
+  s->pinned = s->host != NULL;
+  if (s->pinned) funnel__table_hold_staged(t, s->host, s->bytes);
+  else s->host = funnel__arena_alloc(&t->arena, (size_t)s->bytes);
+  if (s->host == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  return FUNNEL_OK;
+}
+
+/* Where the kernel reads the segment table, once the transfer is laid out. */
+static void segment_table_place(struct funnel_table *t, struct funnel__transfer *tr,
+                                struct segment_table *s) {
+  s->in_place = s->pinned && (tr->direct || (tr->early && funnel__pool_device_address(
+                                                              &t->dev->pool, s->host) != 0));
+  s->scratch_at = -1;
+  if (!s->in_place && !tr->early) {
+    s->scratch_at = tr->scratch_size;
+    tr->scratch_size += s->bytes;
+  }
+}
+
+/* The output, the scratch the runs (and the segment table) go to, and
+ * after early copies the segment table's own allocation. */
+static int alloc_device(struct funnel_table *t, const struct funnel__read_options *o,
+                        const struct funnel__transfer *tr, const struct segment_table *s,
+                        void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const int64_t out_size = t->plan.out_size;
+  int st = FUNNEL_OK;
+  if (out_size > 0 && o->shareable) {
+    st = funnel__dev_shared_alloc(be, (size_t)out_size, &t->out, &t->out_handle, error);
+    t->out_shared = st == FUNNEL_OK;
+  } else if (out_size > 0) {
+    st = funnel__dev_alloc(be, (size_t)out_size, stream, &t->out, error);
+  }
+  if (st == FUNNEL_OK && tr->scratch_size > 0)
+    st = funnel__dev_alloc(be, (size_t)tr->scratch_size, stream, &t->scratch, error);
+  if (st == FUNNEL_OK && tr->early && !s->in_place)
+    st = funnel__dev_alloc(be, (size_t)s->bytes, stream, &t->seg_scratch, error);
+  return st;
+}
+
+/* Writes the segment table, now that every address is known. */
+static int write_segments(struct funnel_table *t, struct funnel__transfer *tr,
+                          struct segment_table *s, struct funnel_error *error) {
+  const struct funnel__plan *plan = &t->plan;
+  for (int64_t p = 0; p < plan->n_parts; p++)
+    if (tr->in_scratch[p] >= 0) tr->in_base[p] = t->scratch + (uint64_t)tr->in_scratch[p];
+  const int64_t n_segs = funnel__plan_segments(plan, tr->in_base, t->out, s->host);
+  t->stats.segments = n_segs;
+  if (n_segs > plan->max_segments)
+    return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "internal error: %lld segments, room for %lld",
+                      (long long)n_segs, (long long)plan->max_segments);
+  s->device = s->in_place ? funnel__pool_device_address(&t->dev->pool, s->host)
+              : tr->early ? t->seg_scratch
+                          : t->scratch + (uint64_t)s->scratch_at;
+  return FUNNEL_OK;
+}
+
+/* The copies, the segment table's, the launch (between timing events when
+ * asked), each noted in `w`. */
+static int enqueue_all(struct funnel_table *t, const struct funnel__read_options *o,
+                       struct funnel__transfer *tr, const struct segment_table *s,
+                       struct funnel__work *w, struct funnel_error *error) {
+  struct funnel_backend *be = w->be;
+  int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, w, error);
+  if (st == FUNNEL_OK && !s->in_place)
+    st = funnel__work_enqueued(w, funnel__dev_copy_h2d_async(be, s->device, s->host,
+                                                             (size_t)s->bytes, w->stream, error));
+  if (st == FUNNEL_OK && o->time_kernel) {
+    st = funnel__dev_event_create_timed(be, &t->ev_start, error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_create_timed(be, &t->ev_end, error);
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(w, funnel__dev_event_record(be, t->ev_start, w->stream, error));
+  }
+  const int64_t n_segs = t->stats.segments;
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(w, funnel__dev_launch_concat(be, s->device, n_segs, w->stream,
+                                                            error));
+  if (st == FUNNEL_OK && t->ev_end != NULL)
+    st = funnel__dev_event_record(be, t->ev_end, w->stream, error);
+  return st;
+}
+
+int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
+                   struct funnel_error *error) {
+  t->staged = funnel__arena_calloc(&t->arena, (size_t)t->plan.n_parts + 2, sizeof(*t->staged));
+  if (t->staged == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  if (t->plan.max_segments == 0) return FUNNEL_OK; /* no columns: nothing to run */
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, &t->dev->be, stream, &t->event, error));
+  w.enqueued = t->early_in != NULL; /* the early copies are in flight */
+  struct funnel__transfer tr = {0};
+  struct segment_table s = {0};
+  int st = segment_table_host(t, &s, error);
+  if (st == FUNNEL_OK) st = funnel__layout_transfer(t, o, &tr, error);
+  if (st == FUNNEL_OK) segment_table_place(t, &tr, &s);
+  if (st == FUNNEL_OK) st = alloc_device(t, o, &tr, &s, stream, error);
+  if (st == FUNNEL_OK) st = write_segments(t, &tr, &s, error);
+  if (st == FUNNEL_OK) st = enqueue_all(t, o, &tr, &s, &w, error);
+  bool abandoned;
+  st = funnel__work_finish(&w, st, false, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  return st;
+}

@@ -1,0 +1,344 @@
+/* transfer.c: how a read's partition bytes reach the device: runs of
+ * partitions back to back in pinned memory go up in one copy each,
+ * pageable partitions are staged into the pinned pool by the host threads
+ * in rounds (each round's bytes go up while the next is staged), small
+ * pinned reads are read in place by the kernel, and reads of pinned
+ * partitions only are copied before they are parsed (read.h). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#include <string.h>
+
+#include "read.h"
+#include "workers.h"
+
+#define OUT_OF_MEMORY(error) FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory")
+
+/* Lays partition bytes [src, src + len) out in the scratch allocation:
+ * into the last run when both are pinned, `src` follows it within
+ * FUNNEL__MERGE_GAP and the caller allows it (`may_merge`), else as a new
+ * run. Returns the bytes' offset in scratch; *scratch is the size laid out. */
+static int64_t add_run(struct funnel__run *runs, int64_t *nr, int64_t *scratch,
+                       const uint8_t *src, int64_t len, bool pinned, bool may_merge) {
+  struct funnel__run *last = *nr > 0 ? &runs[*nr - 1] : NULL;
+  if (last != NULL && may_merge && last->pinned && pinned && src >= last->src + last->length &&
+      src - (last->src + last->length) <= FUNNEL__MERGE_GAP) {
+    /* the gap is pool memory too: both ends lie in the one pinned block */
+    last->length = src + len - last->src;
+    *scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
+    return last->scratch + (src - last->src);
+  }
+  runs[(*nr)++] = (struct funnel__run){src, len, *scratch, pinned};
+  const int64_t at = *scratch;
+  *scratch = funnel__align_up(at + len, FUNNEL__ALIGN);
+  return at;
+}
+
+/* ----------------------------------------------------------- early copies */
+
+/* Whether every non-empty partition lies in the pinned pool. */
+static bool all_pinned(struct funnel__pool *pool, const struct funnel_partition *parts,
+                       size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (parts[i].length > 0 &&
+        (parts[i].data == NULL || parts[i].length > INT64_MAX ||
+         !funnel__pool_contains(pool, parts[i].data, (int64_t)parts[i].length)))
+      return false;
+  return true;
+}
+
+int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
+                         size_t count, int transfer, void *stream, struct funnel_error *error) {
+  if (transfer == FUNNEL_TRANSFER_DIRECT || count == 0) return FUNNEL_OK;
+  if (!all_pinned(&t->dev->pool, parts, count)) return FUNNEL_OK;
+  int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
+  struct funnel__run *runs = funnel__arena_alloc(&t->arena, count * sizeof(*runs));
+  if (in == NULL || runs == NULL) return OUT_OF_MEMORY(error);
+  int64_t nr = 0, scratch = 0;
+  for (size_t i = 0; i < count; i++)
+    in[i] = parts[i].length == 0 ? -1
+                                 : add_run(runs, &nr, &scratch, parts[i].data,
+                                           (int64_t)parts[i].length, true, true);
+  if (nr == 0) return FUNNEL_OK;
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
+  int st = funnel__dev_alloc(be, (size_t)scratch, stream, &t->scratch, error);
+  for (int64_t r = 0; r < nr && st == FUNNEL_OK; r++)
+    st = funnel__work_enqueued(
+        &w, funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)runs[r].scratch, runs[r].src,
+                                       (size_t)runs[r].length, stream, error));
+  bool abandoned;
+  st = funnel__work_finish(&w, st, false, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  if (st == FUNNEL_OK) t->early_in = in;
+  return st;
+}
+
+/* ---------------------------------------------------------------- staging */
+
+/* memcpy with stores that bypass the cache where the processor has them
+ * (x86-64): staged bytes are read next by the copy engine, not by this
+ * thread, and a cached store first reads the line it writes, a third of the
+ * memory traffic of a copy. */
+static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__SSE2__)
+  size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+  if (head > n) head = n;
+  memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+    const __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+    const __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+    _mm_stream_si128((__m128i *)(dst + i), a);
+    _mm_stream_si128((__m128i *)(dst + i + 16), b);
+    _mm_stream_si128((__m128i *)(dst + i + 32), c);
+    _mm_stream_si128((__m128i *)(dst + i + 48), d);
+  }
+  memcpy(dst + i, src + i, n - i);
+  _mm_sfence(); /* the streamed stores are visible before the copy is enqueued */
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
+/* The staging copy that holds task `task`. */
+static const struct funnel__stage_copy *copy_of_task(const struct funnel__stage_plan *sp,
+                                                     int64_t task) {
+  int64_t lo = 0, hi = sp->n - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (sp->copies[mid].first_task <= task) lo = mid; else hi = mid - 1;
+  }
+  return &sp->copies[lo];
+}
+
+static void stage_task(void *ctx, int64_t i) {
+  const struct funnel__stage_plan *sp = ctx;
+  const int64_t task = sp->first + i;
+  const struct funnel__stage_copy *c = copy_of_task(sp, task);
+  const int64_t at = (task - c->first_task) * FUNNEL__STAGE_TASK;
+  const int64_t len = c->length - at < FUNNEL__STAGE_TASK ? c->length - at : FUNNEL__STAGE_TASK;
+  stream_copy(c->dst + at, c->src + at, (size_t)len);
+}
+
+/* The end, in the staging block, of the bytes that tasks [0, end_task)
+ * have written (the gaps between partitions come along in the copies). */
+static const uint8_t *staged_upto(const struct funnel__stage_plan *sp, int64_t end_task) {
+  if (end_task >= sp->tasks) return sp->block + sp->block_size;
+  const struct funnel__stage_copy *c = copy_of_task(sp, end_task);
+  return c->dst + (end_task - c->first_task) * FUNNEL__STAGE_TASK;
+}
+
+/* ----------------------------------------------------------------- layout */
+
+/* A layout in the making. */
+struct layout {
+  struct funnel_table *t;
+  struct funnel__transfer *tr;
+  uint8_t *stage;        /* the staging block, or NULL */
+  int64_t stage_bytes;   /* its size */
+};
+
+/* Which partitions lie in the pinned pool; the bytes of the others, as
+ * staging lays them out. */
+static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t *stage_bytes) {
+  const struct funnel__plan *plan = &t->plan;
+  const int64_t n = plan->n_parts;
+  bool *pinned = funnel__arena_calloc(&t->arena, (size_t)(n ? n : 1), sizeof(bool));
+  if (pinned == NULL) return NULL;
+  *pinned_bytes = *stage_bytes = 0;
+  for (int64_t p = 0; p < n; p++) {
+    const struct funnel__partition *part = &plan->parts[p];
+    if (part->rows == 0) continue;
+    pinned[p] = funnel__pool_contains(&t->dev->pool, part->bytes, part->length);
+    if (pinned[p]) *pinned_bytes += part->length;
+    else *stage_bytes += funnel__align_up(part->length, FUNNEL__ALIGN);
+  }
+  return pinned;
+}
+
+/* Where pageable bytes of `len` go: the staging block, else a pool block
+ * of their own (held by the table), else NULL: the driver stages them. */
+static uint8_t *stage_target(struct layout *l, int64_t len) {
+  struct funnel__stage_plan *sp = &l->tr->staging;
+  if (l->stage != NULL) {
+    uint8_t *to = l->stage + sp->block_size;
+    sp->block_size += funnel__align_up(len, FUNNEL__ALIGN);
+    return to;
+  }
+  uint8_t *to = funnel__pool_alloc(&l->t->dev->pool, len);
+  if (to != NULL) funnel__table_hold_staged(l->t, to, len);
+  return to;
+}
+
+static bool in_stage_block(const struct layout *l, const uint8_t *p) {
+  return l->stage != NULL && p >= l->stage && p < l->stage + l->stage_bytes;
+}
+
+/* Lays out partition p: read in place, or staged, and copied in a run. */
+static void place(struct layout *l, int64_t p, bool pinned) {
+  struct funnel_table *t = l->t;
+  struct funnel__transfer *tr = l->tr;
+  const struct funnel__partition *part = &t->plan.parts[p];
+  const uint8_t *src = part->bytes;
+  const int64_t len = part->length;
+  if (pinned && tr->direct) {
+    tr->in_base[p] = funnel__pool_device_address(&t->dev->pool, src);
+    t->stats.direct_partitions++;
+    t->stats.bytes_direct += len;
+    return;
+  }
+  uint8_t *to = !pinned && t->dev->config.stage_pageable ? stage_target(l, len) : NULL;
+  if (to != NULL) {
+    struct funnel__stage_plan *sp = &tr->staging;
+    sp->copies[sp->n++] = (struct funnel__stage_copy){to, src, len, sp->tasks};
+    sp->tasks += (len + FUNNEL__STAGE_TASK - 1) / FUNNEL__STAGE_TASK;
+    t->stats.staged_partitions++;
+    t->stats.bytes_staged += len;
+    src = to;
+    pinned = true;
+  }
+  /* a run lies wholly inside the staging block or wholly outside it:
+   * enqueue_runs copies those outside at once, before the block is
+   * staged, and those inside round by round as the block fills */
+  const struct funnel__run *last = tr->n_runs > 0 ? &tr->runs[tr->n_runs - 1] : NULL;
+  const bool may_merge = last == NULL || in_stage_block(l, src) == in_stage_block(l, last->src);
+  tr->in_scratch[p] =
+      add_run(tr->runs, &tr->n_runs, &tr->scratch_size, src, len, pinned, may_merge);
+}
+
+int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
+                            struct funnel__transfer *out, struct funnel_error *error) {
+  const int64_t n = t->plan.n_parts;
+  struct funnel__transfer tr = {
+      .in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t)),
+      .in_scratch = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(int64_t)),
+      .runs = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(struct funnel__run)),
+      .early = t->early_in != NULL};
+  if (tr.in_base == NULL || tr.in_scratch == NULL || tr.runs == NULL) return OUT_OF_MEMORY(error);
+  if (tr.early) { /* the partitions are on their way (early copies) */
+    memcpy(tr.in_scratch, t->early_in, (size_t)n * sizeof(int64_t));
+    *out = tr;
+    return FUNNEL_OK;
+  }
+  int64_t pinned_bytes, stage_bytes;
+  const bool *pinned = find_pinned(t, &pinned_bytes, &stage_bytes);
+  tr.staging.copies = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(*tr.staging.copies));
+  if (pinned == NULL || tr.staging.copies == NULL) return OUT_OF_MEMORY(error);
+  struct funnel__pool *pool = &t->dev->pool;
+  tr.direct = pinned_bytes > 0 && funnel__pool_device_address(pool, pool->base) != 0 &&
+              (o->transfer == FUNNEL_TRANSFER_DIRECT ||
+               (o->transfer == FUNNEL_TRANSFER_AUTO && pinned_bytes <= o->direct_max_bytes));
+  /* pageable partitions are staged back to back in one pinned block, so
+   * they go up in one copy; without room, one block each, or none */
+  struct layout l = {.t = t, .tr = &tr};
+  if (t->dev->config.stage_pageable && stage_bytes > 0 &&
+      (l.stage = funnel__pool_alloc(pool, stage_bytes)) != NULL) {
+    l.stage_bytes = stage_bytes;
+    funnel__table_hold_staged(t, l.stage, stage_bytes);
+  }
+  tr.staging.block = l.stage;
+  for (int64_t p = 0; p < n; p++) {
+    tr.in_scratch[p] = -1;
+    if (t->plan.parts[p].rows > 0) place(&l, p, pinned[p]);
+  }
+  *out = tr;
+  return FUNNEL_OK;
+}
+
+/* ----------------------------------------------------------------- copies */
+
+/* Staging proceeds round by round: the host threads stage the tasks of a
+ * round, then the bytes of the runs that round completed go up. */
+static int enqueue_staged_rounds(struct funnel_table *t, const struct funnel__transfer *tr,
+                                 struct funnel__stage_plan *sp, struct funnel__work *w,
+                                 struct funnel_error *error) {
+  const uint8_t *lo = sp->block, *hi = sp->block + sp->block_size;
+  int64_t rounds = sp->block_size / FUNNEL__STAGE_ROUND_MIN;
+  if (rounds > FUNNEL__STAGE_ROUNDS) rounds = FUNNEL__STAGE_ROUNDS;
+  if (rounds < 1) rounds = 1;
+  const int64_t per_round = (sp->tasks + rounds - 1) / rounds;
+  int64_t r = 0; /* the next run to copy, of those in the block */
+  const uint8_t *sent = lo;
+  int st = FUNNEL_OK;
+  for (int64_t first = 0; first < sp->tasks && st == FUNNEL_OK; first += per_round) {
+    const int64_t end = first + per_round < sp->tasks ? first + per_round : sp->tasks;
+    sp->first = first;
+    funnel__parallel_for(end - first, stage_task, sp);
+    const uint8_t *upto = staged_upto(sp, end);
+    while (st == FUNNEL_OK && r < tr->n_runs && sent < upto) {
+      const struct funnel__run *run = &tr->runs[r];
+      if (run->src < lo || run->src >= hi || run->src + run->length <= sent) {
+        r++;
+        continue;
+      }
+      const uint8_t *from = run->src > sent ? run->src : sent;
+      const uint8_t *to = run->src + run->length < upto ? run->src + run->length : upto;
+      if (to > from)
+        st = funnel__work_enqueued(
+            w, funnel__dev_copy_h2d_async(w->be,
+                                          t->scratch + (uint64_t)(run->scratch + (from - run->src)),
+                                          from, (size_t)(to - from), w->stream, error));
+      sent = to;
+      if (to == run->src + run->length) r++;
+    }
+  }
+  return st;
+}
+
+/* Enqueues the copy of every run, one each; the runs out of the staging
+ * block first, then, round by round as the host threads stage them, the
+ * bytes of the runs in the staging block. */
+static int enqueue_runs(struct funnel_table *t, struct funnel__transfer *tr,
+                        struct funnel__work *w, struct funnel_error *error) {
+  struct funnel__stage_plan *sp = &tr->staging;
+  if (sp->tasks > 0 && sp->block == NULL) {
+    /* no room for one block: the partitions were staged into blocks of
+     * their own, which go up like any pinned partition once filled */
+    sp->first = 0;
+    funnel__parallel_for(sp->tasks, stage_task, sp);
+    sp->tasks = 0;
+  }
+  const uint8_t *lo = sp->block, *hi = sp->block ? sp->block + sp->block_size : NULL;
+  int st = FUNNEL_OK;
+  for (int64_t i = 0; i < tr->n_runs && st == FUNNEL_OK; i++) {
+    const struct funnel__run *run = &tr->runs[i];
+    if (lo != NULL && run->src >= lo && run->src < hi) continue;
+    st = funnel__work_enqueued(
+        w, funnel__dev_copy_h2d_async(w->be, t->scratch + (uint64_t)run->scratch, run->src,
+                                      (size_t)run->length, w->stream, error));
+  }
+  if (sp->tasks == 0 || st != FUNNEL_OK) return st;
+  return enqueue_staged_rounds(t, tr, sp, w, error);
+}
+
+/* Every run in one batched call (FUNNEL_BATCH_COPY=1, device.h). */
+static int enqueue_batch(struct funnel_table *t, const struct funnel__transfer *tr,
+                         struct funnel__work *w, struct funnel_error *error) {
+  const size_t n = (size_t)tr->n_runs;
+  uint64_t *dst = funnel__arena_calloc(&t->arena, n, sizeof(uint64_t));
+  const void **src = funnel__arena_calloc(&t->arena, n, sizeof(void *));
+  size_t *len = funnel__arena_calloc(&t->arena, n, sizeof(size_t));
+  if (dst == NULL || src == NULL || len == NULL) return OUT_OF_MEMORY(error);
+  for (size_t i = 0; i < n; i++) {
+    dst[i] = t->scratch + (uint64_t)tr->runs[i].scratch;
+    src[i] = tr->runs[i].src;
+    len[i] = (size_t)tr->runs[i].length;
+  }
+  return funnel__work_enqueued(w, funnel__dev_copy_h2d_batch_async(
+                                      w->be, dst, (const void *const *)src, len, n, w->stream,
+                                      error));
+}
+
+int funnel__enqueue_transfer(struct funnel_table *t, struct funnel__transfer *tr,
+                             struct funnel__work *w, struct funnel_error *error) {
+  bool all_pinned = true;
+  for (int64_t i = 0; i < tr->n_runs && all_pinned; i++) all_pinned = tr->runs[i].pinned;
+  if (all_pinned && tr->n_runs > 2 && w->be->copy_h2d_batch_async != NULL &&
+      t->dev->config.batch_copy && tr->staging.tasks == 0)
+    return enqueue_batch(t, tr, w, error);
+  return enqueue_runs(t, tr, w, error);
+}

@@ -1,0 +1,83 @@
+/* tuning.h: every tuning constant of funnel, each with the measurement (or
+ * the reason) that chose it. Plain C that nvcc compiles too. The
+ * environment overrides some of them once, when a device opens
+ * (device.c: struct funnel__config). */
+#ifndef FUNNEL_TUNING_H
+#define FUNNEL_TUNING_H
+
+#include <stdint.h>
+
+/* Alignment of every device allocation, pool block and output buffer: a
+ * cache line and Arrow's recommended alignment, so the kernel copies in
+ * 16-byte words; the pool rounds every block up to it. */
+#define FUNNEL__ALIGN 64
+
+/* Pieces larger than this are cut into segments of this size, so that one
+ * launch spreads them over many blocks of the kernel (a block runs a
+ * segment). H100, 2026-11-23 (bench/RESULTS.md): 2 x 10 x 1M int64 ran its
+ * kernel in 0.139 ms (84% of a d2d copy of the result) at 64 KiB, 0.145 at
+ * 256 KiB and 0.284 at 1 MiB, where 150 blocks could not fill 132 SMs.
+ * Override: FUNNEL_SEGMENT_CHUNK_BYTES. */
+#define FUNNEL__SEGMENT_CHUNK_BYTES ((int64_t)64 << 10)
+
+/* The cuda concat launch: threads a block, and the most blocks (they
+ * stride over the segments beyond). Not measured: a common block size. */
+#define FUNNEL__CONCAT_THREADS 256
+#define FUNNEL__CONCAT_MAX_BLOCKS 65535
+
+/* The pinned pool, allocated once per device. cuda: cuMemHostAlloc costs
+ * ~130 ms per 256 MiB on the H100 host, paid once; 256 MiB stages a few
+ * large reads at once. cpu: ordinary memory; 64 MiB holds every test's
+ * reads. Override: FUNNEL_PINNED_POOL_BYTES. */
+#define FUNNEL__POOL_BYTES_CUDA ((int64_t)256 << 20)
+#define FUNNEL__POOL_BYTES_CPU ((int64_t)64 << 20)
+
+/* Partitions parsed on the shared host threads, in tasks of PARSE_TASK
+ * consecutive partitions, when a read has at least PARSE_PARALLEL_MIN:
+ * below that one thread is quicker (H100 host, 2026-11-23: 200 partitions
+ * parsed in 0.08 ms alone, 0.12 ms on 16 threads; 1000 in 0.38 and 0.13). */
+#define FUNNEL__PARSE_PARALLEL_MIN 400
+#define FUNNEL__PARSE_TASK 8
+
+/* Interior string offsets are checked on the host threads in tasks of
+ * about this many offsets: below it a thread costs more than it saves. */
+#define FUNNEL__OFFSETS_TASK ((int64_t)1 << 18)
+
+/* Staging memcpys of pageable partitions into pinned memory run in tasks
+ * of this many bytes on the host threads (one thread copies ~5-10 GB/s;
+ * the link takes ~55). */
+#define FUNNEL__STAGE_TASK ((int64_t)1 << 20)
+
+/* Staging proceeds in up to STAGE_ROUNDS rounds of at least
+ * STAGE_ROUND_MIN bytes (16 tasks: work for every host thread); the bytes
+ * of each round go up while the next is staged, so the host's memcpy and
+ * the link overlap. */
+#define FUNNEL__STAGE_ROUNDS 16
+#define FUNNEL__STAGE_ROUND_MIN ((int64_t)16 << 20)
+
+/* FUNNEL_TRANSFER_AUTO, for a read of partitions only some of which are
+ * pinned, reads the pinned ones in place when they total at most this many
+ * bytes. H100 (PCIe Gen5), 2026-11-22, in a run whose record did not land:
+ * the kernel reads pinned host memory at ~44 GB/s, the copy engine at ~55;
+ * in place won at 3.6 MiB (0.280 against 0.316 ms), copying at 15.5 MiB
+ * (0.484 against 0.512). A read of pinned partitions only copies them
+ * before parsing, which beat both on 2026-11-23 (bench/RESULTS.md).
+ * Override: FUNNEL_DIRECT_MAX_BYTES, or FUNNEL_OPTION_DIRECT_MAX_BYTES. */
+#define FUNNEL__DIRECT_MAX_DEFAULT ((int64_t)8 << 20)
+
+/* Partitions that lie at most this far after each other in pinned memory go
+ * up in one copy, the gap with them. No further: a wider gap may be another
+ * thread's pool block, which the copy would read while that thread writes
+ * it (a data race on the cpu backend, found by ThreadSanitizer in
+ * test_stress). Up to 64 bytes the gap is the padding the pool rounds each
+ * block to, so it belongs to the block of the partition before it. */
+#define FUNNEL__MERGE_GAP ((int64_t)FUNNEL__ALIGN)
+
+/* Host threads that run a loop, the caller included: the cores, at most
+ * this many (the staging memcpy saturates host memory well before).
+ * Override: FUNNEL_HOST_THREADS (read once per process), up to
+ * FUNNEL__HOST_THREADS_LIMIT. */
+#define FUNNEL__HOST_THREADS_MAX 16
+#define FUNNEL__HOST_THREADS_LIMIT 64
+
+#endif
