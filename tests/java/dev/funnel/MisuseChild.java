@@ -237,7 +237,7 @@ public final class MisuseChild {
     List<Thread> all = new ArrayList<>();
     for (int k = 0; k < threads; k++) {
       Thread t = new Thread(() -> {
-        List<DeviceTable> tables = new ArrayList<>();
+        java.util.ArrayDeque<DeviceTable> tables = new java.util.ArrayDeque<>();
         try {
           try {
             for (int n = 0; ; n++) {
@@ -245,15 +245,15 @@ public final class MisuseChild {
               if (n == 0) {
                 reading.countDown();
               }
+              if (tables.size() > 4) { // a few reads in flight each, not an ever longer queue
+                verify(tables.poll(), allocator, parts, rows);
+              }
             }
           } catch (IllegalStateException e) {
             closedOk(e, closed);
           }
-          for (DeviceTable table : tables) {
-            table.waitReady(); // never hangs: the work was enqueued before the close
-            try (VectorSchemaRoot root = table.toArrow(allocator)) {
-              check(root, parts, rows);
-            }
+          while (!tables.isEmpty()) {
+            verify(tables.poll(), allocator, parts, rows);
           }
         } catch (Throwable e) {
           failure.compareAndSet(null, e);
@@ -274,6 +274,16 @@ public final class MisuseChild {
     }
     if (failure.get() != null) {
       throw new AssertionError("a reading thread failed", failure.get());
+    }
+  }
+
+  /** Waits for a table (never hangs: its work was enqueued), checks its rows, closes it. */
+  private static void verify(DeviceTable table, BufferAllocator allocator, int parts, int rows) {
+    try (table) {
+      table.waitReady();
+      try (VectorSchemaRoot root = table.toArrow(allocator)) {
+        check(root, parts, rows);
+      }
     }
   }
 

@@ -29,7 +29,7 @@ class SharedConstantsTest {
     if (!m.find()) {
       throw new AssertionError("no enum " + name);
     }
-    String body = m.group(1).replaceAll("/\\*.*?\\*/", "");
+    String body = m.group(1).replaceAll("(?s)/\\*.*?\\*/", "");
     Map<String, Integer> values = new LinkedHashMap<>();
     int next = 0;
     for (String item : body.split(",")) {
@@ -54,7 +54,7 @@ class SharedConstantsTest {
     }
     List<String> fields = new ArrayList<>();
     Matcher f = Pattern.compile("int64_t\\s+(\\w+)\\s*;")
-        .matcher(m.group(1).replaceAll("/\\*.*?\\*/", ""));
+        .matcher(m.group(1).replaceAll("(?s)/\\*.*?\\*/", ""));
     while (f.find()) {
       fields.add(f.group(1));
     }
@@ -107,7 +107,9 @@ class SharedConstantsTest {
     assertEquals(options.get("FUNNEL_OPTION_TRANSFER"), FunnelReader.OPTION_TRANSFER);
     assertEquals(options.get("FUNNEL_OPTION_TIME_KERNEL"), FunnelReader.OPTION_TIME_KERNEL);
     assertEquals(options.get("FUNNEL_OPTION_SHAREABLE"), FunnelReader.OPTION_SHAREABLE);
-    assertEquals(3, options.size(), "an option Java does not know: " + options);
+    assertEquals(options.get("FUNNEL_OPTION_DIRECT_MAX_BYTES"),
+        FunnelReader.OPTION_DIRECT_MAX_BYTES);
+    assertEquals(4, options.size(), "an option Java does not know: " + options);
     Map<String, Integer> transfer = enumOf(h, "funnel_transfer");
     for (FunnelReader.Transfer t : FunnelReader.Transfer.values()) {
       assertEquals(transfer.get("FUNNEL_TRANSFER_" + t.name()), t.ordinal(), t.name());

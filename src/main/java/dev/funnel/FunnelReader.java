@@ -36,6 +36,7 @@ public final class FunnelReader implements AutoCloseable {
 
   static final int OPTION_TIME_KERNEL = 2;
   static final int OPTION_SHAREABLE = 3;
+  static final int OPTION_DIRECT_MAX_BYTES = 4;
 
   /** Linux maps nothing below vm.mmap_min_addr, 64 KiB by default: such an address is a bug. */
   static final long LOWEST_ADDRESS = 1L << 16;
@@ -208,6 +209,17 @@ public final class FunnelReader implements AutoCloseable {
    */
   public FunnelReader setShareable(boolean on) {
     return option(OPTION_SHAREABLE, on ? 1 : 0);
+  }
+
+  /**
+   * Tuning: {@link Transfer#AUTO} reads pinned partitions in place when they total at most this
+   * many bytes (default 8 MiB, or {@code FUNNEL_DIRECT_MAX_BYTES} when the device opened).
+   */
+  public FunnelReader setDirectMaxBytes(long bytes) {
+    if (bytes < 0) {
+      throw new IllegalArgumentException("direct max bytes " + bytes + " is negative");
+    }
+    return option(OPTION_DIRECT_MAX_BYTES, bytes);
   }
 
   private FunnelReader option(int option, long value) {
