@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""torch.cat per column, the kernel-only baseline of issue 4's target 4.
+"""torch.cat per column: the baseline of the target "kernel alone: >= 50x as fast as
+torch.cat per column" (200x10x1000 int64).
 
 For a shape P x C x R (int64 columns, R rows per partition), P*C device
 tensors are made once (inputs already on the device, as funnel's kernel
@@ -89,9 +90,10 @@ def main():
             print(f"  {args.c_results} has no kernel row for {p}x{c}x{r} int64")
         else:
             result.update({"funnel_kernel_ms": fk, "funnel_backend": backend, "speedup": ms / fk})
-            verdict = "MET" if ms / fk >= 50 else "MISS"
+            verdict = "PASS" if ms / fk >= 50 else "FAIL"
             print(f"  funnel's kernel alone ({backend}): {fk:.4f} ms -> {ms / fk:.1f}x faster "
-                  f"than torch.cat (target 50x: {verdict})")
+                  f"than torch.cat (kernel alone: >= 50x as fast as torch.cat per column: "
+                  f"{verdict})")
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps(result) + "\n")
