@@ -360,6 +360,14 @@ public final class DeviceTable implements AutoCloseable {
   }
 
   /**
+   * One line per column, aligned, for people: name, type, nullability and null count, under a
+   * header line. Never touches the device.
+   */
+  public String describeColumns() {
+    return TablePrinter.columns(columns);
+  }
+
+  /**
    * A one-line summary that never touches the device and never blocks: rows, then each column's
    * name, type and null count ("not null" for a column that cannot hold nulls), e.g.
    * {@code DeviceTable[1,000 rows: id int64 not null, name utf8 12 nulls]}. {@link #head(int)}

@@ -1,4 +1,4 @@
-package dev.funnel;
+package dev.funnel.tools;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,11 +15,11 @@ import java.util.Map;
  * one row per shape, mix, source and strategy. Rows are read by column name, so columns appended
  * after {@link #HEADER} and strategies this code does not know are carried along, not refused.
  */
-final class ResultsCsv {
+public final class ResultsCsv {
   private ResultsCsv() {}
 
   /** The header both drivers write, in this order. */
-  static final List<String> HEADER =
+  public static final List<String> HEADER =
       List.of(
           "backend", "partitions", "columns", "rows_per_partition", "rows", "mix", "source",
           "strategy", "bytes", "h2d_bytes", "reps", "ms_median", "ms_min", "gb_per_s",
@@ -27,7 +27,7 @@ final class ResultsCsv {
           "staged_partitions", "parse_ms", "plan_ms", "submit_ms", "verified", "error");
 
   /** One row: its values by column name; a column the file does not have reads as "". */
-  record Row(Map<String, String> values) {
+  public record Row(Map<String, String> values) {
     String get(String column) {
       return values.getOrDefault(column, "");
     }
@@ -52,7 +52,7 @@ final class ResultsCsv {
    * @throws IOException when it cannot be read, or is not CSV with a header naming every column
    *     in {@code required} (the message names the file and the line)
    */
-  static List<Row> read(Path file, List<String> required) throws IOException {
+  public static List<Row> read(Path file, List<String> required) throws IOException {
     List<List<String>> records = parse(Files.readString(file, StandardCharsets.UTF_8), file);
     if (records.isEmpty()) {
       throw new IOException(file + ": empty, expected a header line");

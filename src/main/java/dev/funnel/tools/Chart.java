@@ -1,4 +1,4 @@
-package dev.funnel;
+package dev.funnel.tools;
 
 import java.awt.BasicStroke;
 import java.awt.Color;
@@ -62,7 +62,7 @@ import org.jfree.data.xy.XYSeriesCollection;
  * shapes of each size. Sizes within {@link #SAME_SIZE} of each other count as one (string
  * partitions of one shape differ by a few bytes).
  */
-final class Chart {
+public final class Chart {
   static {
     // first, before this class's own colours and shapes load AWT: hosts have no display
     System.setProperty("java.awt.headless", "true");
@@ -71,8 +71,8 @@ final class Chart {
   private Chart() {}
 
   static final Path DEFAULT_PNG = Path.of("target", "bench", "chart.png");
-  static final int WIDTH = 1600;
-  static final int HEIGHT = 800;
+  public static final int WIDTH = 1600;
+  public static final int HEIGHT = 800;
   private static final double SAME_SIZE = 1.05;
 
   /** A strategy's look, the same in every panel. */

@@ -1,5 +1,9 @@
-package dev.funnel;
+package dev.funnel.tools;
 
+import dev.funnel.DeviceTable;
+import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelReader;
+import dev.funnel.ReadStats;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,4 +1,4 @@
-package dev.funnel;
+package dev.funnel.tools;
 
 import java.io.IOException;
 import java.io.Reader;

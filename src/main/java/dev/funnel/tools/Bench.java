@@ -1,5 +1,12 @@
-package dev.funnel;
+package dev.funnel.tools;
 
+import dev.funnel.DeviceTable;
+import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelException;
+import dev.funnel.FunnelReader;
+import dev.funnel.PinnedBuffer;
+import dev.funnel.PinnedPool;
+import dev.funnel.ReadStats;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.PrintStream;

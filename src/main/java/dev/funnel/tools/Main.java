@@ -1,5 +1,10 @@
-package dev.funnel;
+package dev.funnel.tools;
 
+import dev.funnel.DeviceTable;
+import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelException;
+import dev.funnel.FunnelReader;
+import dev.funnel.ReadStats;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -13,6 +18,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -55,7 +61,7 @@ public final class Main {
   }
 
   /** Runs a command; returns the exit status. */
-  static int run(String[] args, PrintStream out, PrintStream err) {
+  public static int run(String[] args, PrintStream out, PrintStream err) {
     if (args.length == 0 || args[0].equals("-h") || args[0].equals("--help")) {
       (args.length == 0 ? err : out).println(USAGE);
       return args.length == 0 ? 2 : 0;
@@ -241,11 +247,12 @@ public final class Main {
         DeviceTable table = reader.read(partitions)) {
       // the rows first: a read that fails on the device fails before anything is printed
       String head = table.head(rows);
-      out.println(TablePrinter.count(table.numRows()) + (table.numRows() == 1 ? " row" : " rows")
+      out.println(String.format(Locale.ROOT, "%,d", table.numRows())
+          + (table.numRows() == 1 ? " row" : " rows")
           + " in " + inputs.size() + (inputs.size() == 1 ? " partition" : " partitions")
           + ", backend " + device.backend());
       out.println();
-      out.print(TablePrinter.columns(table.columns()));
+      out.print(table.describeColumns());
       out.println();
       out.print(head);
       return 0;
