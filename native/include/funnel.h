@@ -354,8 +354,8 @@ struct funnel_partition {
  * without waiting. On cuda, partitions that are not in the pinned pool are
  * first copied into it (staging) by the calling thread and the shared host
  * threads, in rounds, each round's bytes going up while the next is
- * staged. String offsets inside the pieces are checked on the host while
- * the copies run.
+ * staged. String offsets and null counts (against the validity bits) are
+ * checked on the host threads while the copies run.
  *
  * Async contract: the memory of every partition (and the `parts` array is
  * copied, so only the bytes it points to) must stay valid and unchanged

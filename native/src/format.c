@@ -724,16 +724,27 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                        struct funnel_error *error) {
   FUNNEL_RETURN_NOT_OK(funnel__batch_bind_ends(schema, part, batch, index, arena, error));
   for (int i = 0; i < schema->n_fields; i++)
-    FUNNEL_RETURN_NOT_OK(funnel__piece_check_offsets(schema, part, batch, i, index, error));
+    FUNNEL_RETURN_NOT_OK(funnel__piece_check(schema, part, batch, i, index, error));
   return FUNNEL_OK;
 }
 
-int funnel__piece_check_offsets(const struct funnel__schema *schema,
-                                const struct funnel__partition *part,
-                                const struct funnel__batch *batch, int i, int64_t index,
-                                struct funnel_error *error) {
+int funnel__piece_check(const struct funnel__schema *schema,
+                         const struct funnel__partition *part,
+                         const struct funnel__batch *batch, int i, int64_t index,
+                         struct funnel_error *error) {
   const struct funnel__field *f = &schema->fields[i];
   const struct funnel__piece *p = &batch->pieces[i];
+  if (p->validity_bits >= 0) {
+    /* Arrow Java reads a validity buffer that has bytes whatever the null
+     * count says, Arrow C++ drops it when the count is 0: a count the bits
+     * contradict would be read two ways */
+    const int64_t nulls = zero_bits(part->bytes + p->validity_bits, p->length);
+    if (nulls != p->null_count)
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, p->validity_bits,
+                        "null count %lld, but the validity buffer at offset %lld holds %lld "
+                        "nulls", (long long)p->null_count, (long long)p->validity_bits,
+                        (long long)nulls);
+  }
   if (f->offset_width == 0 || p->length == 0) return FUNNEL_OK;
   /* every offset, not just the ends: the table handed on must be valid
    * Arrow, whose consumers read values by these offsets */
@@ -769,7 +780,7 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
     struct funnel__piece *p = &batch->pieces[i];
     p->length = (int64_t)rd64(batch->nodes + 16 * i);
     p->null_count = (int64_t)rd64(batch->nodes + 16 * i + 8);
-    p->validity = p->offsets = p->data = -1;
+    p->validity = p->validity_bits = p->offsets = p->data = -1;
     if (p->length != batch->rows)
       return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
                         "field node length %lld differs from the batch length %lld",
@@ -791,14 +802,7 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                           "validity buffer of %lld bytes at offset %lld, %lld rows need %lld",
                           (long long)len[0], (long long)off[0], (long long)p->length,
                           (long long)bitmap_bytes);
-      /* Arrow Java reads a validity buffer that has bytes whatever the null
-       * count says, Arrow C++ drops it when the count is 0: a count the
-       * bits contradict would be read two ways */
-      const int64_t nulls = zero_bits(part->bytes + off[0], p->length);
-      if (nulls != p->null_count)
-        return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[0],
-                          "null count %lld, but the validity buffer at offset %lld holds %lld "
-                          "nulls", (long long)p->null_count, (long long)off[0], (long long)nulls);
+      p->validity_bits = len[0] > 0 ? off[0] : -1; /* its count: funnel__piece_check */
       if (p->null_count > 0) p->validity = off[0];
     }
     if (f->offset_width == 0) {

@@ -34,6 +34,9 @@ struct funnel__piece {
   int64_t length;
   int64_t null_count;
   int64_t validity;      /* -1 when the piece is all valid */
+  int64_t validity_bits; /* a validity buffer with bytes (checked against the
+                            null count by funnel__piece_check), even when
+                            the null count is 0; -1 when none */
   int64_t offsets;       /* var width */
   int64_t data;
   int64_t first_offset;  /* var width: offsets[0] and offsets[length] */
@@ -106,20 +109,19 @@ int funnel__batch_bind(const struct funnel__schema *schema,
                        struct funnel__arena *arena,
                        struct funnel_error *error);
 
-/* funnel__batch_bind in two halves, so that the scan of every string
- * offset (4 or 8 bytes a row, where the count of validity bits reads an
- * eighth of one) can run on several threads: the first checks everything
- * but the interior offsets; the second checks column `i`'s interior
- * offsets (a no-op for fixed width), with the same error
- * funnel__batch_bind gives. */
+/* funnel__batch_bind in two halves, so that the checks whose cost grows
+ * with the rows can run on several threads while a read's copies fly: the
+ * first checks everything but those; the second checks column `i`'s
+ * interior string offsets (rising) and its null count against its validity
+ * bits, with the same error funnel__batch_bind gives. */
 int funnel__batch_bind_ends(const struct funnel__schema *schema,
                             const struct funnel__partition *part,
                             struct funnel__batch *batch, int64_t index,
                             struct funnel__arena *arena, struct funnel_error *error);
-int funnel__piece_check_offsets(const struct funnel__schema *schema,
-                                const struct funnel__partition *part,
-                                const struct funnel__batch *batch, int i, int64_t index,
-                                struct funnel_error *error);
+int funnel__piece_check(const struct funnel__schema *schema,
+                         const struct funnel__partition *part,
+                         const struct funnel__batch *batch, int i, int64_t index,
+                         struct funnel_error *error);
 
 /* Index of the first field where `a` and `b` differ (name, type, type
  * parameters, nullability), n_fields when only the field counts differ, or

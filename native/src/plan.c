@@ -7,30 +7,37 @@
 #include "plan.h"
 #include "workers.h"
 
-/* A string column of one batch whose interior offsets are still to check. */
-struct funnel__offsets_job {
+/* A batch whose pieces are still to check (funnel__piece_check: interior
+ * string offsets, null counts against validity bits). */
+struct funnel__check_job {
   int64_t part, batch;
-  int col;
 };
 
-struct offsets_check {
+struct piece_checks {
   const struct funnel__schema *schema;
   const struct funnel__partition *parts;
-  const struct funnel__offsets_job *jobs;
+  const struct funnel__check_job *jobs;
   int64_t per_task; /* jobs per task */
   int64_t n_jobs;
   _Atomic int64_t first_bad; /* the lowest failing job, or n_jobs */
 };
 
-static void check_offsets_task(void *ctx, int64_t task) {
-  struct offsets_check *c = ctx;
+/* The first failing piece of a job's batch, with its error; or FUNNEL_OK. */
+static int check_batch(const struct funnel__schema *schema, const struct funnel__partition *parts,
+                       const struct funnel__check_job *j, struct funnel_error *error) {
+  const struct funnel__partition *part = &parts[j->part];
+  for (int c = 0; c < schema->n_fields; c++)
+    FUNNEL_RETURN_NOT_OK(
+        funnel__piece_check(schema, part, &part->batches[j->batch], c, j->part, error));
+  return FUNNEL_OK;
+}
+
+static void check_task(void *ctx, int64_t task) {
+  struct piece_checks *c = ctx;
   const int64_t end = (task + 1) * c->per_task < c->n_jobs ? (task + 1) * c->per_task : c->n_jobs;
   for (int64_t k = task * c->per_task; k < end; k++) {
     if (k >= atomic_load(&c->first_bad)) return; /* a lower one failed already */
-    const struct funnel__offsets_job *j = &c->jobs[k];
-    const struct funnel__partition *part = &c->parts[j->part];
-    if (funnel__piece_check_offsets(c->schema, part, &part->batches[j->batch], j->col, j->part,
-                                    NULL) != FUNNEL_OK) {
+    if (check_batch(c->schema, c->parts, &c->jobs[k], NULL) != FUNNEL_OK) {
       int64_t seen = atomic_load(&c->first_bad);
       while (k < seen && !atomic_compare_exchange_weak(&c->first_bad, &seen, k)) {
       }
@@ -39,29 +46,19 @@ static void check_offsets_task(void *ctx, int64_t task) {
   }
 }
 
-/* Checks every interior string offset, on the shared host threads when
- * there are many; the error is the one of the first bad piece in
- * partition order, as a serial check would give. */
-static int check_all_offsets(const struct funnel__schema *schema,
-                             const struct funnel__partition *parts, const struct funnel__offsets_job *jobs,
-                             int64_t n_jobs, int64_t n_offsets, struct funnel_error *error) {
+int funnel__plan_check_pieces(const struct funnel__plan *plan, struct funnel_error *error) {
+  const int64_t n_jobs = plan->n_check_jobs;
   if (n_jobs == 0) return FUNNEL_OK;
-  struct offsets_check c = {.schema = schema, .parts = parts, .jobs = jobs, .n_jobs = n_jobs};
+  struct piece_checks c = {
+      .schema = plan->schema, .parts = plan->parts, .jobs = plan->check_jobs, .n_jobs = n_jobs};
   atomic_init(&c.first_bad, n_jobs);
-  int64_t tasks = n_offsets / FUNNEL__OFFSETS_TASK + 1;
+  int64_t tasks = plan->check_work / FUNNEL__CHECK_TASK + 1;
   if (tasks > n_jobs) tasks = n_jobs;
   c.per_task = (n_jobs + tasks - 1) / tasks;
-  funnel__parallel_for((n_jobs + c.per_task - 1) / c.per_task, check_offsets_task, &c);
+  funnel__parallel_for((n_jobs + c.per_task - 1) / c.per_task, check_task, &c);
   const int64_t bad = atomic_load(&c.first_bad);
-  if (bad == n_jobs) return FUNNEL_OK;
-  const struct funnel__offsets_job *j = &jobs[bad];
-  return funnel__piece_check_offsets(schema, &parts[j->part], &parts[j->part].batches[j->batch],
-                                     j->col, j->part, error);
-}
-
-int funnel__plan_check_offsets(const struct funnel__plan *plan, struct funnel_error *error) {
-  return check_all_offsets(plan->schema, plan->parts, plan->offset_jobs, plan->n_offset_jobs,
-                           plan->n_offsets, error);
+  /* the error of the first bad piece in partition order, as a serial check gives */
+  return bad == n_jobs ? FUNNEL_OK : check_batch(plan->schema, plan->parts, &c.jobs[bad], error);
 }
 
 static int64_t bitmap_bytes(int64_t rows) { return (rows + 7) / 8; }
@@ -98,8 +95,9 @@ struct scan {
   int64_t *chars;  /* string bytes per column */
   int n_var;       /* string columns */
   int64_t rows, batches, pieces;
-  struct funnel__offsets_job *jobs;
-  int64_t n_jobs, jobs_cap, n_offsets;
+  struct funnel__check_job *jobs;
+  int64_t n_jobs, jobs_cap, check_work;
+  int64_t check_per_row; /* bytes funnel__piece_check reads per row of a batch */
 };
 
 static int scan_init(struct scan *k, const struct funnel__schema *schema, bool from_reader,
@@ -118,7 +116,10 @@ static int scan_init(struct scan *k, const struct funnel__schema *schema, bool f
   k->chars = funnel__arena_calloc(arena, n_cols, sizeof(int64_t));
   if (k->cols == NULL || k->chars == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  for (int c = 0; c < schema->n_fields; c++) k->n_var += schema->fields[c].offset_width != 0;
+  for (int c = 0; c < schema->n_fields; c++) {
+    k->n_var += schema->fields[c].offset_width != 0;
+    k->check_per_row += schema->fields[c].offset_width + 1; /* offsets, and a validity bit */
+  }
   return FUNNEL_OK;
 }
 
@@ -134,23 +135,19 @@ static int check_schema(const struct scan *k, const struct funnel__partition *pa
                            why);
 }
 
-/* The batch's string columns join the offsets to check later. */
-static int add_offset_jobs(struct scan *k, int64_t p, int64_t b, int64_t rows,
-                           struct funnel__arena *arena, struct funnel_error *error) {
-  if (k->n_var == 0) return FUNNEL_OK;
-  if (k->n_jobs + k->n_var > k->jobs_cap) {
-    const int64_t cap = k->jobs_cap ? 2 * k->jobs_cap : 64 + k->n_var;
-    struct funnel__offsets_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
+/* The batch joins the pieces to check later, while the copies fly. */
+static int add_check_job(struct scan *k, int64_t p, int64_t b, int64_t rows,
+                         struct funnel__arena *arena, struct funnel_error *error) {
+  if (k->n_jobs == k->jobs_cap) {
+    const int64_t cap = k->jobs_cap ? 2 * k->jobs_cap : 64;
+    struct funnel__check_job *nj = funnel__arena_alloc(arena, (size_t)cap * sizeof(*nj));
     if (nj == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
     if (k->n_jobs) memcpy(nj, k->jobs, (size_t)k->n_jobs * sizeof(*nj));
     k->jobs = nj;
     k->jobs_cap = cap;
   }
-  for (int c = 0; c < k->schema->n_fields; c++)
-    if (k->schema->fields[c].offset_width != 0) {
-      k->jobs[k->n_jobs++] = (struct funnel__offsets_job){p, b, c};
-      k->n_offsets += rows;
-    }
+  k->jobs[k->n_jobs++] = (struct funnel__check_job){p, b};
+  k->check_work += rows * k->check_per_row;
   return FUNNEL_OK;
 }
 
@@ -162,7 +159,7 @@ static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p,
   k->batches++;
   if (batch->rows == 0) return FUNNEL_OK;
   k->pieces += k->schema->n_fields;
-  FUNNEL_RETURN_NOT_OK(add_offset_jobs(k, p, b, batch->rows, arena, error));
+  FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
   for (int c = 0; c < k->schema->n_fields; c++) {
     const struct funnel__piece *pc = &batch->pieces[c];
     k->cols[c].null_count += pc->null_count;
@@ -246,11 +243,11 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->batches = k.batches;
   out->columns = k.cols;
   out->out_size = size;
-  /* the interior offsets are checked later (funnel__plan_check_offsets),
-   * while the copies run */
-  out->offset_jobs = k.jobs;
-  out->n_offset_jobs = k.n_jobs;
-  out->n_offsets = k.n_offsets;
+  /* interior offsets and null counts are checked later
+   * (funnel__plan_check_pieces), while the copies run */
+  out->check_jobs = k.jobs;
+  out->n_check_jobs = k.n_jobs;
+  out->check_work = k.check_work;
   out->chunk_bytes = chunk_bytes > 0 ? chunk_bytes : FUNNEL__SEGMENT_CHUNK_BYTES;
   out->max_segments = segment_room(out, k.pieces);
   return FUNNEL_OK;

@@ -15,7 +15,7 @@ struct funnel__out_column {
   int64_t data, data_size;
 };
 
-struct funnel__offsets_job;
+struct funnel__check_job;
 
 struct funnel__plan {
   const struct funnel__schema *schema;
@@ -27,9 +27,9 @@ struct funnel__plan {
   int64_t out_size;       /* bytes of the output allocation */
   int64_t max_segments;   /* room to reserve for the segment table */
   int64_t chunk_bytes;    /* pieces larger than this are cut into segments this size */
-  /* the string columns of batches whose interior offsets are to be checked */
-  const struct funnel__offsets_job *offset_jobs;
-  int64_t n_offset_jobs, n_offsets;
+  /* the batches whose pieces funnel__plan_check_pieces checks */
+  const struct funnel__check_job *check_jobs;
+  int64_t n_check_jobs, check_work;
 };
 
 /* Checks every partition's schema against `schema` (the reader's, or when
@@ -38,18 +38,20 @@ struct funnel__plan {
  * and string bytes, lays out the output and the scratch. `parts` have been
  * through funnel__partition_parse. Pieces of more than `chunk_bytes` bytes
  * are cut into segments of that size (<= 0: FUNNEL__SEGMENT_CHUNK_BYTES). The interior string offsets are left to
- * funnel__plan_check_offsets. */
+ * funnel__plan_check_pieces. */
 int funnel__plan_build(const struct funnel__schema *schema,
                        struct funnel__partition *parts, int64_t n_parts,
                        int64_t chunk_bytes, struct funnel__arena *arena,
                        struct funnel__plan *out, struct funnel_error *error);
 
-/* Checks every interior string offset of the planned pieces (rising, within
- * the piece's data), on the shared host threads when there are many; the
- * error is the first bad piece's in partition order. Host memory only: a
- * read runs it while its copies are in flight, since the kernel only adds
- * a constant to each offset and reads no data by them. */
-int funnel__plan_check_offsets(const struct funnel__plan *plan, struct funnel_error *error);
+/* Checks what grows with the rows in every planned piece (funnel__piece_check:
+ * interior string offsets rising, null counts equal to the zero bits of a
+ * validity buffer that has bytes), on the shared host threads when there
+ * are many; the error is the first bad piece's in partition order. Host
+ * memory only: a read runs it while its copies are in flight, since the
+ * kernel only adds a constant to each offset, copies validity bits as they
+ * are, and reads no data by either. */
+int funnel__plan_check_pieces(const struct funnel__plan *plan, struct funnel_error *error);
 
 /* Writes the segment table into `out` (room for plan->max_segments; NULL
  * only counts) and returns the number of segments; never writes past the

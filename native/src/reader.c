@@ -179,9 +179,9 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
                             &t->arena, &t->plan, error);
   m[3] = mark_now();
   if (st == FUNNEL_OK) st = funnel__submit(t, o, stream, error);
-  /* while the copies run: a bad offset fails the read, whose release
+  /* while the copies run: a bad offset or null count fails the read, whose release
    * waits for what it enqueued before freeing anything */
-  if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&t->plan, error);
+  if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&t->plan, error);
   m[4] = mark_now();
   if (st != FUNNEL_OK) {
     funnel__table_unref(t);

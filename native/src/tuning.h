@@ -39,9 +39,10 @@
 #define FUNNEL__PARSE_PARALLEL_MIN 400
 #define FUNNEL__PARSE_TASK 8
 
-/* Interior string offsets are checked on the host threads in tasks of
- * about this many offsets: below it a thread costs more than it saves. */
-#define FUNNEL__OFFSETS_TASK ((int64_t)1 << 18)
+/* Interior string offsets and validity bits are checked on the host
+ * threads in tasks that read about this many bytes: below it a thread
+ * costs more than it saves. */
+#define FUNNEL__CHECK_TASK ((int64_t)1 << 20)
 
 /* Staging memcpys of pageable partitions into pinned memory run in tasks
  * of this many bytes on the host threads (one thread copies ~5-10 GB/s;

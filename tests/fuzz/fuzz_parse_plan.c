@@ -25,8 +25,9 @@
  *  - more segments than plan.max_segments (the reader's table would
  *    overflow), a different count when only counting, or a segment that
  *    reads outside its partition or writes outside the output;
- *  - funnel__plan_check_offsets disagreeing with a plain loop over every
- *    offset (accept, or the first bad piece in partition order).
+ *  - funnel__plan_check_pieces disagreeing with a plain loop over every
+ *    offset and validity bit (accept, or the first bad piece in partition
+ *    order).
  *
  * FUNNEL_FUZZ_EXPECT_VALID=1 also aborts on any rejection: for checking
  * that the seed corpus (gen_corpus.c) is all valid input. */
@@ -293,6 +294,16 @@ static int first_bad_offsets(const struct funnel__plan *plan, const struct funne
       for (int c = 0; c < plan->schema->n_fields; c++) {
         const int w = plan->schema->fields[c].offset_width;
         const struct funnel__piece *pc = &pv[p].batches[b].pieces[c];
+        if (pc->validity_bits >= 0) { /* the null count is the zero bits */
+          int64_t zeros = 0;
+          for (int64_t r = 0; r < pc->length; r++)
+            zeros += !((pv[p].bytes[pc->validity_bits + r / 8] >> (r % 8)) & 1);
+          if (zeros != pc->null_count) {
+            *part = p;
+            *col = c;
+            return 1;
+          }
+        }
         if (w == 0 || pc->length == 0) continue;
         const uint8_t *o = pv[p].bytes + pc->offsets;
         int64_t prev = INT64_MIN;
@@ -356,11 +367,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int64_t bad_part = -1;
     int bad_col = -1;
     const int bad = first_bad_offsets(&plan, pv, in.n_parts, &bad_part, &bad_col);
-    st = funnel__plan_check_offsets(&plan, &err);
+    st = funnel__plan_check_pieces(&plan, &err);
     if (st != FUNNEL_OK) check_rejection(PHASE_OFFSETS, st, &err, &in);
-    if (!bad && st != FUNNEL_OK) fail("offsets rejected, all rise: %s", err.message);
+    if (!bad && st != FUNNEL_OK) fail("pieces rejected, offsets all rise and null counts all match: %s", err.message);
     if (bad && st == FUNNEL_OK)
-      fail("offsets accepted, partition %lld column %d has one that falls", (long long)bad_part, bad_col);
+      fail("pieces accepted, partition %lld column %d has a falling offset or a wrong null count", (long long)bad_part, bad_col);
     if (bad && (err.partition != bad_part || err.column != bad_col))
       fail("offsets: error names partition %lld column %lld, the first bad piece is %lld, %d: %s",
            (long long)err.partition, (long long)err.column, (long long)bad_part, bad_col, err.message);

@@ -77,7 +77,7 @@ static int parse(struct parsed *p, const uint8_t *bytes, size_t len, int plan,
     /* the plan names partitions by their index in its array */
     p->parts[INDEX] = p->part;
     st = funnel__plan_build(NULL, p->parts, INDEX + 1, chunk_bytes, &p->arena, &p->plan, err);
-    if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&p->plan, err);
+    if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&p->plan, err);
     p->part = p->parts[INDEX];
   }
   return st;

@@ -184,7 +184,7 @@ static int internal_read(const struct funnel_partition *parts, size_t n, int wit
   }
   struct funnel__plan plan;
   if (st == FUNNEL_OK) st = funnel__plan_build(sp, pv, (int64_t)n, 0, &arena, &plan, err);
-  if (st == FUNNEL_OK) st = funnel__plan_check_offsets(&plan, err);
+  if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&plan, err);
   if (st == FUNNEL_OK) *rows = plan.rows;
   funnel__arena_free(&arena);
   return st;
