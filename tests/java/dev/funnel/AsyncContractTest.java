@@ -56,10 +56,9 @@ class AsyncContractTest extends DeviceTestCase {
   /** Scribbles on the pool: a block given back too early would show in the table. */
   private static void scribble(PinnedPool pool, long size) {
     try (PinnedBuffer again = pool.allocate(size)) {
-      ByteBuffer b = again.buffer();
-      for (int i = 0; i < b.capacity(); i++) {
-        b.put(i, (byte) 0x5A);
-      }
+      byte[] junk = new byte[(int) size];
+      java.util.Arrays.fill(junk, (byte) 0x5A);
+      again.write(0, junk, 0, junk.length);
     }
   }
 
