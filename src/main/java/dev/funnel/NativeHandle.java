@@ -108,18 +108,8 @@ final class NativeHandle implements Runnable {
       explicit = true;
     }
     cleanable.clean(); // runs run() at most once; a second caller returns at once
-    boolean interrupted = false;
     synchronized (this) {
-      while (!freed) {
-        try {
-          wait();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
+      await(() -> freed);
     }
   }
 
@@ -197,22 +187,20 @@ final class NativeHandle implements Runnable {
   }
 
   private void awaitCalls() {
-    boolean interrupted = false;
-    while (calls > 0) {
-      try {
-        wait();
-      } catch (InterruptedException e) {
-        interrupted = true; // the object must not go while a call uses it
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
+    await(() -> calls == 0); // the object must not go while a call uses it
   }
 
   private void awaitNoCloser() {
+    await(() -> !closing || handle == 0);
+  }
+
+  /**
+   * Waits on this handle's monitor (held by the caller) until {@code done}; an interrupt is kept
+   * for the caller, not obeyed: what is waited for must not be cut short.
+   */
+  private void await(java.util.function.BooleanSupplier done) {
     boolean interrupted = false;
-    while (closing && handle != 0) {
+    while (!done.getAsBoolean()) {
       try {
         wait();
       } catch (InterruptedException e) {
