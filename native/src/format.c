@@ -677,6 +677,13 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
                                  header_name(m.header_type));
     }
   }
+  /* the plan binds every batch to the read's schema, `known` when the
+   * partition repeats it or has none: done here, while the headers are in
+   * cache; a batch that fails is bound again by the plan, which reports
+   * the error in its order */
+  if (known != NULL && (out->schema == NULL || out->schema == known))
+    for (int64_t b = 0; b < out->n_batches; b++)
+      (void)funnel__batch_bind_ends(known, out, &out->batches[b], index, arena, NULL);
   return FUNNEL_OK;
 }
 
@@ -762,6 +769,7 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                             const struct funnel__partition *part, struct funnel__batch *batch,
                             int64_t index, struct funnel__arena *arena,
                             struct funnel_error *error) {
+  if (batch->bound == schema) return FUNNEL_OK;
   int64_t want_buffers = 0;
   for (int i = 0; i < schema->n_fields; i++) want_buffers += schema->fields[i].n_buffers;
   if (batch->n_nodes != schema->n_fields || batch->n_buffers != want_buffers)
@@ -842,6 +850,7 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                         (long long)p->first_offset, (long long)p->last_offset,
                         (long long)len[2]);
   }
+  batch->bound = schema;
   return FUNNEL_OK;
 }
 

@@ -52,6 +52,9 @@ struct funnel__batch {
   const uint8_t *nodes;   /* FieldNode structs: {int64 length, null_count} */
   const uint8_t *buffers; /* Buffer structs: {int64 offset, length} */
   struct funnel__piece *pieces; /* n_fields, filled by funnel__batch_bind */
+  /* the schema funnel__batch_bind_ends bound the pieces to (a later call
+   * with it returns at once), or NULL */
+  const struct funnel__schema *bound;
 };
 
 struct funnel__partition {
@@ -92,7 +95,11 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length,
 /* The same, where a Schema message byte-for-byte equal to `known`'s (may
  * be NULL) is not parsed again: the partition's schema is then `known`
  * itself. Shuffle partitions repeat one schema; this makes the repeat
- * cost a memcmp. */
+ * cost a memcmp. When the partition's schema is `known` (or it has none),
+ * its batches are bound to `known` too (funnel__batch_bind_ends) while
+ * their headers are in cache, on the thread that parses; a batch that
+ * does not bind is left for the plan, which binds it again and reports
+ * the error in its order. */
 int funnel__partition_parse_known(const uint8_t *bytes, int64_t length,
                                   int64_t index, const struct funnel__schema *known,
                                   struct funnel__arena *arena,
@@ -111,7 +118,8 @@ int funnel__batch_bind(const struct funnel__schema *schema,
 
 /* funnel__batch_bind in two halves, so that the checks whose cost grows
  * with the rows can run on several threads while a read's copies fly: the
- * first checks everything but those; the second checks column `i`'s
+ * first checks everything but those (once: a batch bound to `schema`
+ * already is left as it is); the second checks column `i`'s
  * interior string offsets (rising) and its null count against its validity
  * bits, with the same error funnel__batch_bind gives. */
 int funnel__batch_bind_ends(const struct funnel__schema *schema,
