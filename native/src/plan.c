@@ -361,24 +361,38 @@ static int64_t emit_column_end(const struct sink *k, int64_t n, const struct col
   return n;
 }
 
+/* Columns whose segments one pass over the partitions writes: the pass
+ * goes partition by partition (each partition's pieces lie together in
+ * host memory; a pass per column would reach into every partition once
+ * per column, a cache miss each at thousands of partitions). */
+#define SEGMENT_PASS_COLUMNS 64
+
 int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out) {
   const struct sink k = {out, plan->max_segments, plan->chunk_bytes};
+  const int n_cols = plan->schema->n_fields;
   int64_t n = 0;
-  for (int c = 0; c < plan->schema->n_fields; c++) {
-    const struct funnel__out_column *oc = &plan->columns[c];
-    struct column_out o = {.f = &plan->schema->fields[c], .oc = oc,
-                           .validity = out_base + (uint64_t)oc->validity,
-                           .offsets = out_base + (uint64_t)oc->offsets,
-                           .data = out_base + (uint64_t)oc->data};
+  for (int c0 = 0; c0 < n_cols; c0 += SEGMENT_PASS_COLUMNS) {
+    const int m = n_cols - c0 < SEGMENT_PASS_COLUMNS ? n_cols - c0 : SEGMENT_PASS_COLUMNS;
+    struct column_out o[SEGMENT_PASS_COLUMNS];
+    for (int j = 0; j < m; j++) {
+      const struct funnel__out_column *oc = &plan->columns[c0 + j];
+      o[j] = (struct column_out){.f = &plan->schema->fields[c0 + j], .oc = oc,
+                                 .validity = out_base + (uint64_t)oc->validity,
+                                 .offsets = out_base + (uint64_t)oc->offsets,
+                                 .data = out_base + (uint64_t)oc->data};
+    }
     for (int64_t p = 0; p < plan->n_parts; p++) {
       const struct funnel__partition *part = &plan->parts[p];
       const uint64_t in = in_base != NULL ? in_base[p] : 0;
-      for (int64_t b = 0; b < part->n_batches; b++)
-        if (part->batches[b].pieces[c].length > 0)
-          n = emit_piece(&k, n, &o, &part->batches[b].pieces[c], in);
+      for (int64_t b = 0; b < part->n_batches; b++) {
+        const struct funnel__piece *pieces = part->batches[b].pieces;
+        if (part->batches[b].rows == 0) continue; /* every piece is empty */
+        for (int j = 0; j < m; j++)
+          if (pieces[c0 + j].length > 0) n = emit_piece(&k, n, &o[j], &pieces[c0 + j], in);
+      }
     }
-    n = emit_column_end(&k, n, &o, plan->rows);
+    for (int j = 0; j < m; j++) n = emit_column_end(&k, n, &o[j], plan->rows);
   }
   return n;
 }
