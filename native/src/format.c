@@ -583,6 +583,21 @@ static int batch_from_message(const struct message *m, int64_t index,
   return FUNNEL_OK;
 }
 
+/* Checks the pieces of a bound batch whose checks read little
+ * (funnel__piece_check, at most FUNNEL__CHECK_INLINE_BYTES: its offsets
+ * are in cache from the binding); marks it checked when every piece
+ * passes. */
+static void check_small_batch(const struct funnel__schema *schema,
+                              const struct funnel__partition *part, struct funnel__batch *batch,
+                              int64_t index) {
+  int64_t per_row = 0; /* bytes read per row: offsets, and a validity bit */
+  for (int i = 0; i < schema->n_fields; i++) per_row += schema->fields[i].offset_width + 1;
+  if (batch->rows > FUNNEL__CHECK_INLINE_BYTES / (per_row > 0 ? per_row : 1)) return;
+  for (int i = 0; i < schema->n_fields; i++)
+    if (funnel__piece_check(schema, part, batch, i, index, NULL) != FUNNEL_OK) return;
+  batch->checked = schema;
+}
+
 int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
                             struct funnel__arena *arena, struct funnel__partition *out,
                             struct funnel_error *error) {
@@ -683,7 +698,8 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
    * the error in its order */
   if (known != NULL && (out->schema == NULL || out->schema == known))
     for (int64_t b = 0; b < out->n_batches; b++)
-      (void)funnel__batch_bind_ends(known, out, &out->batches[b], index, arena, NULL);
+      if (funnel__batch_bind_ends(known, out, &out->batches[b], index, arena, NULL) == FUNNEL_OK)
+        check_small_batch(known, out, &out->batches[b], index);
   return FUNNEL_OK;
 }
 
@@ -715,8 +731,11 @@ static int64_t first_decrease64(const uint8_t *o, int64_t n) {
 static int64_t zero_bits(const uint8_t *bits, int64_t n) {
   int64_t ones = 0, k = 0;
   for (; k + 64 <= n; k += 64) ones += __builtin_popcountll(rd64(bits + k / 8));
-  for (; k + 8 <= n; k += 8) ones += __builtin_popcount(bits[k / 8]);
-  if (k < n) ones += __builtin_popcount(bits[k / 8] & ((1u << (n - k)) - 1));
+  if (k < n) { /* the last 1 to 63 bits: their bytes, in one word */
+    uint64_t v = 0;
+    memcpy(&v, bits + k / 8, (size_t)((n - k + 7) / 8));
+    ones += __builtin_popcountll(v & (~(uint64_t)0 >> (64 - (n - k))));
+  }
   return n - ones;
 }
 

@@ -55,6 +55,9 @@ struct funnel__batch {
   /* the schema funnel__batch_bind_ends bound the pieces to (a later call
    * with it returns at once), or NULL */
   const struct funnel__schema *bound;
+  /* the schema every piece passed funnel__piece_check against when the
+   * batch was parsed (a small batch), or NULL: still to check */
+  const struct funnel__schema *checked;
 };
 
 struct funnel__partition {
@@ -97,9 +100,11 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length,
  * itself. Shuffle partitions repeat one schema; this makes the repeat
  * cost a memcmp. When the partition's schema is `known` (or it has none),
  * its batches are bound to `known` too (funnel__batch_bind_ends) while
- * their headers are in cache, on the thread that parses; a batch that
- * does not bind is left for the plan, which binds it again and reports
- * the error in its order. */
+ * their headers are in cache, on the thread that parses, and a small one
+ * (FUNNEL__CHECK_INLINE_BYTES) has its pieces checked (funnel__piece_check)
+ * while its offsets are; a batch that does not bind or pass is left for
+ * the plan and the read's checks, which do it again and report the error
+ * in their order. */
 int funnel__partition_parse_known(const uint8_t *bytes, int64_t length,
                                   int64_t index, const struct funnel__schema *known,
                                   struct funnel__arena *arena,

@@ -159,7 +159,8 @@ static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p,
   k->batches++;
   if (batch->rows == 0) return FUNNEL_OK;
   k->pieces += k->schema->n_fields;
-  FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
+  if (batch->checked != k->schema) /* not already, as it was parsed */
+    FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
   for (int c = 0; c < k->schema->n_fields; c++) {
     const struct funnel__piece *pc = &batch->pieces[c];
     k->cols[c].null_count += pc->null_count;

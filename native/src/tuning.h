@@ -44,6 +44,14 @@
  * costs more than it saves. */
 #define FUNNEL__CHECK_TASK ((int64_t)1 << 20)
 
+/* A batch whose checks read at most this many bytes (about: offsets and
+ * a validity bit per row and column) is checked as it is parsed, on the
+ * parsing thread, while its offsets are in cache from binding it; larger
+ * ones are left to the host threads while the copies fly. Spark's small
+ * partitions then need no check pass at all. Not measured finely: a few
+ * pages, far below FUNNEL__CHECK_TASK. */
+#define FUNNEL__CHECK_INLINE_BYTES ((int64_t)16 << 10)
+
 /* Staging memcpys of pageable partitions into pinned memory run in tasks
  * of this many bytes on the host threads (one thread copies ~5-10 GB/s;
  * the link takes ~55). */
