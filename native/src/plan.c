@@ -249,7 +249,9 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->check_jobs = k.jobs;
   out->n_check_jobs = k.n_jobs;
   out->check_work = k.check_work;
-  out->chunk_bytes = chunk_bytes > 0 ? chunk_bytes : FUNNEL__SEGMENT_CHUNK_BYTES;
+  out->chunk_bytes = chunk_bytes <= 0 ? FUNNEL__SEGMENT_CHUNK_BYTES
+                     : chunk_bytes < FUNNEL__SEGMENT_CHUNK_MAX ? chunk_bytes
+                                                               : FUNNEL__SEGMENT_CHUNK_MAX;
   out->max_segments = segment_room(out, k.pieces);
   return FUNNEL_OK;
 }
@@ -261,40 +263,42 @@ struct sink {
   int64_t unit; /* cut pieces into chunks of about this many output bytes */
 };
 
-/* Appends `s` to the sink, cut into chunks of about sink->unit bytes of
- * output; returns the new count. Never writes past the room: a count over
- * it tells the caller. */
-static inline int64_t emit(const struct sink *k, int64_t n, const struct funnel__segment *s) {
+/* Appends `s`, of `count` bytes, bits or values (its own count field is
+ * not read: a piece may count more than it holds), to the sink, cut into
+ * chunks of about sink->unit bytes of output; returns the new count. Never
+ * writes past the room: a count over it tells the caller. */
+static inline int64_t emit(const struct sink *k, int64_t n, struct funnel__segment s,
+                           int64_t count) {
   const int64_t unit = k->unit;
   int64_t chunk;
-  switch (s->kind) {
+  switch (s.kind) {
     case FUNNEL_SEG_BYTES: chunk = unit; break;
     case FUNNEL_SEG_OFFSETS32: chunk = unit / 4 > 0 ? unit / 4 : 1; break;
     case FUNNEL_SEG_OFFSETS64: chunk = unit / 8 > 0 ? unit / 8 : 1; break;
     case FUNNEL_SEG_BITS:
     case FUNNEL_SEG_ONES:
     case FUNNEL_SEG_ZEROS: chunk = unit * 8 + 1; break; /* cuts at any bit, not only at bytes */
-    default: chunk = INT64_MAX; break;
+    default: chunk = 1; break; /* puts: one value */
   }
-  const int64_t count = (int64_t)s->count;
   if (count <= chunk) {
-    if (k->out != NULL && n < k->cap) k->out[n] = *s;
+    s.count = (uint32_t)count;
+    if (k->out != NULL && n < k->cap) k->out[n] = s;
     return n + 1;
   }
-  const int64_t width = s->kind == FUNNEL_SEG_OFFSETS32 ? 4 : s->kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
-  const int bits = s->kind == FUNNEL_SEG_BITS || s->kind == FUNNEL_SEG_ONES || s->kind == FUNNEL_SEG_ZEROS;
+  const int64_t width = s.kind == FUNNEL_SEG_OFFSETS32 ? 4 : s.kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
+  const int bits = s.kind == FUNNEL_SEG_BITS || s.kind == FUNNEL_SEG_ONES || s.kind == FUNNEL_SEG_ZEROS;
   for (int64_t done = 0; done < count; done += chunk, n++) {
     if (k->out == NULL || n >= k->cap) continue;
-    struct funnel__segment c = *s;
-    c.count = (uint64_t)(count - done < chunk ? count - done : chunk);
+    struct funnel__segment c = s;
+    c.count = (uint32_t)(count - done < chunk ? count - done : chunk);
     if (bits) {
-      const uint64_t from = s->src_bit + (uint64_t)done;
-      c.src = s->src ? s->src + from / 8 : 0;
-      c.src_bit = (uint32_t)(from % 8);
-      c.dst_bit = s->dst_bit + (uint64_t)done;
+      const uint64_t from = s.src_bit + (uint64_t)done;
+      c.src = s.src ? s.src + from / 8 : 0;
+      c.src_bit = (uint16_t)(from % 8);
+      c.dst_bit = s.dst_bit + (uint64_t)done;
     } else {
-      c.src = s->src + (uint64_t)(done * width);
-      c.dst = s->dst + (uint64_t)(done * width);
+      c.src = s.src + (uint64_t)(done * width);
+      c.dst = s.dst + (uint64_t)(done * width);
     }
     k->out[n] = c;
   }
@@ -315,29 +319,28 @@ static int64_t emit_piece(const struct sink *k, int64_t n, struct column_out *o,
   const struct funnel__field *f = o->f;
   const int64_t len = pc->length, row = o->row;
   if (o->oc->null_count > 0)
-    n = emit(k, n, &(struct funnel__segment){
+    n = emit(k, n, (struct funnel__segment){
         .kind = pc->validity >= 0 ? FUNNEL_SEG_BITS : FUNNEL_SEG_ONES,
         .src = pc->validity >= 0 ? in + (uint64_t)pc->validity : 0,
-        .dst = o->validity, .count = (uint64_t)len, .dst_bit = (uint64_t)row});
+        .dst = o->validity, .dst_bit = (uint64_t)row}, len);
   if (f->offset_width != 0) {
-    n = emit(k, n, &(struct funnel__segment){
+    n = emit(k, n, (struct funnel__segment){
         .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
         .src = in + (uint64_t)pc->offsets, .dst = o->offsets + (uint64_t)(row * f->offset_width),
-        .count = (uint64_t)len, .value = o->char_base - pc->first_offset});
+        .value = o->char_base - pc->first_offset}, len);
     const int64_t bytes = pc->last_offset - pc->first_offset;
     if (bytes > 0)
-      n = emit(k, n, &(struct funnel__segment){
+      n = emit(k, n, (struct funnel__segment){
           .kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)(pc->data + pc->first_offset),
-          .dst = o->data + (uint64_t)o->char_base, .count = (uint64_t)bytes});
+          .dst = o->data + (uint64_t)o->char_base}, bytes);
     o->char_base += bytes;
   } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BITS, .src = in + (uint64_t)pc->data,
-                                             .dst = o->data, .dst_bit = (uint64_t)row,
-                                             .count = (uint64_t)len});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BITS, .src = in + (uint64_t)pc->data,
+                                            .dst = o->data, .dst_bit = (uint64_t)row}, len);
   } else if (f->byte_width > 0) {
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)pc->data,
-                                             .dst = o->data + (uint64_t)(row * f->byte_width),
-                                             .count = (uint64_t)(len * f->byte_width)});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)pc->data,
+                                            .dst = o->data + (uint64_t)(row * f->byte_width)},
+             len * f->byte_width);
   }
   o->row += len;
   return n;
@@ -349,16 +352,16 @@ static int64_t emit_column_end(const struct sink *k, int64_t n, const struct col
   const struct funnel__field *f = o->f;
   const int64_t pad = o->oc->validity_size * 8 - rows; /* bits after the last row */
   if (o->oc->null_count > 0 && pad > 0)
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->validity,
-                                             .dst_bit = (uint64_t)rows, .count = (uint64_t)pad});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->validity,
+                                            .dst_bit = (uint64_t)rows}, pad);
   if (f->type_id == FUNNEL_TYPE_BOOL && o->oc->data_size * 8 > rows)
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->data,
-                                             .dst_bit = (uint64_t)rows,
-                                             .count = (uint64_t)(o->oc->data_size * 8 - rows)});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->data,
+                                            .dst_bit = (uint64_t)rows},
+             o->oc->data_size * 8 - rows);
   if (f->offset_width != 0)
-    n = emit(k, n, &(struct funnel__segment){
+    n = emit(k, n, (struct funnel__segment){
         .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
-        .dst = o->offsets + (uint64_t)(rows * f->offset_width), .value = o->char_base});
+        .dst = o->offsets + (uint64_t)(rows * f->offset_width), .value = o->char_base}, 0);
   return n;
 }
 

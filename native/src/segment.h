@@ -38,17 +38,17 @@ enum funnel__segment_kind {
 /* 32 bytes: a read of many small partitions writes and uploads several
  * segments a partition and column, about as many bytes as the data. */
 struct funnel__segment {
-  uint64_t src;          /* device address of the source, 0 when none */
-  uint64_t dst;          /* device address of the destination */
-  /* bytes, bits or values, by kind: at most 8 x FUNNEL__MAX_OUTPUT_BYTES
-   * (2^49) bits, a piece's or less */
-  uint64_t count : 56;
-  uint64_t kind : 5;     /* enum funnel__segment_kind */
-  uint64_t src_bit : 3;  /* first source bit (FUNNEL_SEG_BITS), 0 to 7 */
-  union {                /* by kind */
-    uint64_t dst_bit;    /* first output bit (bit kinds) */
-    int64_t value;       /* rebase (offsets) or stored value (put) */
+  uint64_t src;     /* device address of the source, 0 when none */
+  uint64_t dst;     /* device address of the destination */
+  union {           /* by kind */
+    uint64_t dst_bit; /* first output bit (bit kinds) */
+    int64_t value;    /* rebase (offsets) or stored value (put) */
   };
+  /* bytes, bits or values, by kind: the plan cuts pieces into segments of
+   * at most FUNNEL__SEGMENT_CHUNK_MAX bytes, 8 times as many bits */
+  uint32_t count;
+  uint16_t kind;    /* enum funnel__segment_kind */
+  uint16_t src_bit; /* first source bit (FUNNEL_SEG_BITS), 0 to 7 */
 };
 
 /* the host writes what each kernel reads: one layout for gcc and nvcc */

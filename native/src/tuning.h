@@ -19,6 +19,9 @@
  * 256 KiB and 0.284 at 1 MiB, where 150 blocks could not fill 132 SMs.
  * Override: FUNNEL_SEGMENT_CHUNK_BYTES. */
 #define FUNNEL__SEGMENT_CHUNK_BYTES ((int64_t)64 << 10)
+/* The most the override may ask for: a segment counts its bits in 32 bits
+ * (segment.h), and 8 x 256 MiB + 1 bits fit. */
+#define FUNNEL__SEGMENT_CHUNK_MAX ((int64_t)256 << 20)
 
 /* The cuda concat launch: threads a block, and the most blocks (they
  * stride over the segments beyond). Not measured: a common block size. */
