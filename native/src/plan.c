@@ -371,32 +371,126 @@ static int64_t emit_column_end(const struct sink *k, int64_t n, const struct col
  * per column, a cache miss each at thousands of partitions). */
 #define SEGMENT_PASS_COLUMNS 64
 
+/* One pass: columns [c0, c0 + m), each from its state in o. */
+struct seg_pass {
+  const struct funnel__plan *plan;
+  const uint64_t *in_base;
+  struct sink k;
+  int c0, m;
+  struct column_out o[SEGMENT_PASS_COLUMNS];
+};
+
+/* The segments of partitions [p0, p1) of the pass, the n-th segment on,
+ * from the columns' state in o (advanced past them); returns the count. */
+static int64_t emit_parts(const struct seg_pass *g, const struct sink *k, struct column_out *o,
+                          int64_t p0, int64_t p1, int64_t n) {
+  for (int64_t p = p0; p < p1; p++) {
+    const struct funnel__partition *part = &g->plan->parts[p];
+    const uint64_t in = g->in_base != NULL ? g->in_base[p] : 0;
+    for (int64_t b = 0; b < part->n_batches; b++) {
+      const struct funnel__piece *pieces = part->batches[b].pieces + g->c0;
+      if (part->batches[b].rows == 0) continue; /* every piece is empty */
+      for (int j = 0; j < g->m; j++)
+        if (pieces[j].length > 0) n = emit_piece(k, n, &o[j], &pieces[j], in);
+    }
+  }
+  return n;
+}
+
+/* A pass on the host threads, FUNNEL__SEGMENT_TASK partitions a task, in
+ * two rounds: each task counts its segments, rows and string bytes; after
+ * an exclusive scan of those, each writes its segments from where the
+ * tasks before it end. Segments do not depend on where their piece lands
+ * but for the addresses and the rebase, so the count is exact. */
+struct seg_tasks {
+  const struct seg_pass *g;
+  bool write;      /* the second round */
+  int64_t *count;  /* per task: its segments, then the index of its first */
+  int64_t *rows;   /* per task: its rows, then the row it starts at */
+  int64_t *chars;  /* per task and column: its string bytes, then where they start */
+};
+
+static void seg_task(void *ctx, int64_t t) {
+  const struct seg_tasks *s = ctx;
+  const struct seg_pass *g = s->g;
+  const int64_t p0 = t * FUNNEL__SEGMENT_TASK;
+  const int64_t p1 = g->plan->n_parts - p0 < FUNNEL__SEGMENT_TASK ? g->plan->n_parts
+                                                                  : p0 + FUNNEL__SEGMENT_TASK;
+  struct column_out o[SEGMENT_PASS_COLUMNS];
+  for (int j = 0; j < g->m; j++) {
+    o[j] = g->o[j];
+    o[j].row = s->write ? s->rows[t] : 0;
+    o[j].char_base = s->write ? s->chars[t * g->m + j] : 0;
+  }
+  if (s->write) {
+    emit_parts(g, &g->k, o, p0, p1, s->count[t]);
+    return;
+  }
+  const struct sink count_only = {NULL, 0, g->k.unit};
+  s->count[t] = emit_parts(g, &count_only, o, p0, p1, 0);
+  s->rows[t] = o[0].row;
+  for (int j = 0; j < g->m; j++) s->chars[t * g->m + j] = o[j].char_base;
+}
+
+/* The pass on the host threads, from the n-th segment on; returns the
+ * count, or -1 (nothing written) when out of host memory. */
+static int64_t emit_parallel(struct seg_pass *g, int64_t n) {
+  const int64_t tasks = (g->plan->n_parts + FUNNEL__SEGMENT_TASK - 1) / FUNNEL__SEGMENT_TASK;
+  struct seg_tasks s = {.g = g,
+                        .count = malloc((size_t)tasks * sizeof(int64_t)),
+                        .rows = malloc((size_t)tasks * sizeof(int64_t)),
+                        .chars = malloc((size_t)(tasks * g->m) * sizeof(int64_t))};
+  if (s.count == NULL || s.rows == NULL || s.chars == NULL) {
+    n = -1;
+  } else {
+    funnel__parallel_for(tasks, seg_task, &s);
+    int64_t row = 0, chars[SEGMENT_PASS_COLUMNS] = {0};
+    for (int64_t t = 0; t < tasks; t++) {
+      const int64_t c = s.count[t], r = s.rows[t];
+      s.count[t] = n;
+      s.rows[t] = row;
+      n += c;
+      row += r;
+      for (int j = 0; j < g->m; j++) {
+        const int64_t ch = s.chars[t * g->m + j];
+        s.chars[t * g->m + j] = chars[j];
+        chars[j] += ch;
+      }
+    }
+    s.write = true;
+    funnel__parallel_for(tasks, seg_task, &s);
+    for (int j = 0; j < g->m; j++) {
+      g->o[j].row = row;
+      g->o[j].char_base = chars[j];
+    }
+  }
+  free(s.count);
+  free(s.rows);
+  free(s.chars);
+  return n;
+}
+
 int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out) {
-  const struct sink k = {out, plan->max_segments, plan->chunk_bytes};
   const int n_cols = plan->schema->n_fields;
   int64_t n = 0;
   for (int c0 = 0; c0 < n_cols; c0 += SEGMENT_PASS_COLUMNS) {
-    const int m = n_cols - c0 < SEGMENT_PASS_COLUMNS ? n_cols - c0 : SEGMENT_PASS_COLUMNS;
-    struct column_out o[SEGMENT_PASS_COLUMNS];
-    for (int j = 0; j < m; j++) {
+    struct seg_pass g = {.plan = plan, .in_base = in_base,
+                         .k = {out, plan->max_segments, plan->chunk_bytes}, .c0 = c0,
+                         .m = n_cols - c0 < SEGMENT_PASS_COLUMNS ? n_cols - c0 : SEGMENT_PASS_COLUMNS};
+    for (int j = 0; j < g.m; j++) {
       const struct funnel__out_column *oc = &plan->columns[c0 + j];
-      o[j] = (struct column_out){.f = &plan->schema->fields[c0 + j], .oc = oc,
-                                 .validity = out_base + (uint64_t)oc->validity,
-                                 .offsets = out_base + (uint64_t)oc->offsets,
-                                 .data = out_base + (uint64_t)oc->data};
+      g.o[j] = (struct column_out){.f = &plan->schema->fields[c0 + j], .oc = oc,
+                                   .validity = out_base + (uint64_t)oc->validity,
+                                   .offsets = out_base + (uint64_t)oc->offsets,
+                                   .data = out_base + (uint64_t)oc->data};
     }
-    for (int64_t p = 0; p < plan->n_parts; p++) {
-      const struct funnel__partition *part = &plan->parts[p];
-      const uint64_t in = in_base != NULL ? in_base[p] : 0;
-      for (int64_t b = 0; b < part->n_batches; b++) {
-        const struct funnel__piece *pieces = part->batches[b].pieces;
-        if (part->batches[b].rows == 0) continue; /* every piece is empty */
-        for (int j = 0; j < m; j++)
-          if (pieces[c0 + j].length > 0) n = emit_piece(&k, n, &o[j], &pieces[c0 + j], in);
-      }
-    }
-    for (int j = 0; j < m; j++) n = emit_column_end(&k, n, &o[j], plan->rows);
+    int64_t done = -1; /* written in parallel: the count */
+    if (out != NULL && plan->n_parts > FUNNEL__SEGMENT_TASK &&
+        plan->n_parts * g.m >= FUNNEL__SEGMENT_PARALLEL_MIN)
+      done = emit_parallel(&g, n);
+    n = done >= 0 ? done : emit_parts(&g, &g.k, g.o, 0, plan->n_parts, n);
+    for (int j = 0; j < g.m; j++) n = emit_column_end(&g.k, n, &g.o[j], plan->rows);
   }
   return n;
 }
