@@ -694,13 +694,17 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
   }
   /* the plan binds every batch to the read's schema, `known` when the
    * partition repeats it or has none: done here, while the headers are in
-   * cache; a batch that fails is bound again by the plan, which reports
-   * the error in its order */
-  if (known != NULL && (out->schema == NULL || out->schema == known))
-    for (int64_t b = 0; b < out->n_batches; b++)
-      if (funnel__batch_bind_ends(known, out, &out->batches[b], index, arena, NULL) == FUNNEL_OK)
-        check_small_batch(known, out, &out->batches[b], index);
+   * cache */
+  if (known != NULL) funnel__partition_bind(known, out, index, arena);
   return FUNNEL_OK;
+}
+
+void funnel__partition_bind(const struct funnel__schema *schema, struct funnel__partition *part,
+                            int64_t index, struct funnel__arena *arena) {
+  if (part->schema != NULL && part->schema != schema) return;
+  for (int64_t b = 0; b < part->n_batches; b++)
+    if (funnel__batch_bind_ends(schema, part, &part->batches[b], index, arena, NULL) == FUNNEL_OK)
+      check_small_batch(schema, part, &part->batches[b], index);
 }
 
 /* ------------------------------------------------------------------- bind */

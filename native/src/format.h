@@ -111,6 +111,15 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length,
                                   struct funnel__partition *out,
                                   struct funnel_error *error);
 
+/* Binds the batches of a parsed partition whose schema is `schema` (or
+ * which has none) to it, as funnel__partition_parse_known does with
+ * `known`: funnel__batch_bind_ends, then funnel__piece_check for a small
+ * batch. A batch that fails is left as it was, for the plan and the read's
+ * checks to do again and report in their order. */
+void funnel__partition_bind(const struct funnel__schema *schema,
+                            struct funnel__partition *part, int64_t index,
+                            struct funnel__arena *arena);
+
 /* Binds a parsed batch to `schema`: node and buffer counts, lengths, null
  * counts (against the validity bits, whenever a validity buffer has bytes:
  * Arrow Java reads those whatever the count says), buffer sizes against

@@ -82,7 +82,8 @@ int funnel__parse_all(const struct funnel_partition *parts, size_t count,
   size_t i = 0;
   for (; i < count && (known == NULL || count - i < FUNNEL__PARSE_PARALLEL_MIN); i++) {
     FUNNEL_RETURN_NOT_OK(parse_one(&parts[i], i, known, &t->arena, &pv[i], error));
-    if (known == NULL && parts[i].length > 0) known = pv[i].schema;
+    if (known == NULL && parts[i].length > 0 && (known = pv[i].schema) != NULL)
+      funnel__partition_bind(known, &pv[i], (int64_t)i, &t->arena); /* as the others are */
   }
   if (i < count)
     FUNNEL_RETURN_NOT_OK(parse_parallel(parts, (int64_t)i, (int64_t)(count - i), known, t, pv,

@@ -220,6 +220,82 @@ static int64_t segment_room(const struct funnel__plan *plan, int64_t pieces) {
   return 3 * pieces + 3 * (int64_t)plan->schema->n_fields + plan->out_size / least_chunk + 1;
 }
 
+/* The scan on the host threads, FUNNEL__PLAN_TASK partitions a task, for
+ * the common read: every partition's schema is the read's (or none) and
+ * every batch was bound and checked as it was parsed. Each task sums its
+ * batches, pieces, rows, null counts and string bytes; a task that meets
+ * anything else gives up, and the read is scanned by the loop (binding,
+ * checks and errors in partition order). */
+struct scan_tasks {
+  const struct scan *k;
+  const struct funnel__partition *parts;
+  int64_t n_parts;
+  int n_cols;
+  int64_t *sums; /* per task: clean, batches, pieces, rows, then nulls and chars per column */
+};
+
+#define SCAN_SUMS(n_cols) (4 + 2 * (int64_t)(n_cols))
+
+static void scan_task(void *ctx, int64_t t) {
+  const struct scan_tasks *s = ctx;
+  const struct funnel__schema *schema = s->k->schema;
+  const int n_cols = s->n_cols;
+  int64_t *sum = s->sums + t * SCAN_SUMS(n_cols);
+  int64_t *nulls = sum + 4, *chars = nulls + n_cols;
+  const int64_t p1 = s->n_parts - t * FUNNEL__PLAN_TASK < FUNNEL__PLAN_TASK
+                         ? s->n_parts : (t + 1) * FUNNEL__PLAN_TASK;
+  for (int64_t p = t * FUNNEL__PLAN_TASK; p < p1; p++) {
+    const struct funnel__partition *part = &s->parts[p];
+    if (part->schema != NULL && part->schema != schema) return; /* sum[0] stays 0 */
+    for (int64_t b = 0; b < part->n_batches; b++) {
+      const struct funnel__batch *batch = &part->batches[b];
+      if (batch->bound != schema) return;
+      sum[1]++;
+      if (batch->rows == 0) continue;
+      if (batch->checked != schema || funnel__add_overflows(sum[3], batch->rows, &sum[3])) return;
+      sum[2] += n_cols;
+      for (int c = 0; c < n_cols; c++) {
+        nulls[c] += batch->pieces[c].null_count;
+        chars[c] += batch->pieces[c].last_offset - batch->pieces[c].first_offset;
+      }
+    }
+  }
+  sum[0] = 1;
+}
+
+/* Whether the scan on the host threads filled `k` (else it is untouched). */
+static bool scan_parallel(struct scan *k, const struct funnel__partition *parts, int64_t n_parts) {
+  const int n_cols = k->schema->n_fields;
+  if (n_parts <= FUNNEL__PLAN_TASK || n_parts * n_cols < FUNNEL__PLAN_PARALLEL_MIN) return false;
+  const int64_t tasks = (n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
+  struct scan_tasks s = {.k = k, .parts = parts, .n_parts = n_parts, .n_cols = n_cols,
+                         .sums = calloc((size_t)(tasks * SCAN_SUMS(n_cols)), sizeof(int64_t))};
+  if (s.sums == NULL) return false;
+  funnel__parallel_for(tasks, scan_task, &s);
+  bool clean = true;
+  int64_t batches = 0, pieces = 0, rows = 0;
+  for (int64_t t = 0; t < tasks && clean; t++) {
+    const int64_t *sum = s.sums + t * SCAN_SUMS(n_cols);
+    clean = sum[0] == 1 && !funnel__add_overflows(rows, sum[3], &rows) && rows <= FUNNEL__MAX_ROWS;
+    batches += sum[1];
+    pieces += sum[2];
+  }
+  if (clean) {
+    k->batches = batches;
+    k->pieces = pieces;
+    k->rows = rows;
+    for (int64_t t = 0; t < tasks; t++) {
+      const int64_t *nulls = s.sums + t * SCAN_SUMS(n_cols) + 4, *chars = nulls + n_cols;
+      for (int c = 0; c < n_cols; c++) {
+        k->cols[c].null_count += nulls[c];
+        k->chars[c] += chars[c];
+      }
+    }
+  }
+  free(s.sums);
+  return clean;
+}
+
 int funnel__plan_build(const struct funnel__schema *schema, struct funnel__partition *parts,
                        int64_t n_parts, int64_t chunk_bytes, struct funnel__arena *arena,
                        struct funnel__plan *out, struct funnel_error *error) {
@@ -228,7 +304,8 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   FUNNEL_RETURN_NOT_OK(pick_schema(&schema, parts, n_parts, error));
   struct scan k;
   FUNNEL_RETURN_NOT_OK(scan_init(&k, schema, from_reader, parts, n_parts, arena, error));
-  for (int64_t p = 0; p < n_parts; p++) {
+  const bool scanned = scan_parallel(&k, parts, n_parts);
+  for (int64_t p = 0; p < n_parts && !scanned; p++) {
     FUNNEL_RETURN_NOT_OK(check_schema(&k, &parts[p], p, error));
     for (int64_t b = 0; b < parts[p].n_batches; b++)
       FUNNEL_RETURN_NOT_OK(scan_batch(&k, &parts[p], p, b, arena, error));
@@ -397,7 +474,7 @@ static int64_t emit_parts(const struct seg_pass *g, const struct sink *k, struct
   return n;
 }
 
-/* A pass on the host threads, FUNNEL__SEGMENT_TASK partitions a task, in
+/* A pass on the host threads, FUNNEL__PLAN_TASK partitions a task, in
  * two rounds: each task counts its segments, rows and string bytes; after
  * an exclusive scan of those, each writes its segments from where the
  * tasks before it end. Segments do not depend on where their piece lands
@@ -413,9 +490,9 @@ struct seg_tasks {
 static void seg_task(void *ctx, int64_t t) {
   const struct seg_tasks *s = ctx;
   const struct seg_pass *g = s->g;
-  const int64_t p0 = t * FUNNEL__SEGMENT_TASK;
-  const int64_t p1 = g->plan->n_parts - p0 < FUNNEL__SEGMENT_TASK ? g->plan->n_parts
-                                                                  : p0 + FUNNEL__SEGMENT_TASK;
+  const int64_t p0 = t * FUNNEL__PLAN_TASK;
+  const int64_t p1 = g->plan->n_parts - p0 < FUNNEL__PLAN_TASK ? g->plan->n_parts
+                                                                  : p0 + FUNNEL__PLAN_TASK;
   struct column_out o[SEGMENT_PASS_COLUMNS];
   for (int j = 0; j < g->m; j++) {
     o[j] = g->o[j];
@@ -435,7 +512,7 @@ static void seg_task(void *ctx, int64_t t) {
 /* The pass on the host threads, from the n-th segment on; returns the
  * count, or -1 (nothing written) when out of host memory. */
 static int64_t emit_parallel(struct seg_pass *g, int64_t n) {
-  const int64_t tasks = (g->plan->n_parts + FUNNEL__SEGMENT_TASK - 1) / FUNNEL__SEGMENT_TASK;
+  const int64_t tasks = (g->plan->n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
   struct seg_tasks s = {.g = g,
                         .count = malloc((size_t)tasks * sizeof(int64_t)),
                         .rows = malloc((size_t)tasks * sizeof(int64_t)),
@@ -486,8 +563,8 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *i
                                    .data = out_base + (uint64_t)oc->data};
     }
     int64_t done = -1; /* written in parallel: the count */
-    if (out != NULL && plan->n_parts > FUNNEL__SEGMENT_TASK &&
-        plan->n_parts * g.m >= FUNNEL__SEGMENT_PARALLEL_MIN)
+    if (out != NULL && plan->n_parts > FUNNEL__PLAN_TASK &&
+        plan->n_parts * g.m >= FUNNEL__PLAN_PARALLEL_MIN)
       done = emit_parallel(&g, n);
     n = done >= 0 ? done : emit_parts(&g, &g.k, g.o, 0, plan->n_parts, n);
     for (int j = 0; j < g.m; j++) n = emit_column_end(&g.k, n, &g.o[j], plan->rows);

@@ -42,15 +42,16 @@
 #define FUNNEL__PARSE_PARALLEL_MIN 400
 #define FUNNEL__PARSE_TASK 8
 
-/* The segment table of a read of at least SEGMENT_PARALLEL_MIN pieces
- * (partitions x columns) is written on the shared host threads, in tasks
- * of SEGMENT_TASK consecutive partitions, in two rounds (count, then
- * write), which take ~1.6x the CPU time of one pass. cpu host (2 vCPUs),
- * 2026-11-23: one pass costs ~12 ns a piece (50000x4x10 mixed: 2.5-2.9 ms
- * alone, 2.3-2.4 ms on 2 threads); the gain grows with the threads. Below
- * the minimum a pass is too short (~0.2 ms) to pay two fan-outs. */
-#define FUNNEL__SEGMENT_PARALLEL_MIN 16384
-#define FUNNEL__SEGMENT_TASK 256
+/* A read of at least PLAN_PARALLEL_MIN pieces (partitions x columns) is
+ * planned on the shared host threads, in tasks of PLAN_TASK consecutive
+ * partitions: the sums over the pieces (one round), and the segment table
+ * (two rounds: count, then write, ~1.6x the CPU time of one pass). cpu
+ * host (2 vCPUs), 2026-11-23: one pass writes ~12 ns a piece (50000x4x10
+ * mixed: 2.5-2.9 ms alone, 2.3-2.4 ms on 2 threads); the gain grows with
+ * the threads. Below the minimum a pass is too short (~0.2 ms) to pay for
+ * the fan-outs. */
+#define FUNNEL__PLAN_PARALLEL_MIN 16384
+#define FUNNEL__PLAN_TASK 256
 
 /* Interior string offsets and validity bits are checked on the host
  * threads in tasks that read about this many bytes: below it a thread
