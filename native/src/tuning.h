@@ -41,6 +41,12 @@
  * parsed in 0.08 ms alone, 0.12 ms on 16 threads; 1000 in 0.38 and 0.13). */
 #define FUNNEL__PARSE_PARALLEL_MIN 400
 #define FUNNEL__PARSE_TASK 8
+/* ... and in at most PARSE_TASKS_MAX tasks (more partitions a task when
+ * there are more): each task has an arena whose 64 KiB blocks a task of 8
+ * small partitions leaves nearly empty; at 50000 partitions 6250 tasks
+ * took 400 MB of blocks a read, each touched (page faults) in its first
+ * pages only. 16 tasks a host thread still balance the load. */
+#define FUNNEL__PARSE_TASKS_MAX 256
 
 /* A read of at least PLAN_PARALLEL_MIN pieces (partitions x columns) is
  * planned on the shared host threads, in tasks of PLAN_TASK consecutive
