@@ -604,6 +604,25 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
   return funnel__partition_parse_known(bytes, length, index, NULL, arena, out, error);
 }
 
+/* The partition's Schema message at `offset` is `s`: the partition's
+ * schema, or one that must equal it. */
+static int note_schema(struct funnel__partition *out, const struct funnel__schema *s,
+                       int64_t offset, int64_t index, struct funnel_error *error) {
+  if (out->schema == NULL) {
+    out->schema = s;
+    out->schema_offset = offset;
+    return FUNNEL_OK;
+  }
+  char why[256];
+  const int at = s == out->schema ? -1 : funnel__schema_diff(out->schema, s, why, sizeof(why));
+  if (at >= 0)
+    return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, at, offset,
+                             "partition %lld: the Schema at offset %lld differs from "
+                             "the partition's first: %s",
+                             (long long)index, (long long)offset, why);
+  return FUNNEL_OK;
+}
+
 int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t index,
                                   const struct funnel__schema *known,
                                   struct funnel__arena *arena, struct funnel__partition *out,
@@ -629,34 +648,26 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
     end = length - 10 - footer;
   }
   while (pos < end) {
+    if (known != NULL && end - pos >= known->ipc_length &&
+        memcmp(bytes + pos, known->ipc, (size_t)known->ipc_length) == 0) {
+      /* byte for byte the Schema message every partition usually repeats:
+       * reading it would find what it found where it was first read */
+      FUNNEL_RETURN_NOT_OK(note_schema(out, known, pos, index, error));
+      pos += known->ipc_length;
+      continue;
+    }
     struct message m;
     FUNNEL_RETURN_NOT_OK(message_read(bytes, end, pos, index, &m, error));
     pos = m.end;
     if (m.eos) continue; /* another stream may follow */
     switch (m.header_type) {
       case HDR_SCHEMA: {
-        const struct funnel__schema *s = known;
-        if (known == NULL || m.end - m.offset != known->ipc_length ||
-            memcmp(bytes + m.offset, known->ipc, (size_t)known->ipc_length) != 0) {
-          /* not byte for byte the schema every partition usually repeats */
-          struct funnel__schema *parsed = funnel__arena_alloc(arena, sizeof(*parsed));
-          if (parsed == NULL)
-            return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-          FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, parsed, error));
-          s = parsed;
-        }
-        if (out->schema == NULL) {
-          out->schema = s;
-          out->schema_offset = m.offset;
-        } else if (s != out->schema) {
-          char why[256];
-          int at = funnel__schema_diff(out->schema, s, why, sizeof(why));
-          if (at >= 0)
-            return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, at, m.offset,
-                                     "partition %lld: the Schema at offset %lld differs from "
-                                     "the partition's first: %s",
-                                     (long long)index, (long long)m.offset, why);
-        }
+        /* not byte for byte the known one */
+        struct funnel__schema *parsed = funnel__arena_alloc(arena, sizeof(*parsed));
+        if (parsed == NULL)
+          return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+        FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, parsed, error));
+        FUNNEL_RETURN_NOT_OK(note_schema(out, parsed, m.offset, index, error));
         break;
       }
       case HDR_RECORD_BATCH: {
