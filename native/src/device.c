@@ -36,7 +36,9 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
   c->pinned_pool_bytes = pool > 0 ? pool : 0;
   c->stage_pageable = env_int("FUNNEL_STAGE_PAGEABLE", be->stage_pageable) != 0;
   c->direct_max_bytes = env_int("FUNNEL_DIRECT_MAX_BYTES", FUNNEL__DIRECT_MAX_DEFAULT);
-  c->segment_chunk_bytes = chunk > 0 ? chunk : FUNNEL__SEGMENT_CHUNK_BYTES;
+  c->segment_chunk_bytes = chunk <= 0 ? FUNNEL__SEGMENT_CHUNK_BYTES
+                           : chunk < FUNNEL__SEGMENT_CHUNK_MAX ? chunk
+                                                               : FUNNEL__SEGMENT_CHUNK_MAX;
   c->batch_copy = batch != NULL && strcmp(batch, "1") == 0;
 }
 

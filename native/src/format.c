@@ -583,10 +583,44 @@ static int batch_from_message(const struct message *m, int64_t index,
   return FUNNEL_OK;
 }
 
+/* Checks the pieces of a bound batch whose checks read little
+ * (funnel__piece_check, at most FUNNEL__CHECK_INLINE_BYTES: its offsets
+ * are in cache from the binding); marks it checked when every piece
+ * passes. */
+static void check_small_batch(const struct funnel__schema *schema,
+                              const struct funnel__partition *part, struct funnel__batch *batch,
+                              int64_t index) {
+  int64_t per_row = 0; /* bytes read per row: offsets, and a validity bit */
+  for (int i = 0; i < schema->n_fields; i++) per_row += schema->fields[i].offset_width + 1;
+  if (batch->rows > FUNNEL__CHECK_INLINE_BYTES / (per_row > 0 ? per_row : 1)) return;
+  for (int i = 0; i < schema->n_fields; i++)
+    if (funnel__piece_check(schema, part, batch, i, index, NULL) != FUNNEL_OK) return;
+  batch->checked = schema;
+}
+
 int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
                             struct funnel__arena *arena, struct funnel__partition *out,
                             struct funnel_error *error) {
   return funnel__partition_parse_known(bytes, length, index, NULL, arena, out, error);
+}
+
+/* The partition's Schema message at `offset` is `s`: the partition's
+ * schema, or one that must equal it. */
+static int note_schema(struct funnel__partition *out, const struct funnel__schema *s,
+                       int64_t offset, int64_t index, struct funnel_error *error) {
+  if (out->schema == NULL) {
+    out->schema = s;
+    out->schema_offset = offset;
+    return FUNNEL_OK;
+  }
+  char why[256];
+  const int at = s == out->schema ? -1 : funnel__schema_diff(out->schema, s, why, sizeof(why));
+  if (at >= 0)
+    return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, at, offset,
+                             "partition %lld: the Schema at offset %lld differs from "
+                             "the partition's first: %s",
+                             (long long)index, (long long)offset, why);
+  return FUNNEL_OK;
 }
 
 int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t index,
@@ -614,34 +648,26 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
     end = length - 10 - footer;
   }
   while (pos < end) {
+    if (known != NULL && end - pos >= known->ipc_length &&
+        memcmp(bytes + pos, known->ipc, (size_t)known->ipc_length) == 0) {
+      /* byte for byte the Schema message every partition usually repeats:
+       * reading it would find what it found where it was first read */
+      FUNNEL_RETURN_NOT_OK(note_schema(out, known, pos, index, error));
+      pos += known->ipc_length;
+      continue;
+    }
     struct message m;
     FUNNEL_RETURN_NOT_OK(message_read(bytes, end, pos, index, &m, error));
     pos = m.end;
     if (m.eos) continue; /* another stream may follow */
     switch (m.header_type) {
       case HDR_SCHEMA: {
-        const struct funnel__schema *s = known;
-        if (known == NULL || m.end - m.offset != known->ipc_length ||
-            memcmp(bytes + m.offset, known->ipc, (size_t)known->ipc_length) != 0) {
-          /* not byte for byte the schema every partition usually repeats */
-          struct funnel__schema *parsed = funnel__arena_alloc(arena, sizeof(*parsed));
-          if (parsed == NULL)
-            return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-          FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, parsed, error));
-          s = parsed;
-        }
-        if (out->schema == NULL) {
-          out->schema = s;
-          out->schema_offset = m.offset;
-        } else if (s != out->schema) {
-          char why[256];
-          int at = funnel__schema_diff(out->schema, s, why, sizeof(why));
-          if (at >= 0)
-            return funnel__error_set(error, FUNNEL_ERR_SCHEMA_MISMATCH, index, at, m.offset,
-                                     "partition %lld: the Schema at offset %lld differs from "
-                                     "the partition's first: %s",
-                                     (long long)index, (long long)m.offset, why);
-        }
+        /* not byte for byte the known one */
+        struct funnel__schema *parsed = funnel__arena_alloc(arena, sizeof(*parsed));
+        if (parsed == NULL)
+          return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+        FUNNEL_RETURN_NOT_OK(schema_from_message(bytes, &m, index, arena, parsed, error));
+        FUNNEL_RETURN_NOT_OK(note_schema(out, parsed, m.offset, index, error));
         break;
       }
       case HDR_RECORD_BATCH: {
@@ -677,7 +703,19 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
                                  header_name(m.header_type));
     }
   }
+  /* the plan binds every batch to the read's schema, `known` when the
+   * partition repeats it or has none: done here, while the headers are in
+   * cache */
+  if (known != NULL) funnel__partition_bind(known, out, index, arena);
   return FUNNEL_OK;
+}
+
+void funnel__partition_bind(const struct funnel__schema *schema, struct funnel__partition *part,
+                            int64_t index, struct funnel__arena *arena) {
+  if (part->schema != NULL && part->schema != schema) return;
+  for (int64_t b = 0; b < part->n_batches; b++)
+    if (funnel__batch_bind_ends(schema, part, &part->batches[b], index, arena, NULL) == FUNNEL_OK)
+      check_small_batch(schema, part, &part->batches[b], index);
 }
 
 /* ------------------------------------------------------------------- bind */
@@ -708,8 +746,11 @@ static int64_t first_decrease64(const uint8_t *o, int64_t n) {
 static int64_t zero_bits(const uint8_t *bits, int64_t n) {
   int64_t ones = 0, k = 0;
   for (; k + 64 <= n; k += 64) ones += __builtin_popcountll(rd64(bits + k / 8));
-  for (; k + 8 <= n; k += 8) ones += __builtin_popcount(bits[k / 8]);
-  if (k < n) ones += __builtin_popcount(bits[k / 8] & ((1u << (n - k)) - 1));
+  if (k < n) { /* the last 1 to 63 bits: their bytes, in one word */
+    uint64_t v = 0;
+    memcpy(&v, bits + k / 8, (size_t)((n - k + 7) / 8));
+    ones += __builtin_popcountll(v & (~(uint64_t)0 >> (64 - (n - k))));
+  }
   return n - ones;
 }
 
@@ -762,6 +803,7 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                             const struct funnel__partition *part, struct funnel__batch *batch,
                             int64_t index, struct funnel__arena *arena,
                             struct funnel_error *error) {
+  if (batch->bound == schema) return FUNNEL_OK;
   int64_t want_buffers = 0;
   for (int i = 0; i < schema->n_fields; i++) want_buffers += schema->fields[i].n_buffers;
   if (batch->n_nodes != schema->n_fields || batch->n_buffers != want_buffers)
@@ -842,6 +884,7 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                         (long long)p->first_offset, (long long)p->last_offset,
                         (long long)len[2]);
   }
+  batch->bound = schema;
   return FUNNEL_OK;
 }
 

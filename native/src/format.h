@@ -52,6 +52,12 @@ struct funnel__batch {
   const uint8_t *nodes;   /* FieldNode structs: {int64 length, null_count} */
   const uint8_t *buffers; /* Buffer structs: {int64 offset, length} */
   struct funnel__piece *pieces; /* n_fields, filled by funnel__batch_bind */
+  /* the schema funnel__batch_bind_ends bound the pieces to (a later call
+   * with it returns at once), or NULL */
+  const struct funnel__schema *bound;
+  /* the schema every piece passed funnel__piece_check against when the
+   * batch was parsed (a small batch), or NULL: still to check */
+  const struct funnel__schema *checked;
 };
 
 struct funnel__partition {
@@ -92,12 +98,27 @@ int funnel__partition_parse(const uint8_t *bytes, int64_t length,
 /* The same, where a Schema message byte-for-byte equal to `known`'s (may
  * be NULL) is not parsed again: the partition's schema is then `known`
  * itself. Shuffle partitions repeat one schema; this makes the repeat
- * cost a memcmp. */
+ * cost a memcmp. When the partition's schema is `known` (or it has none),
+ * its batches are bound to `known` too (funnel__batch_bind_ends) while
+ * their headers are in cache, on the thread that parses, and a small one
+ * (FUNNEL__CHECK_INLINE_BYTES) has its pieces checked (funnel__piece_check)
+ * while its offsets are; a batch that does not bind or pass is left for
+ * the plan and the read's checks, which do it again and report the error
+ * in their order. */
 int funnel__partition_parse_known(const uint8_t *bytes, int64_t length,
                                   int64_t index, const struct funnel__schema *known,
                                   struct funnel__arena *arena,
                                   struct funnel__partition *out,
                                   struct funnel_error *error);
+
+/* Binds the batches of a parsed partition whose schema is `schema` (or
+ * which has none) to it, as funnel__partition_parse_known does with
+ * `known`: funnel__batch_bind_ends, then funnel__piece_check for a small
+ * batch. A batch that fails is left as it was, for the plan and the read's
+ * checks to do again and report in their order. */
+void funnel__partition_bind(const struct funnel__schema *schema,
+                            struct funnel__partition *part, int64_t index,
+                            struct funnel__arena *arena);
 
 /* Binds a parsed batch to `schema`: node and buffer counts, lengths, null
  * counts (against the validity bits, whenever a validity buffer has bytes:
@@ -111,7 +132,8 @@ int funnel__batch_bind(const struct funnel__schema *schema,
 
 /* funnel__batch_bind in two halves, so that the checks whose cost grows
  * with the rows can run on several threads while a read's copies fly: the
- * first checks everything but those; the second checks column `i`'s
+ * first checks everything but those (once: a batch bound to `schema`
+ * already is left as it is); the second checks column `i`'s
  * interior string offsets (rising) and its null count against its validity
  * bits, with the same error funnel__batch_bind gives. */
 int funnel__batch_bind_ends(const struct funnel__schema *schema,

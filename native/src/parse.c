@@ -12,6 +12,7 @@ struct parse_job {
   const struct funnel__schema *known;
   struct funnel__partition *pv;
   int64_t first, count;         /* the partitions of the parallel part */
+  int64_t per_task;             /* partitions a task */
   struct funnel__arena *arenas; /* one a task */
   struct funnel_error *errors;  /* one a task */
   int64_t *bad;                 /* a task's failing partition, or -1 */
@@ -31,8 +32,8 @@ static int parse_one(const struct funnel_partition *part, size_t i,
 static void parse_task(void *ctx, int64_t task) {
   struct parse_job *j = ctx;
   const int64_t end = j->first + j->count;
-  const int64_t lo = j->first + task * FUNNEL__PARSE_TASK;
-  const int64_t hi = lo + FUNNEL__PARSE_TASK < end ? lo + FUNNEL__PARSE_TASK : end;
+  const int64_t lo = j->first + task * j->per_task;
+  const int64_t hi = lo + j->per_task < end ? lo + j->per_task : end;
   j->bad[task] = -1;
   for (int64_t i = lo; i < hi; i++)
     if (parse_one(&j->parts[i], (size_t)i, j->known, &j->arenas[task], &j->pv[i],
@@ -47,8 +48,13 @@ static void parse_task(void *ctx, int64_t task) {
 static int parse_parallel(const struct funnel_partition *parts, int64_t first, int64_t n,
                           const struct funnel__schema *known, struct funnel_table *t,
                           struct funnel__partition *pv, struct funnel_error *error) {
-  const int64_t tasks = (n + FUNNEL__PARSE_TASK - 1) / FUNNEL__PARSE_TASK;
+  /* at most FUNNEL__PARSE_TASKS_MAX tasks: each has an arena, whose
+   * first block a few partitions would leave mostly unused */
+  int64_t per_task = (n + FUNNEL__PARSE_TASKS_MAX - 1) / FUNNEL__PARSE_TASKS_MAX;
+  if (per_task < FUNNEL__PARSE_TASK) per_task = FUNNEL__PARSE_TASK;
+  const int64_t tasks = (n + per_task - 1) / per_task;
   struct parse_job j = {.parts = parts, .known = known, .pv = pv, .first = first, .count = n,
+                        .per_task = per_task,
                         .arenas = calloc((size_t)tasks, sizeof(struct funnel__arena)),
                         .errors = calloc((size_t)tasks, sizeof(struct funnel_error)),
                         .bad = calloc((size_t)tasks, sizeof(int64_t))};
@@ -82,7 +88,8 @@ int funnel__parse_all(const struct funnel_partition *parts, size_t count,
   size_t i = 0;
   for (; i < count && (known == NULL || count - i < FUNNEL__PARSE_PARALLEL_MIN); i++) {
     FUNNEL_RETURN_NOT_OK(parse_one(&parts[i], i, known, &t->arena, &pv[i], error));
-    if (known == NULL && parts[i].length > 0) known = pv[i].schema;
+    if (known == NULL && parts[i].length > 0 && (known = pv[i].schema) != NULL)
+      funnel__partition_bind(known, &pv[i], (int64_t)i, &t->arena); /* as the others are */
   }
   if (i < count)
     FUNNEL_RETURN_NOT_OK(parse_parallel(parts, (int64_t)i, (int64_t)(count - i), known, t, pv,

@@ -159,7 +159,8 @@ static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p,
   k->batches++;
   if (batch->rows == 0) return FUNNEL_OK;
   k->pieces += k->schema->n_fields;
-  FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
+  if (batch->checked != k->schema) /* not already, as it was parsed */
+    FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
   for (int c = 0; c < k->schema->n_fields; c++) {
     const struct funnel__piece *pc = &batch->pieces[c];
     k->cols[c].null_count += pc->null_count;
@@ -219,6 +220,82 @@ static int64_t segment_room(const struct funnel__plan *plan, int64_t pieces) {
   return 3 * pieces + 3 * (int64_t)plan->schema->n_fields + plan->out_size / least_chunk + 1;
 }
 
+/* The scan on the host threads, FUNNEL__PLAN_TASK partitions a task, for
+ * the common read: every partition's schema is the read's (or none) and
+ * every batch was bound and checked as it was parsed. Each task sums its
+ * batches, pieces, rows, null counts and string bytes; a task that meets
+ * anything else gives up, and the read is scanned by the loop (binding,
+ * checks and errors in partition order). */
+struct scan_tasks {
+  const struct scan *k;
+  const struct funnel__partition *parts;
+  int64_t n_parts;
+  int n_cols;
+  int64_t *sums; /* per task: clean, batches, pieces, rows, then nulls and chars per column */
+};
+
+#define SCAN_SUMS(n_cols) (4 + 2 * (int64_t)(n_cols))
+
+static void scan_task(void *ctx, int64_t t) {
+  const struct scan_tasks *s = ctx;
+  const struct funnel__schema *schema = s->k->schema;
+  const int n_cols = s->n_cols;
+  int64_t *sum = s->sums + t * SCAN_SUMS(n_cols);
+  int64_t *nulls = sum + 4, *chars = nulls + n_cols;
+  const int64_t p1 = s->n_parts - t * FUNNEL__PLAN_TASK < FUNNEL__PLAN_TASK
+                         ? s->n_parts : (t + 1) * FUNNEL__PLAN_TASK;
+  for (int64_t p = t * FUNNEL__PLAN_TASK; p < p1; p++) {
+    const struct funnel__partition *part = &s->parts[p];
+    if (part->schema != NULL && part->schema != schema) return; /* sum[0] stays 0 */
+    for (int64_t b = 0; b < part->n_batches; b++) {
+      const struct funnel__batch *batch = &part->batches[b];
+      if (batch->bound != schema) return;
+      sum[1]++;
+      if (batch->rows == 0) continue;
+      if (batch->checked != schema || funnel__add_overflows(sum[3], batch->rows, &sum[3])) return;
+      sum[2] += n_cols;
+      for (int c = 0; c < n_cols; c++) {
+        nulls[c] += batch->pieces[c].null_count;
+        chars[c] += batch->pieces[c].last_offset - batch->pieces[c].first_offset;
+      }
+    }
+  }
+  sum[0] = 1;
+}
+
+/* Whether the scan on the host threads filled `k` (else it is untouched). */
+static bool scan_parallel(struct scan *k, const struct funnel__partition *parts, int64_t n_parts) {
+  const int n_cols = k->schema->n_fields;
+  if (n_parts <= FUNNEL__PLAN_TASK || n_parts * n_cols < FUNNEL__PLAN_PARALLEL_MIN) return false;
+  const int64_t tasks = (n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
+  struct scan_tasks s = {.k = k, .parts = parts, .n_parts = n_parts, .n_cols = n_cols,
+                         .sums = calloc((size_t)(tasks * SCAN_SUMS(n_cols)), sizeof(int64_t))};
+  if (s.sums == NULL) return false;
+  funnel__parallel_for(tasks, scan_task, &s);
+  bool clean = true;
+  int64_t batches = 0, pieces = 0, rows = 0;
+  for (int64_t t = 0; t < tasks && clean; t++) {
+    const int64_t *sum = s.sums + t * SCAN_SUMS(n_cols);
+    clean = sum[0] == 1 && !funnel__add_overflows(rows, sum[3], &rows) && rows <= FUNNEL__MAX_ROWS;
+    batches += sum[1];
+    pieces += sum[2];
+  }
+  if (clean) {
+    k->batches = batches;
+    k->pieces = pieces;
+    k->rows = rows;
+    for (int64_t t = 0; t < tasks; t++) {
+      const int64_t *nulls = s.sums + t * SCAN_SUMS(n_cols) + 4, *chars = nulls + n_cols;
+      for (int c = 0; c < n_cols; c++) {
+        k->cols[c].null_count += nulls[c];
+        k->chars[c] += chars[c];
+      }
+    }
+  }
+  free(s.sums);
+  return clean;
+}
+
 int funnel__plan_build(const struct funnel__schema *schema, struct funnel__partition *parts,
                        int64_t n_parts, int64_t chunk_bytes, struct funnel__arena *arena,
                        struct funnel__plan *out, struct funnel_error *error) {
@@ -227,7 +304,8 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   FUNNEL_RETURN_NOT_OK(pick_schema(&schema, parts, n_parts, error));
   struct scan k;
   FUNNEL_RETURN_NOT_OK(scan_init(&k, schema, from_reader, parts, n_parts, arena, error));
-  for (int64_t p = 0; p < n_parts; p++) {
+  const bool scanned = scan_parallel(&k, parts, n_parts);
+  for (int64_t p = 0; p < n_parts && !scanned; p++) {
     FUNNEL_RETURN_NOT_OK(check_schema(&k, &parts[p], p, error));
     for (int64_t b = 0; b < parts[p].n_batches; b++)
       FUNNEL_RETURN_NOT_OK(scan_batch(&k, &parts[p], p, b, arena, error));
@@ -248,7 +326,9 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
   out->check_jobs = k.jobs;
   out->n_check_jobs = k.n_jobs;
   out->check_work = k.check_work;
-  out->chunk_bytes = chunk_bytes > 0 ? chunk_bytes : FUNNEL__SEGMENT_CHUNK_BYTES;
+  out->chunk_bytes = chunk_bytes <= 0 ? FUNNEL__SEGMENT_CHUNK_BYTES
+                     : chunk_bytes < FUNNEL__SEGMENT_CHUNK_MAX ? chunk_bytes
+                                                               : FUNNEL__SEGMENT_CHUNK_MAX;
   out->max_segments = segment_room(out, k.pieces);
   return FUNNEL_OK;
 }
@@ -260,40 +340,42 @@ struct sink {
   int64_t unit; /* cut pieces into chunks of about this many output bytes */
 };
 
-/* Appends `s` to the sink, cut into chunks of about sink->unit bytes of
- * output; returns the new count. Never writes past the room: a count over
- * it tells the caller. */
-static inline int64_t emit(const struct sink *k, int64_t n, const struct funnel__segment *s) {
+/* Appends `s`, of `count` bytes, bits or values (its own count field is
+ * not read: a piece may count more than it holds), to the sink, cut into
+ * chunks of about sink->unit bytes of output; returns the new count. Never
+ * writes past the room: a count over it tells the caller. */
+static inline int64_t emit(const struct sink *k, int64_t n, struct funnel__segment s,
+                           int64_t count) {
   const int64_t unit = k->unit;
   int64_t chunk;
-  switch (s->kind) {
+  switch (s.kind) {
     case FUNNEL_SEG_BYTES: chunk = unit; break;
     case FUNNEL_SEG_OFFSETS32: chunk = unit / 4 > 0 ? unit / 4 : 1; break;
     case FUNNEL_SEG_OFFSETS64: chunk = unit / 8 > 0 ? unit / 8 : 1; break;
     case FUNNEL_SEG_BITS:
     case FUNNEL_SEG_ONES:
     case FUNNEL_SEG_ZEROS: chunk = unit * 8 + 1; break; /* cuts at any bit, not only at bytes */
-    default: chunk = INT64_MAX; break;
+    default: chunk = 1; break; /* puts: one value */
   }
-  const int64_t count = (int64_t)s->count;
   if (count <= chunk) {
-    if (k->out != NULL && n < k->cap) k->out[n] = *s;
+    s.count = (uint32_t)count;
+    if (k->out != NULL && n < k->cap) k->out[n] = s;
     return n + 1;
   }
-  const int64_t width = s->kind == FUNNEL_SEG_OFFSETS32 ? 4 : s->kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
-  const int bits = s->kind == FUNNEL_SEG_BITS || s->kind == FUNNEL_SEG_ONES || s->kind == FUNNEL_SEG_ZEROS;
+  const int64_t width = s.kind == FUNNEL_SEG_OFFSETS32 ? 4 : s.kind == FUNNEL_SEG_OFFSETS64 ? 8 : 1;
+  const int bits = s.kind == FUNNEL_SEG_BITS || s.kind == FUNNEL_SEG_ONES || s.kind == FUNNEL_SEG_ZEROS;
   for (int64_t done = 0; done < count; done += chunk, n++) {
     if (k->out == NULL || n >= k->cap) continue;
-    struct funnel__segment c = *s;
-    c.count = (uint64_t)(count - done < chunk ? count - done : chunk);
+    struct funnel__segment c = s;
+    c.count = (uint32_t)(count - done < chunk ? count - done : chunk);
     if (bits) {
-      const uint64_t from = s->src_bit + (uint64_t)done;
-      c.src = s->src ? s->src + from / 8 : 0;
-      c.src_bit = (uint32_t)(from % 8);
-      c.dst_bit = s->dst_bit + (uint64_t)done;
+      const uint64_t from = s.src_bit + (uint64_t)done;
+      c.src = s.src ? s.src + from / 8 : 0;
+      c.src_bit = (uint16_t)(from % 8);
+      c.dst_bit = s.dst_bit + (uint64_t)done;
     } else {
-      c.src = s->src + (uint64_t)(done * width);
-      c.dst = s->dst + (uint64_t)(done * width);
+      c.src = s.src + (uint64_t)(done * width);
+      c.dst = s.dst + (uint64_t)(done * width);
     }
     k->out[n] = c;
   }
@@ -314,29 +396,28 @@ static int64_t emit_piece(const struct sink *k, int64_t n, struct column_out *o,
   const struct funnel__field *f = o->f;
   const int64_t len = pc->length, row = o->row;
   if (o->oc->null_count > 0)
-    n = emit(k, n, &(struct funnel__segment){
+    n = emit(k, n, (struct funnel__segment){
         .kind = pc->validity >= 0 ? FUNNEL_SEG_BITS : FUNNEL_SEG_ONES,
         .src = pc->validity >= 0 ? in + (uint64_t)pc->validity : 0,
-        .dst = o->validity, .count = (uint64_t)len, .dst_bit = (uint64_t)row});
+        .dst = o->validity, .dst_bit = (uint64_t)row}, len);
   if (f->offset_width != 0) {
-    n = emit(k, n, &(struct funnel__segment){
+    n = emit(k, n, (struct funnel__segment){
         .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
         .src = in + (uint64_t)pc->offsets, .dst = o->offsets + (uint64_t)(row * f->offset_width),
-        .count = (uint64_t)len, .value = o->char_base - pc->first_offset});
+        .value = o->char_base - pc->first_offset}, len);
     const int64_t bytes = pc->last_offset - pc->first_offset;
     if (bytes > 0)
-      n = emit(k, n, &(struct funnel__segment){
+      n = emit(k, n, (struct funnel__segment){
           .kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)(pc->data + pc->first_offset),
-          .dst = o->data + (uint64_t)o->char_base, .count = (uint64_t)bytes});
+          .dst = o->data + (uint64_t)o->char_base}, bytes);
     o->char_base += bytes;
   } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BITS, .src = in + (uint64_t)pc->data,
-                                             .dst = o->data, .dst_bit = (uint64_t)row,
-                                             .count = (uint64_t)len});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BITS, .src = in + (uint64_t)pc->data,
+                                            .dst = o->data, .dst_bit = (uint64_t)row}, len);
   } else if (f->byte_width > 0) {
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)pc->data,
-                                             .dst = o->data + (uint64_t)(row * f->byte_width),
-                                             .count = (uint64_t)(len * f->byte_width)});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)pc->data,
+                                            .dst = o->data + (uint64_t)(row * f->byte_width)},
+             len * f->byte_width);
   }
   o->row += len;
   return n;
@@ -348,37 +429,145 @@ static int64_t emit_column_end(const struct sink *k, int64_t n, const struct col
   const struct funnel__field *f = o->f;
   const int64_t pad = o->oc->validity_size * 8 - rows; /* bits after the last row */
   if (o->oc->null_count > 0 && pad > 0)
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->validity,
-                                             .dst_bit = (uint64_t)rows, .count = (uint64_t)pad});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->validity,
+                                            .dst_bit = (uint64_t)rows}, pad);
   if (f->type_id == FUNNEL_TYPE_BOOL && o->oc->data_size * 8 > rows)
-    n = emit(k, n, &(struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->data,
-                                             .dst_bit = (uint64_t)rows,
-                                             .count = (uint64_t)(o->oc->data_size * 8 - rows)});
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_ZEROS, .dst = o->data,
+                                            .dst_bit = (uint64_t)rows},
+             o->oc->data_size * 8 - rows);
   if (f->offset_width != 0)
-    n = emit(k, n, &(struct funnel__segment){
+    n = emit(k, n, (struct funnel__segment){
         .kind = f->offset_width == 4 ? FUNNEL_SEG_PUT32 : FUNNEL_SEG_PUT64,
-        .dst = o->offsets + (uint64_t)(rows * f->offset_width), .value = o->char_base});
+        .dst = o->offsets + (uint64_t)(rows * f->offset_width), .value = o->char_base}, 0);
+  return n;
+}
+
+/* Columns whose segments one pass over the partitions writes: the pass
+ * goes partition by partition (each partition's pieces lie together in
+ * host memory; a pass per column would reach into every partition once
+ * per column, a cache miss each at thousands of partitions). */
+#define SEGMENT_PASS_COLUMNS 64
+
+/* One pass: columns [c0, c0 + m), each from its state in o. */
+struct seg_pass {
+  const struct funnel__plan *plan;
+  const uint64_t *in_base;
+  struct sink k;
+  int c0, m;
+  struct column_out o[SEGMENT_PASS_COLUMNS];
+};
+
+/* The segments of partitions [p0, p1) of the pass, the n-th segment on,
+ * from the columns' state in o (advanced past them); returns the count. */
+static int64_t emit_parts(const struct seg_pass *g, const struct sink *k, struct column_out *o,
+                          int64_t p0, int64_t p1, int64_t n) {
+  for (int64_t p = p0; p < p1; p++) {
+    const struct funnel__partition *part = &g->plan->parts[p];
+    const uint64_t in = g->in_base != NULL ? g->in_base[p] : 0;
+    for (int64_t b = 0; b < part->n_batches; b++) {
+      const struct funnel__piece *pieces = part->batches[b].pieces + g->c0;
+      if (part->batches[b].rows == 0) continue; /* every piece is empty */
+      for (int j = 0; j < g->m; j++)
+        if (pieces[j].length > 0) n = emit_piece(k, n, &o[j], &pieces[j], in);
+    }
+  }
+  return n;
+}
+
+/* A pass on the host threads, FUNNEL__PLAN_TASK partitions a task, in
+ * two rounds: each task counts its segments, rows and string bytes; after
+ * an exclusive scan of those, each writes its segments from where the
+ * tasks before it end. Segments do not depend on where their piece lands
+ * but for the addresses and the rebase, so the count is exact. */
+struct seg_tasks {
+  const struct seg_pass *g;
+  bool write;      /* the second round */
+  int64_t *count;  /* per task: its segments, then the index of its first */
+  int64_t *rows;   /* per task: its rows, then the row it starts at */
+  int64_t *chars;  /* per task and column: its string bytes, then where they start */
+};
+
+static void seg_task(void *ctx, int64_t t) {
+  const struct seg_tasks *s = ctx;
+  const struct seg_pass *g = s->g;
+  const int64_t p0 = t * FUNNEL__PLAN_TASK;
+  const int64_t p1 = g->plan->n_parts - p0 < FUNNEL__PLAN_TASK ? g->plan->n_parts
+                                                                  : p0 + FUNNEL__PLAN_TASK;
+  struct column_out o[SEGMENT_PASS_COLUMNS];
+  for (int j = 0; j < g->m; j++) {
+    o[j] = g->o[j];
+    o[j].row = s->write ? s->rows[t] : 0;
+    o[j].char_base = s->write ? s->chars[t * g->m + j] : 0;
+  }
+  if (s->write) {
+    emit_parts(g, &g->k, o, p0, p1, s->count[t]);
+    return;
+  }
+  const struct sink count_only = {NULL, 0, g->k.unit};
+  s->count[t] = emit_parts(g, &count_only, o, p0, p1, 0);
+  s->rows[t] = o[0].row;
+  for (int j = 0; j < g->m; j++) s->chars[t * g->m + j] = o[j].char_base;
+}
+
+/* The pass on the host threads, from the n-th segment on; returns the
+ * count, or -1 (nothing written) when out of host memory. */
+static int64_t emit_parallel(struct seg_pass *g, int64_t n) {
+  const int64_t tasks = (g->plan->n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
+  struct seg_tasks s = {.g = g,
+                        .count = malloc((size_t)tasks * sizeof(int64_t)),
+                        .rows = malloc((size_t)tasks * sizeof(int64_t)),
+                        .chars = malloc((size_t)(tasks * g->m) * sizeof(int64_t))};
+  if (s.count == NULL || s.rows == NULL || s.chars == NULL) {
+    n = -1;
+  } else {
+    funnel__parallel_for(tasks, seg_task, &s);
+    int64_t row = 0, chars[SEGMENT_PASS_COLUMNS] = {0};
+    for (int64_t t = 0; t < tasks; t++) {
+      const int64_t c = s.count[t], r = s.rows[t];
+      s.count[t] = n;
+      s.rows[t] = row;
+      n += c;
+      row += r;
+      for (int j = 0; j < g->m; j++) {
+        const int64_t ch = s.chars[t * g->m + j];
+        s.chars[t * g->m + j] = chars[j];
+        chars[j] += ch;
+      }
+    }
+    s.write = true;
+    funnel__parallel_for(tasks, seg_task, &s);
+    for (int j = 0; j < g->m; j++) {
+      g->o[j].row = row;
+      g->o[j].char_base = chars[j];
+    }
+  }
+  free(s.count);
+  free(s.rows);
+  free(s.chars);
   return n;
 }
 
 int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *in_base,
                               uint64_t out_base, struct funnel__segment *out) {
-  const struct sink k = {out, plan->max_segments, plan->chunk_bytes};
+  const int n_cols = plan->schema->n_fields;
   int64_t n = 0;
-  for (int c = 0; c < plan->schema->n_fields; c++) {
-    const struct funnel__out_column *oc = &plan->columns[c];
-    struct column_out o = {.f = &plan->schema->fields[c], .oc = oc,
-                           .validity = out_base + (uint64_t)oc->validity,
-                           .offsets = out_base + (uint64_t)oc->offsets,
-                           .data = out_base + (uint64_t)oc->data};
-    for (int64_t p = 0; p < plan->n_parts; p++) {
-      const struct funnel__partition *part = &plan->parts[p];
-      const uint64_t in = in_base != NULL ? in_base[p] : 0;
-      for (int64_t b = 0; b < part->n_batches; b++)
-        if (part->batches[b].pieces[c].length > 0)
-          n = emit_piece(&k, n, &o, &part->batches[b].pieces[c], in);
+  for (int c0 = 0; c0 < n_cols; c0 += SEGMENT_PASS_COLUMNS) {
+    struct seg_pass g = {.plan = plan, .in_base = in_base,
+                         .k = {out, plan->max_segments, plan->chunk_bytes}, .c0 = c0,
+                         .m = n_cols - c0 < SEGMENT_PASS_COLUMNS ? n_cols - c0 : SEGMENT_PASS_COLUMNS};
+    for (int j = 0; j < g.m; j++) {
+      const struct funnel__out_column *oc = &plan->columns[c0 + j];
+      g.o[j] = (struct column_out){.f = &plan->schema->fields[c0 + j], .oc = oc,
+                                   .validity = out_base + (uint64_t)oc->validity,
+                                   .offsets = out_base + (uint64_t)oc->offsets,
+                                   .data = out_base + (uint64_t)oc->data};
     }
-    n = emit_column_end(&k, n, &o, plan->rows);
+    int64_t done = -1; /* written in parallel: the count */
+    if (out != NULL && plan->n_parts > FUNNEL__PLAN_TASK &&
+        plan->n_parts * g.m >= FUNNEL__PLAN_PARALLEL_MIN)
+      done = emit_parallel(&g, n);
+    n = done >= 0 ? done : emit_parts(&g, &g.k, g.o, 0, plan->n_parts, n);
+    for (int j = 0; j < g.m; j++) n = emit_column_end(&g.k, n, &g.o[j], plan->rows);
   }
   return n;
 }

@@ -37,7 +37,8 @@ struct funnel__plan {
  * and last offset of every string piece are in bounds), sums null counts
  * and string bytes, lays out the output and the scratch. `parts` have been
  * through funnel__partition_parse. Pieces of more than `chunk_bytes` bytes
- * are cut into segments of that size (<= 0: FUNNEL__SEGMENT_CHUNK_BYTES). The interior string offsets are left to
+ * are cut into segments of that size (<= 0: FUNNEL__SEGMENT_CHUNK_BYTES; at
+ * most FUNNEL__SEGMENT_CHUNK_MAX). The interior string offsets are left to
  * funnel__plan_check_pieces. */
 int funnel__plan_build(const struct funnel__schema *schema,
                        struct funnel__partition *parts, int64_t n_parts,

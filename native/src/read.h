@@ -51,18 +51,20 @@ struct funnel__run {
 };
 
 /* Pageable partitions to copy into the pinned staging block, in tasks of
- * FUNNEL__STAGE_TASK bytes. */
+ * FUNNEL__STAGE_TASK bytes: a task copies that many bytes of the copies
+ * taken one after the other, so small partitions share a task. */
 struct funnel__stage_copy {
   uint8_t *dst;
   const uint8_t *src;
   int64_t length;
-  int64_t first_task; /* tasks before this copy's first */
+  int64_t first_byte; /* bytes of the copies before this one */
 };
 
 struct funnel__stage_plan {
   struct funnel__stage_copy *copies;
   int64_t n;
-  int64_t tasks;  /* FUNNEL__STAGE_TASK-sized memcpys, in the order of their bytes */
+  int64_t bytes;  /* of every copy */
+  int64_t tasks;  /* FUNNEL__STAGE_TASK bytes each (the last fewer), in the order of the bytes */
   int64_t first;  /* the first task of the range that runs */
   uint8_t *block; /* the pinned block the pageable partitions go to, or NULL */
   int64_t block_size;

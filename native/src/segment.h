@@ -35,14 +35,27 @@ enum funnel__segment_kind {
   FUNNEL_SEG_PUT64 = 7
 };
 
+/* 32 bytes: a read of many small partitions writes and uploads several
+ * segments a partition and column, about as many bytes as the data. */
 struct funnel__segment {
   uint64_t src;     /* device address of the source, 0 when none */
   uint64_t dst;     /* device address of the destination */
-  uint64_t count;   /* bytes, bits or values, by kind */
-  uint64_t dst_bit; /* first output bit (bit kinds) */
-  int64_t value;    /* rebase (offsets) or stored value (put) */
-  uint32_t kind;    /* enum funnel__segment_kind */
-  uint32_t src_bit; /* first source bit (FUNNEL_SEG_BITS) */
+  union {           /* by kind */
+    uint64_t dst_bit; /* first output bit (bit kinds) */
+    int64_t value;    /* rebase (offsets) or stored value (put) */
+  };
+  /* bytes, bits or values, by kind: the plan cuts pieces into segments of
+   * at most FUNNEL__SEGMENT_CHUNK_MAX bytes, 8 times as many bits */
+  uint32_t count;
+  uint16_t kind;    /* enum funnel__segment_kind */
+  uint16_t src_bit; /* first source bit (FUNNEL_SEG_BITS), 0 to 7 */
 };
+
+/* the host writes what each kernel reads: one layout for gcc and nvcc */
+#ifdef __cplusplus
+static_assert(sizeof(struct funnel__segment) == 32, "a segment is 32 bytes");
+#else
+_Static_assert(sizeof(struct funnel__segment) == 32, "a segment is 32 bytes");
+#endif
 
 #endif

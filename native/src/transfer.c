@@ -80,7 +80,8 @@ int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *
 /* memcpy with stores that bypass the cache where the processor has them
  * (x86-64): staged bytes are read next by the copy engine, not by this
  * thread, and a cached store first reads the line it writes, a third of the
- * memory traffic of a copy. */
+ * memory traffic of a copy. The caller fences (stream_fence) before the
+ * bytes are copied on. */
 static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) {
 #if defined(__SSE2__)
   size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
@@ -98,38 +99,49 @@ static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) {
     _mm_stream_si128((__m128i *)(dst + i + 48), d);
   }
   memcpy(dst + i, src + i, n - i);
-  _mm_sfence(); /* the streamed stores are visible before the copy is enqueued */
 #else
   memcpy(dst, src, n);
 #endif
 }
 
-/* The staging copy that holds task `task`. */
-static const struct funnel__stage_copy *copy_of_task(const struct funnel__stage_plan *sp,
-                                                     int64_t task) {
+static void stream_fence(void) {
+#if defined(__SSE2__)
+  _mm_sfence(); /* the streamed stores are visible before the copy is enqueued */
+#endif
+}
+
+/* The staging copy that holds byte `pos` of the copies taken one after
+ * the other. */
+static const struct funnel__stage_copy *copy_of_byte(const struct funnel__stage_plan *sp,
+                                                     int64_t pos) {
   int64_t lo = 0, hi = sp->n - 1;
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;
-    if (sp->copies[mid].first_task <= task) lo = mid; else hi = mid - 1;
+    if (sp->copies[mid].first_byte <= pos) lo = mid; else hi = mid - 1;
   }
   return &sp->copies[lo];
 }
 
 static void stage_task(void *ctx, int64_t i) {
   const struct funnel__stage_plan *sp = ctx;
-  const int64_t task = sp->first + i;
-  const struct funnel__stage_copy *c = copy_of_task(sp, task);
-  const int64_t at = (task - c->first_task) * FUNNEL__STAGE_TASK;
-  const int64_t len = c->length - at < FUNNEL__STAGE_TASK ? c->length - at : FUNNEL__STAGE_TASK;
-  stream_copy(c->dst + at, c->src + at, (size_t)len);
+  int64_t pos = (sp->first + i) * FUNNEL__STAGE_TASK;
+  const int64_t end = pos + FUNNEL__STAGE_TASK < sp->bytes ? pos + FUNNEL__STAGE_TASK : sp->bytes;
+  for (const struct funnel__stage_copy *c = copy_of_byte(sp, pos); pos < end; c++) {
+    const int64_t at = pos - c->first_byte;
+    const int64_t len = c->length - at < end - pos ? c->length - at : end - pos;
+    stream_copy(c->dst + at, c->src + at, (size_t)len);
+    pos += len;
+  }
+  stream_fence();
 }
 
 /* The end, in the staging block, of the bytes that tasks [0, end_task)
  * have written (the gaps between partitions come along in the copies). */
 static const uint8_t *staged_upto(const struct funnel__stage_plan *sp, int64_t end_task) {
   if (end_task >= sp->tasks) return sp->block + sp->block_size;
-  const struct funnel__stage_copy *c = copy_of_task(sp, end_task);
-  return c->dst + (end_task - c->first_task) * FUNNEL__STAGE_TASK;
+  const int64_t pos = end_task * FUNNEL__STAGE_TASK;
+  const struct funnel__stage_copy *c = copy_of_byte(sp, pos);
+  return c->dst + (pos - c->first_byte);
 }
 
 /* ----------------------------------------------------------------- layout */
@@ -194,8 +206,9 @@ static void place(struct layout *l, int64_t p, bool pinned) {
   uint8_t *to = !pinned && t->dev->config.stage_pageable ? stage_target(l, len) : NULL;
   if (to != NULL) {
     struct funnel__stage_plan *sp = &tr->staging;
-    sp->copies[sp->n++] = (struct funnel__stage_copy){to, src, len, sp->tasks};
-    sp->tasks += (len + FUNNEL__STAGE_TASK - 1) / FUNNEL__STAGE_TASK;
+    sp->copies[sp->n++] = (struct funnel__stage_copy){to, src, len, sp->bytes};
+    sp->bytes += len;
+    sp->tasks = (sp->bytes + FUNNEL__STAGE_TASK - 1) / FUNNEL__STAGE_TASK;
     t->stats.staged_partitions++;
     t->stats.bytes_staged += len;
     src = to;

@@ -19,6 +19,9 @@
  * 256 KiB and 0.284 at 1 MiB, where 150 blocks could not fill 132 SMs.
  * Override: FUNNEL_SEGMENT_CHUNK_BYTES. */
 #define FUNNEL__SEGMENT_CHUNK_BYTES ((int64_t)64 << 10)
+/* The most the override may ask for: a segment counts its bits in 32 bits
+ * (segment.h), and 8 x 256 MiB + 1 bits fit. */
+#define FUNNEL__SEGMENT_CHUNK_MAX ((int64_t)256 << 20)
 
 /* The cuda concat launch: threads a block, and the most blocks (they
  * stride over the segments beyond). Not measured: a common block size. */
@@ -38,11 +41,36 @@
  * parsed in 0.08 ms alone, 0.12 ms on 16 threads; 1000 in 0.38 and 0.13). */
 #define FUNNEL__PARSE_PARALLEL_MIN 400
 #define FUNNEL__PARSE_TASK 8
+/* ... and in at most PARSE_TASKS_MAX tasks (more partitions a task when
+ * there are more): each task has an arena whose 64 KiB blocks a task of 8
+ * small partitions leaves nearly empty; at 50000 partitions 6250 tasks
+ * took 400 MB of blocks a read, each touched (page faults) in its first
+ * pages only. 16 tasks a host thread still balance the load. */
+#define FUNNEL__PARSE_TASKS_MAX 256
+
+/* A read of at least PLAN_PARALLEL_MIN pieces (partitions x columns) is
+ * planned on the shared host threads, in tasks of PLAN_TASK consecutive
+ * partitions: the sums over the pieces (one round), and the segment table
+ * (two rounds: count, then write, ~1.6x the CPU time of one pass). cpu
+ * host (2 vCPUs), 2026-11-23: one pass writes ~12 ns a piece (50000x4x10
+ * mixed: 2.5-2.9 ms alone, 2.3-2.4 ms on 2 threads); the gain grows with
+ * the threads. Below the minimum a pass is too short (~0.2 ms) to pay for
+ * the fan-outs. */
+#define FUNNEL__PLAN_PARALLEL_MIN 16384
+#define FUNNEL__PLAN_TASK 256
 
 /* Interior string offsets and validity bits are checked on the host
  * threads in tasks that read about this many bytes: below it a thread
  * costs more than it saves. */
 #define FUNNEL__CHECK_TASK ((int64_t)1 << 20)
+
+/* A batch whose checks read at most this many bytes (about: offsets and
+ * a validity bit per row and column) is checked as it is parsed, on the
+ * parsing thread, while its offsets are in cache from binding it; larger
+ * ones are left to the host threads while the copies fly. Spark's small
+ * partitions then need no check pass at all. Not measured finely: a few
+ * pages, far below FUNNEL__CHECK_TASK. */
+#define FUNNEL__CHECK_INLINE_BYTES ((int64_t)16 << 10)
 
 /* Staging memcpys of pageable partitions into pinned memory run in tasks
  * of this many bytes on the host threads (one thread copies ~5-10 GB/s;
