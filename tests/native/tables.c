@@ -134,3 +134,21 @@ void table_partitions_free(struct funnel_partition *p, int n_parts) {
   for (int i = 0; i < n_parts; i++) free((void *)p[i].data);
   free(p);
 }
+
+int64_t table_salted_value(int p, int64_t i, int salt) {
+  return (int64_t)salt * 1000003 + p * 100000 + i;
+}
+
+struct funnel_partition table_salted_partition(int p, int64_t rows, int salt) {
+  static const struct iw_field field = {.type = FUNNEL_TYPE_INT64, .name = "v", .nullable = 0};
+  static const struct iw_schema schema = {1, &field, 0};
+  int64_t *v = malloc((size_t)rows * 8);
+  for (int64_t i = 0; i < rows; i++) v[i] = table_salted_value(p, i, salt);
+  struct iw_column c = {.length = rows, .data = v, .data_length = rows * 8};
+  struct iw_buf b = {0};
+  iw_schema_message(&b, &schema, NULL, NULL);
+  iw_batch_message(&b, &schema, rows, &c, NULL, NULL);
+  iw_eos(&b, NULL);
+  free(v);
+  return (struct funnel_partition){b.data, b.len};
+}

@@ -31,6 +31,14 @@ void table_src_free(struct table_src *t);
 struct funnel_partition *table_partitions(const struct table_src *t, int n_parts);
 void table_partitions_free(struct funnel_partition *p, int n_parts);
 
+/* The value of row i of partition p of a read salted `salt` in the async
+ * and misuse tests' int64 tables: each read's rows differ from the last's. */
+int64_t table_salted_value(int p, int64_t i, int salt);
+
+/* Partition p of such a read: one non-nullable int64 column "v" of `rows`
+ * rows, a whole stream in malloc'd memory (free its data). */
+struct funnel_partition table_salted_partition(int p, int64_t rows, int salt);
+
 /* Bit i of a bitmap. */
 int table_bit(const uint8_t *p, int64_t i);
 

@@ -18,27 +18,18 @@
 #include "check.h"
 #include "device.h"
 #include "ipc_writer.h"
+#include "tables.h"
 #include "read.h"
 #include "stream.h"
 #include "table.h"
 
-static const struct iw_field FIELDS[] = {{.type = FUNNEL_TYPE_INT64, .name = "v", .nullable = 0}};
-static const struct iw_schema SCHEMA = {1, FIELDS, 0};
 enum { P = 4, ROWS = 3000, DELAY_US = 20000 };
 
-static int64_t value(int p, int64_t i, int salt) { return (int64_t)salt * 1000003 + p * 100000 + i; }
+static int64_t value(int p, int64_t i, int salt) { return table_salted_value(p, i, salt); }
 
 /* Partition p of a read salted `salt`, in malloc'd memory. */
 static struct funnel_partition partition(int p, int salt) {
-  int64_t *v = malloc(ROWS * 8);
-  for (int64_t i = 0; i < ROWS; i++) v[i] = value(p, i, salt);
-  struct iw_column c = {.length = ROWS, .data = v, .data_length = ROWS * 8};
-  struct iw_buf b = {0};
-  iw_schema_message(&b, &SCHEMA, NULL, NULL);
-  iw_batch_message(&b, &SCHEMA, ROWS, &c, NULL, NULL);
-  iw_eos(&b, NULL);
-  free(v);
-  return (struct funnel_partition){b.data, b.len};
+  return table_salted_partition(p, ROWS, salt);
 }
 
 static void partitions(struct funnel_partition *parts, int salt) {
