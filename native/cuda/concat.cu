@@ -161,3 +161,88 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
     }
   }
 }
+
+// ------------------------------------------------------------ device path
+// The stages of dpath.h: its functions run a warp an item (parse, pieces)
+// or a thread a word (bits); the scan is a block an array.
+
+extern "C" {
+#include "dpath.h"
+}
+
+namespace {
+
+__device__ __forceinline__ void warp_items(int64_t n, int64_t *first, int64_t *step, int *lane) {
+  const int64_t warps_a_block = blockDim.x / 32;
+  *first = (int64_t)blockIdx.x * warps_a_block + threadIdx.x / 32;
+  *step = (int64_t)gridDim.x * warps_a_block;
+  *lane = (int)(threadIdx.x & 31);
+  (void)n;
+}
+
+}  // namespace
+
+extern "C" __global__ void funnel_dp_parse(const funnel__dp_args *a, int64_t n, int64_t m) {
+  (void)m;
+  int64_t first, step;
+  int lane;
+  warp_items(n, &first, &step, &lane);
+  for (int64_t p = first; p < n; p += step) funnel__dp_parse(a, p, lane, 32);
+}
+
+extern "C" __global__ void funnel_dp_pieces(const funnel__dp_args *a, int64_t n, int64_t m) {
+  (void)m;
+  int64_t first, step;
+  int lane;
+  warp_items(n, &first, &step, &lane);
+  for (int64_t i = first; i < n; i += step) funnel__dp_piece_copy(a, i, lane, 32);
+}
+
+extern "C" __global__ void funnel_dp_bits(const funnel__dp_args *a, int64_t n, int64_t m) {
+  for (int64_t b = blockIdx.y; b < n; b += gridDim.y)
+    for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < m;
+         w += (int64_t)gridDim.x * blockDim.x)
+      funnel__dp_bits_word(a, b, w);
+}
+
+// Block k scans array k (0: rows per partition, then string bytes per
+// string column) in place: each thread sums a run of values, the block
+// scans those sums, each thread writes its run's prefixes. The total goes
+// to [n_parts] and to the summary.
+extern "C" __global__ void funnel_dp_scan(const funnel__dp_args *a, int64_t n, int64_t m) {
+  (void)m;
+  __shared__ int64_t sums[1024];
+  const int64_t count = a->n_parts;
+  for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
+    int64_t *v = k == 0 ? (int64_t *)(uintptr_t)a->rows
+                        : (int64_t *)(uintptr_t)a->chars + (k - 1) * (count + 1);
+    const int64_t per = (count + blockDim.x - 1) / blockDim.x;
+    const int64_t lo = threadIdx.x * per < count ? threadIdx.x * per : count;
+    const int64_t hi = lo + per < count ? lo + per : count;
+    int64_t sum = 0;
+    for (int64_t i = lo; i < hi; i++) sum += v[i];
+    sums[threadIdx.x] = sum;
+    __syncthreads();
+    // inclusive scan of the block's sums (Hillis-Steele)
+    for (unsigned o = 1; o < blockDim.x; o <<= 1) {
+      const int64_t add = threadIdx.x >= o ? sums[threadIdx.x - o] : 0;
+      __syncthreads();
+      sums[threadIdx.x] += add;
+      __syncthreads();
+    }
+    int64_t run = sums[threadIdx.x] - sum;
+    for (int64_t i = lo; i < hi; i++) {
+      const int64_t x = v[i];
+      v[i] = run;
+      run += x;
+    }
+    if (threadIdx.x == blockDim.x - 1) {
+      const int64_t total = sums[threadIdx.x];
+      v[count] = total;
+      funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
+      if (k == 0) s->rows = total;
+      else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = total;
+    }
+    __syncthreads();
+  }
+}

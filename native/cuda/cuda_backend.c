@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "dpath.h"
+#include "tuning.h"
 
 /* the kernels, a fatbin embedded by the build (fatbin.S) */
 extern const unsigned char funnel__fatbin[];
@@ -47,6 +49,7 @@ struct cuda {
   CUmodule module;
   CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
+  CUfunction dpath[4]; /* by enum funnel__dp_stage */
   /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
@@ -233,6 +236,33 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
       count < FUNNEL__CONCAT_MAX_BLOCKS ? (unsigned)count : FUNNEL__CONCAT_MAX_BLOCKS;
   int st = CU(cuLaunchKernel, (cu->concat, blocks ? blocks : 1, 1, 1, FUNNEL__CONCAT_THREADS, 1,
                                1, 0, (CUstream)stream, args, NULL));
+  leave(cu);
+  return st;
+}
+
+/* The device path's grids (dpath.h): a warp an item for the parse and
+ * the pieces, a block an array for the scan, a thread a word for the bits;
+ * each kernel strides over what its grid does not cover. */
+static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
+                             int64_t m, void *stream, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  if (stage < 0 || stage > 3 || n <= 0 || (stage == FUNNEL_DP_BITS && m <= 0)) return FUNNEL_OK;
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUdeviceptr a = (CUdeviceptr)args;
+  void *params[] = {&a, &n, &m};
+  const int64_t warps = FUNNEL__DPATH_THREADS / 32;
+  int64_t gx = 1, gy = 1;
+  unsigned threads = FUNNEL__DPATH_THREADS;
+  switch (stage) {
+    case FUNNEL_DP_PARSE:
+    case FUNNEL_DP_PIECES: gx = (n + warps - 1) / warps; break;
+    case FUNNEL_DP_SCAN: gx = n; threads = FUNNEL__DPATH_SCAN_THREADS; break;
+    default: gx = (m + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS; gy = n; break;
+  }
+  if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS;
+  if (gy > FUNNEL__CONCAT_MAX_BLOCKS) gy = FUNNEL__CONCAT_MAX_BLOCKS;
+  int st = CU(cuLaunchKernel, (cu->dpath[stage], (unsigned)gx, (unsigned)gy, 1, threads, 1, 1, 0,
+                               (CUstream)stream, params, NULL));
   leave(cu);
   return st;
 }
@@ -465,6 +495,10 @@ static int open_device(struct cuda *cu, struct funnel_error *error) {
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   int st = CU(cuModuleLoadData, (&cu->module, funnel__fatbin));
   if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->concat, cu->module, "funnel_concat"));
+  static const char *const dpath_kernels[4] = {"funnel_dp_parse", "funnel_dp_scan",
+                                               "funnel_dp_pieces", "funnel_dp_bits"};
+  for (int k = 0; k < 4 && st == FUNNEL_OK; k++)
+    st = CU(cuModuleGetFunction, (&cu->dpath[k], cu->module, dpath_kernels[k]));
   if (st == FUNNEL_OK) {
     CUmemPoolProps props;
     memset(&props, 0, sizeof(props));
@@ -530,6 +564,7 @@ int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *er
   be->copy_d2d_async = cuda_copy_d2d;
   if (cu->cuMemcpyBatchAsync != NULL) be->copy_h2d_batch_async = cuda_copy_h2d_batch;
   be->launch_concat = cuda_launch;
+  be->launch_dpath = cuda_launch_dpath;
   be->event_create = cuda_event_create;
   be->event_create_timed = cuda_event_create_timed;
   be->event_elapsed_ns = cuda_event_elapsed;

@@ -154,6 +154,12 @@ struct layout {
   int64_t stage_bytes;   /* its size */
 };
 
+/* Whether partition `part` goes to the device: when it has rows, or on
+ * the device path when it has bytes (the device parses them). */
+static bool carried(const struct funnel__plan *plan, const struct funnel__partition *part) {
+  return plan->headers_on_device ? part->length > 0 : part->rows > 0;
+}
+
 /* Which partitions lie in the pinned pool; the bytes of the others, as
  * staging lays them out. */
 static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t *stage_bytes) {
@@ -164,7 +170,7 @@ static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t 
   *pinned_bytes = *stage_bytes = 0;
   for (int64_t p = 0; p < n; p++) {
     const struct funnel__partition *part = &plan->parts[p];
-    if (part->rows == 0) continue;
+    if (!carried(plan, part)) continue;
     pinned[p] = funnel__pool_contains(&t->dev->pool, part->bytes, part->length);
     if (pinned[p]) *pinned_bytes += part->length;
     else *stage_bytes += funnel__align_up(part->length, FUNNEL__ALIGN);
@@ -256,7 +262,7 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
   tr.staging.block = l.stage;
   for (int64_t p = 0; p < n; p++) {
     tr.in_scratch[p] = -1;
-    if (t->plan.parts[p].rows > 0) place(&l, p, pinned[p]);
+    if (carried(&t->plan, &t->plan.parts[p])) place(&l, p, pinned[p]);
   }
   *out = tr;
   return FUNNEL_OK;
