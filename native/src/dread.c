@@ -232,15 +232,12 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   for (int c = 0; c < n_cols; c++) n_var += schema->fields[c].offset_width != 0;
   struct funnel__plan *plan = &t->plan;
   struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
-  struct funnel__partition *pv = funnel__arena_calloc(&t->arena, (size_t)n, sizeof(*pv));
-  t->staged = funnel__arena_calloc(&t->arena, (size_t)n + 4, sizeof(*t->staged));
-  if (d == NULL || pv == NULL || t->staged == NULL) return OUT_OF_MEMORY(error);
-  for (int64_t p = 0; p < n; p++) {
-    pv[p].bytes = parts[p].data;
-    pv[p].length = (int64_t)parts[p].length;
-  }
-  *plan = (struct funnel__plan){.schema = schema, .parts = pv, .n_parts = n,
-                                .headers_on_device = true};
+  /* room for a staging block each (pageable partitions when the pool has
+   * no room for one block of them all) and this attempt's; written as
+   * they are taken, so not cleared */
+  t->staged = funnel__arena_alloc(&t->arena, ((size_t)n + 4) * sizeof(*t->staged));
+  if (d == NULL || t->staged == NULL) return OUT_OF_MEMORY(error);
+  *plan = (struct funnel__plan){.schema = schema, .raw = parts, .n_parts = n};
   t->stats.device_parsed = n;
 
   struct funnel__transfer tr;

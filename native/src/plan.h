@@ -30,9 +30,9 @@ struct funnel__plan {
   /* the batches whose pieces funnel__plan_check_pieces checks */
   const struct funnel__check_job *check_jobs;
   int64_t n_check_jobs, check_work;
-  /* the device path (dread.c): parts hold bytes and lengths only, every
-   * non-empty one goes up, and the device parses them */
-  bool headers_on_device;
+  /* the device path (dread.c): the caller's partitions, not parsed (parts
+   * is NULL); every non-empty one goes up and the device parses it */
+  const struct funnel_partition *raw;
 };
 
 /* Checks every partition's schema against `schema` (the reader's, or when

@@ -110,7 +110,8 @@ static int enqueue_all(struct funnel_table *t, const struct funnel__read_options
 
 int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
                    struct funnel_error *error) {
-  t->staged = funnel__arena_calloc(&t->arena, (size_t)t->plan.n_parts + 2, sizeof(*t->staged));
+  /* written as blocks are taken (t->n_staged), so not cleared */
+  t->staged = funnel__arena_alloc(&t->arena, ((size_t)t->plan.n_parts + 2) * sizeof(*t->staged));
   if (t->staged == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   if (t->plan.max_segments == 0) return FUNNEL_OK; /* no columns: nothing to run */
   struct funnel__work w;
