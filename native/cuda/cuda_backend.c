@@ -240,26 +240,42 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
   return st;
 }
 
-/* The device path's grids (dpath.h): a warp an item for the parse and
- * the pieces, a block an array for the scan, a thread a word for the bits;
- * each kernel strides over what its grid does not cover. */
+/* The device path's grids (dpath.h): a thread a partition for the parse
+ * (a block a tile of the scan), a block a tile of an array for the scan,
+ * m lanes a piece for the pieces, a thread a word for the bits; the pieces
+ * and the bits stride over what their grid does not cover. */
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
-  if (stage < 0 || stage > 3 || n <= 0 || (stage == FUNNEL_DP_BITS && m <= 0)) return FUNNEL_OK;
+  if (stage < 0 || stage > 3 || (stage != FUNNEL_DP_SCAN && n <= 0) ||
+      (stage == FUNNEL_DP_BITS && m <= 0))
+    return FUNNEL_OK;
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   CUdeviceptr a = (CUdeviceptr)args;
   void *params[] = {&a, &n, &m};
-  const int64_t warps = FUNNEL__DPATH_THREADS / 32;
+  const int64_t threads_a_block = FUNNEL__DPATH_THREADS;
   int64_t gx = 1, gy = 1;
   unsigned threads = FUNNEL__DPATH_THREADS;
   switch (stage) {
-    case FUNNEL_DP_PARSE:
-    case FUNNEL_DP_PIECES: gx = (n + warps - 1) / warps; break;
-    case FUNNEL_DP_SCAN: gx = n; threads = FUNNEL__DPATH_SCAN_THREADS; break;
-    default: gx = (m + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS; gy = n; break;
+    case FUNNEL_DP_PARSE: /* a block a tile of the scan: no striding */
+      gx = (n + threads_a_block - 1) / threads_a_block;
+      if (gx > INT32_MAX) return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "cuda backend: %lld partitions", (long long)n);
+      break;
+    case FUNNEL_DP_PIECES:
+      if (m < 1 || m > 32 || (m & (m - 1)) != 0) m = 32; /* lanes a piece */
+      gx = (n * m + threads_a_block - 1) / threads_a_block;
+      break;
+    case FUNNEL_DP_SCAN: /* a block a tile of an array */
+      gx = (m + threads_a_block - 1) / threads_a_block;
+      gy = n;
+      if (gx < 1) gx = 1;
+      if (gx > INT32_MAX || gy > FUNNEL__CONCAT_MAX_BLOCKS)
+        return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "cuda backend: scan of %lld x %lld", (long long)n, (long long)m);
+      break;
+    default: gx = (m + threads_a_block - 1) / threads_a_block; gy = n; break;
   }
-  if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS;
+  if (stage != FUNNEL_DP_PARSE && stage != FUNNEL_DP_SCAN && gx > FUNNEL__CONCAT_MAX_BLOCKS)
+    gx = FUNNEL__CONCAT_MAX_BLOCKS;
   if (gy > FUNNEL__CONCAT_MAX_BLOCKS) gy = FUNNEL__CONCAT_MAX_BLOCKS;
   int st = CU(cuLaunchKernel, (cu->dpath[stage], (unsigned)gx, (unsigned)gy, 1, threads, 1, 1, 0,
                                (CUstream)stream, params, NULL));

@@ -43,13 +43,14 @@ enum funnel__dp_kind {
 
 /* What the stages are (funnel_backend.launch_dpath). */
 enum funnel__dp_stage {
-  /* n partitions: parse each (funnel__dp_parse) */
+  /* n partitions: parse each (funnel__dp_parse); m: the string columns
+   * (the cuda kernel sums the tiles of the scan's arrays) */
   FUNNEL_DP_PARSE = 0,
-  /* n arrays (rows, then string bytes per string column): exclusive scan
-   * of each, totals into the summary */
+  /* n arrays (rows, then string bytes per string column) of m values:
+   * exclusive scan of each, totals into the summary */
   FUNNEL_DP_SCAN = 1,
   /* n items: every (partition, column) piece, then one per column
-   * (funnel__dp_piece_copy) */
+   * (funnel__dp_piece_copy), m lanes an item (1 to 32, a power of two) */
   FUNNEL_DP_PIECES = 2,
   /* n bit buffers x m 32-bit words (funnel__dp_bits_word) */
   FUNNEL_DP_BITS = 3
@@ -106,6 +107,10 @@ struct funnel__dp_args {
   uint64_t chars;   /* int64_t[n_var * (n_parts + 1)]: string bytes, scanned likewise */
   uint64_t summary; /* struct funnel__dp_summary, then int64_t[n_cols + n_var] */
   uint64_t bitbufs; /* struct funnel__dp_bitbuf[n_bitbufs] */
+  /* the cuda kernels' scan: per array (as `rows`, then `chars`) the sum of
+   * each tile of FUNNEL__DPATH_THREADS partitions, n_tiles a row */
+  uint64_t tiles;
+  int64_t n_tiles;
   int64_t n_parts;
   int64_t schema_length;
   int64_t max_rows;
@@ -115,13 +120,15 @@ struct funnel__dp_args {
 
 /* ------------------------------------------------------------ lanes */
 
-/* A stage's item is run by `lanes` lanes at once (a warp on the device,
- * one on the host); every lane computes the same control flow, splitting
- * only the loops over rows and bytes, joined by these. */
+/* A stage's item is run by `lanes` lanes at once: a group of 1 to 32
+ * lanes of a warp on the device (a power of two; for the parse 1 or 32),
+ * one lane on the host. Every lane computes the same control flow,
+ * splitting only the loops over rows and bytes, joined by these (the
+ * parse's only; with one lane they are the identity). */
 #if defined(__CUDA_ARCH__)
-FUNNEL_DP bool dp_all(bool v) { return __all_sync(0xFFFFFFFFu, v); }
-FUNNEL_DP int64_t dp_sum(int64_t v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+FUNNEL_DP bool dp_all(bool v, int lanes) { return lanes == 1 ? v : __all_sync(0xFFFFFFFFu, v); }
+FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) {
+  for (int o = 16; o > 0 && lanes > 1; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
   return v;
 }
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
@@ -130,8 +137,8 @@ FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long long)v); }
 #define DP_POPC64(x) __popcll(x)
 #else
-FUNNEL_DP bool dp_all(bool v) { return v; }
-FUNNEL_DP int64_t dp_sum(int64_t v) { return v; }
+FUNNEL_DP bool dp_all(bool v, int lanes) { (void)lanes; return v; }
+FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
 /* the cpu backend runs a stage on its stream's one thread */
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) { *p += v; }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
@@ -234,19 +241,24 @@ FUNNEL_DP uint32_t dp_vector(struct dp_fb *r, struct dp_table t, int slot, uint3
 
 /* ------------------------------------------------------------- parse */
 
-/* Whether n bytes at a and b are equal, the lanes taking 8 bytes each. */
+/* Whether n bytes at a and b are equal, the lanes taking 8 bytes each:
+ * every load is independent of the others (no early exit), so a thread
+ * has many in flight. */
 FUNNEL_DP bool dp_equal(const uint8_t *a, const uint8_t *b, int64_t n, int lane, int lanes) {
-  bool same = true;
-  const bool aligned = (((uintptr_t)a | (uintptr_t)b) & 7) == 0;
-  for (int64_t i = 8 * (int64_t)lane; i < n && same; i += 8 * (int64_t)lanes) {
-    if (aligned && i + 8 <= n) {
-      same = *(const uint64_t *)(a + i) == *(const uint64_t *)(b + i);
-    } else {
+  uint64_t diff = 0;
+  const int64_t step = 8 * (int64_t)lanes;
+  if ((((uintptr_t)a | (uintptr_t)b) & 7) == 0) {
+    const int64_t words = n / 8;
+    for (int64_t i = lane; i < words; i += lanes)
+      diff |= *(const uint64_t *)(a + 8 * i) ^ *(const uint64_t *)(b + 8 * i);
+    for (int64_t k = words * 8 + lane; k < n; k += lanes) diff |= (uint64_t)(a[k] ^ b[k]);
+  } else {
+    for (int64_t i = 8 * (int64_t)lane; i < n; i += step) {
       const int64_t end = i + 8 < n ? i + 8 : n;
-      for (int64_t k = i; k < end; k++) same = same && a[k] == b[k];
+      for (int64_t k = i; k < end; k++) diff |= (uint64_t)(a[k] ^ b[k]);
     }
   }
-  return dp_all(same);
+  return dp_all(diff == 0, lanes);
 }
 
 /* Zero bits among the first n bits at `bits`. */
@@ -255,7 +267,7 @@ FUNNEL_DP int64_t dp_zero_bits(const uint8_t *bits, int64_t n, int lane, int lan
   const int64_t bytes = n / 8;
   for (int64_t i = lane; i < bytes; i += lanes) ones += DP_POPC64((uint64_t)bits[i]);
   if ((n & 7) && lane == 0) ones += DP_POPC64((uint64_t)(bits[bytes] & ((1u << (n & 7)) - 1u)));
-  return n - dp_sum(ones);
+  return n - dp_sum(ones, lanes);
 }
 
 /* Whether the n + 1 offsets of `width` bytes at o never decrease. */
@@ -265,7 +277,7 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
     if (width == 4) ok = (int32_t)dp_rd32(o + 4 * k) >= (int32_t)dp_rd32(o + 4 * (k - 1));
     else ok = (int64_t)dp_rd64(o + 8 * k) >= (int64_t)dp_rd64(o + 8 * (k - 1));
   }
-  return dp_all(ok);
+  return dp_all(ok, lanes);
 }
 
 /* Binds column c of the batch whose nodes and buffers are at `nodes` and

@@ -12,7 +12,7 @@
  *
  *   args | columns | bit buffers            uploaded again before the concat
  *   inputs | schema | summary (zeroed)      uploaded before the parse
- *   pieces | rows | string bytes            device only
+ *   pieces | rows | string bytes | tiles    device only
  *
  * and, in the host block only, the summary the device sends back. */
 #include <string.h>
@@ -26,7 +26,8 @@
 struct dp_layout {
   int64_t args, columns, bitbufs, head2; /* head2: bytes uploaded before the concat */
   int64_t inputs, schema, summary, head1; /* head1: bytes uploaded before the parse */
-  int64_t pieces, rows, chars, device;    /* device: the allocation's size */
+  int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
+  int64_t n_tiles;
   int64_t summary_back, host;             /* host: the host block's size */
   int64_t summary_bytes;
 };
@@ -55,6 +56,8 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int64_t schema
   l.pieces = carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
   l.rows = carve(&at, (n + 1) * 8);
   l.chars = carve(&at, n_var * (n + 1) * 8);
+  l.n_tiles = (n + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS;
+  l.tiles = carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
   l.device = at;
   return l;
 }
@@ -125,6 +128,7 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .schema = dev + (uint64_t)l->schema, .pieces = dev + (uint64_t)l->pieces,
       .rows = dev + (uint64_t)l->rows, .chars = dev + (uint64_t)l->chars,
       .summary = dev + (uint64_t)l->summary, .bitbufs = dev + (uint64_t)l->bitbufs,
+      .tiles = dev + (uint64_t)l->tiles, .n_tiles = l->n_tiles,
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
 }
@@ -145,10 +149,10 @@ static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
                                                               (size_t)l->head1, stream, error));
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
-                                                            0, stream, error));
+                                                            n_var, stream, error));
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
-                                                            1 + n_var, 0, stream, error));
+                                                            1 + n_var, n, stream, error));
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
@@ -199,10 +203,14 @@ static int concat_on_device(struct funnel_table *t, const struct funnel__read_op
     if (st == FUNNEL_OK)
       st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_start, stream, error));
   }
+  /* lanes a piece: about one per 16 bytes of a mean piece, 1 to 32 */
+  const int64_t pieces = plan->n_parts * n_cols + n_cols;
+  const int64_t mean = plan->out_size / (pieces > 0 ? pieces : 1);
+  int64_t lanes = 1;
+  while (lanes < 32 && lanes * 16 < mean) lanes *= 2;
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PIECES, t->dp_scratch,
-                                                            plan->n_parts * n_cols + n_cols, 0,
-                                                            stream, error));
+                                                            pieces, lanes, stream, error));
   if (st == FUNNEL_OK && n_bitbufs > 0 && words > 0)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_BITS, t->dp_scratch,
                                                             n_bitbufs, words, stream, error));
