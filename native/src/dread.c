@@ -263,6 +263,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
   if (st != FUNNEL_OK) return st;
   write_head(t, &tr, parts, n, schema, l, t->dp_scratch, d->host);
+  plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   FUNNEL_RETURN_NOT_OK(parse_on_device(t, &tr, l, d->host, n_var, stream, error));
 
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
