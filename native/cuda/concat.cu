@@ -219,31 +219,47 @@ __device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
 }  // namespace
 
 // A thread a partition; then each block sums its tile of every scan array
-// (the first half of the scan, while the values are in cache).
+// (the first half of the scan, while the values are in cache), or, when
+// one block holds every partition, scans them.
 extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(const funnel__dp_args *a,
                                                                     int64_t n, int64_t m) {
   const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (p < n) funnel__dp_parse(a, p, 0, 1);
   int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
   for (int64_t k = 0; k <= m; k++) {
-    const int64_t sum = block_sum(p < n ? scan_array(a, k)[p] : 0);
-    if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
+    int64_t *v = scan_array(a, k);
+    const int64_t x = p < n ? v[p] : 0;
+    if (gridDim.x > 1) {
+      const int64_t sum = block_sum(x);
+      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
+      continue;
+    }
+    // one tile: the whole scan, and no FUNNEL_DP_SCAN launch
+    int64_t total;
+    const int64_t before = block_exclusive_scan(x, &total);
+    if (p < n) v[p] = before;
+    if (threadIdx.x == 0) {
+      v[n] = total;
+      funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
+      if (k == 0) s->rows = total;
+      else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = total;
+    }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_pieces(const funnel__dp_args *a, int64_t n, int64_t m) {
+// The pieces, m lanes a piece, then the bit buffers' words, a thread a
+// word: one launch for the whole concat.
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel__dp_args *a,
+                                                                     int64_t n, int64_t m) {
   const int lanes = (int)m;
-  const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
-  const int64_t groups = (int64_t)gridDim.x * blockDim.x / lanes;
+  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t threads = (int64_t)gridDim.x * blockDim.x;
   const int lane = (int)(threadIdx.x % (unsigned)lanes);
-  for (int64_t i = group; i < n; i += groups) funnel__dp_piece_copy(a, i, lane, lanes);
-}
-
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_bits(const funnel__dp_args *a, int64_t n, int64_t m) {
-  for (int64_t b = blockIdx.y; b < n; b += gridDim.y)
-    for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < m;
-         w += (int64_t)gridDim.x * blockDim.x)
-      funnel__dp_bits_word(a, b, w);
+  for (int64_t i = thread / lanes; i < n; i += threads / lanes)
+    funnel__dp_piece_copy(a, i, lane, lanes);
+  const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
+  for (int64_t k = thread; k < a->n_bitbufs * words; k += threads)
+    funnel__dp_bits_word(a, k / words, k % words);
 }
 
 // Block (b, k) scans tile b of array k: the tiles before it give its

@@ -86,8 +86,8 @@ struct funnel_backend {
   int (*launch_concat)(struct funnel_backend *be, uint64_t segments, int64_t count,
                        void *stream, struct funnel_error *error);
   /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage)
-   * over n items (FUNNEL_DP_BITS: n bit buffers of m words), its
-   * struct funnel__dp_args at device address `args` */
+   * over n items with m as the stage says, its struct funnel__dp_args at
+   * device address `args` */
   int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t n, int64_t m,
                       void *stream, struct funnel_error *error);
 

@@ -44,17 +44,21 @@ enum funnel__dp_kind {
 /* What the stages are (funnel_backend.launch_dpath). */
 enum funnel__dp_stage {
   /* n partitions: parse each (funnel__dp_parse); m: the string columns
-   * (the cuda kernel sums the tiles of the scan's arrays) */
+   * (the cuda kernel sums the tiles of the scan's arrays). When the
+   * partitions fit one tile (FUNNEL__DPATH_THREADS) it scans them too,
+   * and the read launches no FUNNEL_DP_SCAN. */
   FUNNEL_DP_PARSE = 0,
   /* n arrays (rows, then string bytes per string column) of m values:
    * exclusive scan of each, totals into the summary */
   FUNNEL_DP_SCAN = 1,
   /* n items: every (partition, column) piece, then one per column
-   * (funnel__dp_piece_copy), m lanes an item (1 to 32, a power of two) */
-  FUNNEL_DP_PIECES = 2,
-  /* n bit buffers x m 32-bit words (funnel__dp_bits_word) */
-  FUNNEL_DP_BITS = 3
+   * (funnel__dp_piece_copy), m lanes an item (1 to 32, a power of two);
+   * then every 32-bit word of the args' bit buffers (funnel__dp_bits_word) */
+  FUNNEL_DP_CONCAT = 2
 };
+
+/* Words of each bit buffer: 32 rows a word. */
+#define FUNNEL__DP_WORDS(rows) (((rows) + 31) / 32)
 
 struct funnel__dp_column {
   int32_t kind;  /* enum funnel__dp_kind */
@@ -80,7 +84,7 @@ struct funnel__dp_piece {
   int64_t null_count;
 };
 
-/* A bit buffer of the output, made by FUNNEL_DP_BITS. */
+/* A bit buffer of the output, made by FUNNEL_DP_CONCAT. */
 struct funnel__dp_bitbuf {
   uint64_t dst;
   int32_t column;
@@ -407,7 +411,7 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
       pos += 8;
       continue;
     }
-    if (meta_len < 0 || meta_len > len - pos - 8 || batches > 0) {
+    if (meta_len < 0 || meta_len > len - pos - 8) {
       ok = false;
       break;
     }
@@ -468,7 +472,7 @@ FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, in
 /* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
  * its place (fixed-width values; string offsets rebased and bytes), or,
  * past the pieces, column i - pieces' final string offset. Bit buffers are
- * FUNNEL_DP_BITS'. */
+ * funnel__dp_bits_word's. */
 FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i, int lane,
                                      int lanes) {
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;

@@ -2,6 +2,7 @@
  * stream thread: the same functions the kernels run, one lane at a time. */
 #include "dpath.h"
 #include "dpath_cpu.h"
+#include "tuning.h"
 
 /* Exclusive scan of n values in place; the total lands at [n]. */
 static int64_t scan(int64_t *v, int64_t n) {
@@ -15,27 +16,31 @@ static int64_t scan(int64_t *v, int64_t n) {
   return sum;
 }
 
+static void scan_all(const struct funnel__dp_args *a, int64_t arrays) {
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  int64_t *chars = (int64_t *)(s + 1) + a->n_cols;
+  for (int64_t k = 0; k < arrays; k++) {
+    if (k == 0) s->rows = scan((int64_t *)(uintptr_t)a->rows, a->n_parts);
+    else chars[k - 1] = scan((int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1), a->n_parts);
+  }
+}
+
 void funnel__dp_run_cpu(int stage, const struct funnel__dp_args *a, int64_t n, int64_t m) {
   switch (stage) {
     case FUNNEL_DP_PARSE:
       for (int64_t p = 0; p < n; p++) funnel__dp_parse(a, p, 0, 1);
+      if (n <= FUNNEL__DPATH_THREADS) scan_all(a, 1 + m); /* one tile: as the kernel does */
       break;
-    case FUNNEL_DP_SCAN: {
-      struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
-      int64_t *chars = (int64_t *)(s + 1) + a->n_cols;
-      for (int64_t k = 0; k < n; k++) {
-        if (k == 0) s->rows = scan((int64_t *)(uintptr_t)a->rows, a->n_parts);
-        else chars[k - 1] = scan((int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1), a->n_parts);
-      }
+    case FUNNEL_DP_SCAN:
+      scan_all(a, n);
+      break;
+    case FUNNEL_DP_CONCAT: {
+      for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1);
+      const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
+      for (int64_t b = 0; b < a->n_bitbufs; b++)
+        for (int64_t w = 0; w < words; w++) funnel__dp_bits_word(a, b, w);
       break;
     }
-    case FUNNEL_DP_PIECES:
-      for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1);
-      break;
-    case FUNNEL_DP_BITS:
-      for (int64_t b = 0; b < n; b++)
-        for (int64_t w = 0; w < m; w++) funnel__dp_bits_word(a, b, w);
-      break;
     default:
       break;
   }

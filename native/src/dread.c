@@ -150,7 +150,7 @@ static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
                                                             n_var, stream, error));
-  if (st == FUNNEL_OK)
+  if (st == FUNNEL_OK && n > FUNNEL__DPATH_THREADS) /* one tile: the parse scans it */
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
   if (st == FUNNEL_OK)
@@ -165,8 +165,8 @@ static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
 }
 
 /* With the output laid out: the columns' addresses and the bit buffers
- * into the host block's head; returns the bit buffers' count. */
-static int64_t write_outputs(const struct funnel_table *t, const struct dp_layout *l,
+ * into the host block's head. */
+static void write_outputs(const struct funnel_table *t, const struct dp_layout *l,
                              uint8_t *host) {
   const struct funnel__plan *plan = &t->plan;
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
@@ -181,18 +181,16 @@ static int64_t write_outputs(const struct funnel_table *t, const struct dp_layou
     if (cols[c].kind == FUNNEL_DP_BOOL) bits[nb++] = (struct funnel__dp_bitbuf){cols[c].data, c, 0};
   }
   ((struct funnel__dp_args *)(host + l->args))->n_bitbufs = nb;
-  return nb;
 }
 
 /* Enqueues the upload of the outputs, the concat (timed when asked) and
  * records the table's event. */
 static int concat_on_device(struct funnel_table *t, const struct funnel__read_options *o,
-                            const struct dp_layout *l, const uint8_t *host, int64_t n_bitbufs,
-                            void *stream, struct funnel_error *error) {
+                            const struct dp_layout *l, const uint8_t *host, void *stream,
+                            struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   const struct funnel__plan *plan = &t->plan;
   const int64_t n_cols = plan->schema->n_fields;
-  const int64_t words = (plan->rows + 31) / 32;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   int st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
@@ -209,11 +207,8 @@ static int concat_on_device(struct funnel_table *t, const struct funnel__read_op
   int64_t lanes = 1;
   while (lanes < 32 && lanes * 16 < mean) lanes *= 2;
   if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PIECES, t->dp_scratch,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_CONCAT, t->dp_scratch,
                                                             pieces, lanes, stream, error));
-  if (st == FUNNEL_OK && n_bitbufs > 0 && words > 0)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_BITS, t->dp_scratch,
-                                                            n_bitbufs, words, stream, error));
   if (st == FUNNEL_OK && t->ev_end != NULL)
     st = funnel__dev_event_record(be, t->ev_end, stream, error);
   bool abandoned;
@@ -297,6 +292,6 @@ int funnel__dpath_submit(struct funnel_table *t, const struct funnel__read_optio
   FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, plan->columns, chars, plan->rows,
                                            &plan->out_size, error));
   FUNNEL_RETURN_NOT_OK(funnel__alloc_out(t, o, stream, error));
-  const int64_t n_bitbufs = write_outputs(t, &d->l, d->host);
-  return concat_on_device(t, o, &d->l, d->host, n_bitbufs, stream, error);
+  write_outputs(t, &d->l, d->host);
+  return concat_on_device(t, o, &d->l, d->host, stream, error);
 }

@@ -153,7 +153,7 @@ void check_read_invariants_at(const char *file, int line, const struct funnel_re
   check_eq_i64_at(file, line, "device_calls_plan", "0", s->device_calls_plan, 0);
   if (check_on_device(s)) {
     check_true_at(file, line, "h2d_copies <= partitions + 2", s->h2d_copies <= s->partitions + 2);
-    check_true_at(file, line, "concat_launches <= 4", s->concat_launches <= 4);
+    check_true_at(file, line, "concat_launches <= 3", s->concat_launches <= 3);
     check_eq_i64_at(file, line, "syncs_in_read", "1", s->syncs_in_read, 1);
     check_eq_i64_at(file, line, "segments", "0", s->segments, 0);
     return;

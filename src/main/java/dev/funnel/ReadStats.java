@@ -9,8 +9,8 @@ package dev.funnel;
  * deviceCallsParse == 0}, {@code deviceCallsPlan == 0}, {@code syncsInRead == 0}. A read the
  * device parsed ({@code deviceParsed > 0 && deviceLeft == 0}, {@link FunnelReader#setParse}):
  * {@code h2dCopies <= partitions + 2} (the partitions and two small tables), {@code
- * concatLaunches <= 4} (parse, scan, concat, bits), {@code syncsInRead == 1} (the wait for the
- * sums that size the output), {@code deviceCallsPlan == 0}.
+ * concatLaunches <= 3} (parse, scan over 256 partitions, concat), {@code syncsInRead == 1} (the
+ * wait for the sums that size the output), {@code deviceCallsPlan == 0}.
  *
  * <p>{@code deviceParsed} partitions went up as raw bytes for the device to parse; {@code
  * deviceLeft} of them it left to the host (a schema written differently, several batches, a
