@@ -411,7 +411,7 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
       pos += 8;
       continue;
     }
-    if (meta_len < 0 || meta_len > len - pos - 8) {
+    if (meta_len < 0 || meta_len > len - pos - 8 || batches > 0) {
       ok = false;
       break;
     }

@@ -35,7 +35,7 @@
  * are large enough for the host path's chunked segments, which spread a
  * large piece over many blocks where the device path gives it one warp
  * at most */
-#define FUNNEL__DPATH_MIN_PARTS 129
+#define FUNNEL__DPATH_MIN_PARTS 128
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 #define FUNNEL__CONCAT_MAX_BLOCKS 65535
 
