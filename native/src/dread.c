@@ -83,7 +83,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
     if (first < 0) first = (int64_t)i;
   }
   if (o->parse == FUNNEL_PARSE_AUTO &&
-      ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes / (int64_t)count > FUNNEL__DPATH_MAX_AVG))
+      ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
     return false;
   if (known == NULL && first >= 0) {
     struct funnel__partition pv;
