@@ -229,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(const funnel__
   for (int64_t k = 0; k <= m; k++) {
     int64_t *v = scan_array(a, k);
     const int64_t x = p < n ? v[p] : 0;
-    if (gridDim.x > 1) {
+    if (!FUNNEL__DP_PARSE_SCANS(n)) {
       const int64_t sum = block_sum(x);
       if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
       continue;

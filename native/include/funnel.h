@@ -182,6 +182,7 @@ struct funnel_device;
  * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The environment
  * is read now, once: FUNNEL_PINNED_POOL_BYTES (the pinned pool's size),
  * FUNNEL_DIRECT_MAX_BYTES (FUNNEL_OPTION_DIRECT_MAX_BYTES's default),
+ * FUNNEL_PARSE=host|device (FUNNEL_OPTION_PARSE's default, else AUTO),
  * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES and FUNNEL_BATCH_COPY
  * (for tests and benchmarks). The device is thread-safe. */
 FUNNEL_API funnel_status funnel_device_open(const char *kind,

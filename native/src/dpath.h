@@ -27,6 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flatbuf.h"
+#include "tuning.h"
+
 #if defined(__CUDACC__)
 #define FUNNEL_DP static __device__ __forceinline__
 #else
@@ -44,9 +47,8 @@ enum funnel__dp_kind {
 /* What the stages are (funnel_backend.launch_dpath). */
 enum funnel__dp_stage {
   /* n partitions: parse each (funnel__dp_parse); m: the string columns
-   * (the cuda kernel sums the tiles of the scan's arrays). When the
-   * partitions fit one tile (FUNNEL__DPATH_THREADS) it scans them too,
-   * and the read launches no FUNNEL_DP_SCAN. */
+   * (the cuda kernel sums the tiles of the scan's arrays); it scans them
+   * too when FUNNEL__DP_PARSE_SCANS(n). */
   FUNNEL_DP_PARSE = 0,
   /* n arrays (rows, then string bytes per string column) of m values:
    * exclusive scan of each, totals into the summary */
@@ -56,6 +58,11 @@ enum funnel__dp_stage {
    * then every 32-bit word of the args' bit buffers (funnel__dp_bits_word) */
   FUNNEL_DP_CONCAT = 2
 };
+
+/* Whether FUNNEL_DP_PARSE scans too: the partitions fit one tile of the
+ * scan (FUNNEL__DPATH_THREADS, a block of the kernels), and no
+ * FUNNEL_DP_SCAN follows. */
+#define FUNNEL__DP_PARSE_SCANS(n_parts) ((n_parts) <= FUNNEL__DPATH_THREADS)
 
 /* Words of each bit buffer: 32 rows a word. */
 #define FUNNEL__DP_WORDS(rows) (((rows) + 31) / 32)
@@ -152,100 +159,6 @@ FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
 #define DP_UNROLL
 #endif
 
-/* Loads of any alignment: partitions lie at any byte. */
-FUNNEL_DP uint32_t dp_rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-FUNNEL_DP uint32_t dp_rd32(const uint8_t *p) {
-  if (((uintptr_t)p & 3) == 0) return *(const uint32_t *)p;
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-FUNNEL_DP uint64_t dp_rd64(const uint8_t *p) {
-  if (((uintptr_t)p & 7) == 0) return *(const uint64_t *)p;
-  return (uint64_t)dp_rd32(p) | (uint64_t)dp_rd32(p + 4) << 32;
-}
-
-/* ------------------------------------------------------- flatbuffers */
-
-/* format.c's reader, the same checks: any out-of-bounds access sets `bad`. */
-struct dp_fb {
-  const uint8_t *p;
-  uint32_t n;
-  bool bad;
-};
-
-struct dp_table {
-  uint32_t pos, vt;
-  uint32_t vt_len, t_len;
-};
-
-FUNNEL_DP bool dp_in(struct dp_fb *r, uint64_t pos, uint64_t size) {
-  if (pos > r->n || size > r->n - pos) r->bad = true;
-  return !r->bad;
-}
-
-FUNNEL_DP struct dp_table dp_table_at(struct dp_fb *r, uint32_t pos) {
-  struct dp_table t = {0, 0, 0, 0};
-  if (!dp_in(r, pos, 4)) return t;
-  const int64_t vt = (int64_t)pos - (int32_t)dp_rd32(r->p + pos);
-  if (vt < 0) r->bad = true;
-  if (r->bad || !dp_in(r, (uint64_t)vt, 4)) return t;
-  const uint32_t vt_len = dp_rd16(r->p + vt), t_len = dp_rd16(r->p + vt + 2);
-  if (vt_len < 4 || (vt_len & 1) || vt_len > 0x7FFF || !dp_in(r, (uint64_t)vt, vt_len) ||
-      t_len < 4 || t_len > 0x7FFF || !dp_in(r, pos, t_len)) {
-    r->bad = true;
-    return t;
-  }
-  t.pos = pos;
-  t.vt = (uint32_t)vt;
-  t.vt_len = vt_len;
-  t.t_len = t_len;
-  return t;
-}
-
-FUNNEL_DP uint32_t dp_field(struct dp_fb *r, struct dp_table t, int slot, uint32_t size) {
-  if (r->bad) return 0;
-  const uint32_t at = 4 + 2 * (uint32_t)slot;
-  if (at + 2 > t.vt_len) return 0;
-  const uint32_t off = dp_rd16(r->p + t.vt + at);
-  if (off == 0) return 0;
-  if (off + size > t.t_len) {
-    r->bad = true;
-    return 0;
-  }
-  return t.pos + off;
-}
-
-FUNNEL_DP int64_t dp_i64(struct dp_fb *r, struct dp_table t, int slot) {
-  const uint32_t at = dp_field(r, t, slot, 8);
-  return at ? (int64_t)dp_rd64(r->p + at) : 0;
-}
-FUNNEL_DP int32_t dp_i16(struct dp_fb *r, struct dp_table t, int slot) {
-  const uint32_t at = dp_field(r, t, slot, 2);
-  return at ? (int16_t)dp_rd16(r->p + at) : 0;
-}
-FUNNEL_DP uint32_t dp_u8(struct dp_fb *r, struct dp_table t, int slot) {
-  const uint32_t at = dp_field(r, t, slot, 1);
-  return at ? r->p[at] : 0;
-}
-
-FUNNEL_DP uint32_t dp_ref(struct dp_fb *r, struct dp_table t, int slot) {
-  const uint32_t at = dp_field(r, t, slot, 4);
-  if (at == 0) return 0;
-  const uint64_t target = (uint64_t)at + dp_rd32(r->p + at);
-  if (!dp_in(r, target, 4)) return 0;
-  return (uint32_t)target;
-}
-
-FUNNEL_DP uint32_t dp_vector(struct dp_fb *r, struct dp_table t, int slot, uint32_t elem,
-                             uint32_t *count) {
-  *count = 0;
-  const uint32_t v = dp_ref(r, t, slot);
-  if (v == 0) return 0;
-  const uint32_t n = dp_rd32(r->p + v);
-  if (!dp_in(r, (uint64_t)v + 4, (uint64_t)n * elem)) return 0;
-  *count = n;
-  return v + 4;
-}
-
 /* ------------------------------------------------------------- parse */
 
 /* Whether n bytes at a and b are equal, the lanes taking 8 bytes each:
@@ -285,11 +198,11 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
   if (width == 4) {
     DP_UNROLL
     for (int64_t k = 1 + lane; k <= n; k += lanes)
-      ok &= (int32_t)dp_rd32(o + 4 * k) >= (int32_t)dp_rd32(o + 4 * (k - 1));
+      ok &= (int32_t)funnel__ld32(o + 4 * k) >= (int32_t)funnel__ld32(o + 4 * (k - 1));
   } else {
     DP_UNROLL
     for (int64_t k = 1 + lane; k <= n; k += lanes)
-      ok &= (int64_t)dp_rd64(o + 8 * k) >= (int64_t)dp_rd64(o + 8 * (k - 1));
+      ok &= (int64_t)funnel__ld64(o + 8 * k) >= (int64_t)funnel__ld64(o + 8 * (k - 1));
   }
   return dp_all(ok, lanes);
 }
@@ -301,12 +214,12 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
 FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes, uint64_t addr,
                        int64_t rows, const uint8_t *node, const uint8_t *buf, int64_t body,
                        struct funnel__dp_piece *pc, int64_t *chars, int lane, int lanes) {
-  const int64_t length = (int64_t)dp_rd64(node), null_count = (int64_t)dp_rd64(node + 8);
+  const int64_t length = (int64_t)funnel__ld64(node), null_count = (int64_t)funnel__ld64(node + 8);
   if (length != rows || null_count < 0 || null_count > length) return false;
   int64_t off[3] = {0, 0, 0}, len[3] = {0, 0, 0};
   for (int k = 0; k < col->n_buffers; k++) {
-    off[k] = body + (int64_t)dp_rd64(buf + 16 * k);
-    len[k] = (int64_t)dp_rd64(buf + 16 * k + 8);
+    off[k] = body + (int64_t)funnel__ld64(buf + 16 * k);
+    len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
   }
   const int64_t bitmap = (length + 7) / 8;
   pc->validity = 0;
@@ -336,8 +249,8 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes
   if (length == 0) return true; /* the offsets buffer may be empty */
   if (length + 1 > INT64_MAX / w || len[1] < (length + 1) * w) return false;
   const uint8_t *o = bytes + off[1];
-  const int64_t first = w == 4 ? (int32_t)dp_rd32(o) : (int64_t)dp_rd64(o);
-  const int64_t last = w == 4 ? (int32_t)dp_rd32(o + 4 * length) : (int64_t)dp_rd64(o + 8 * length);
+  const int64_t first = w == 4 ? (int32_t)funnel__ld32(o) : (int64_t)funnel__ld64(o);
+  const int64_t last = w == 4 ? (int32_t)funnel__ld32(o + 4 * length) : (int64_t)funnel__ld64(o + 8 * length);
   if (first < 0 || last < first || last > len[2]) return false;
   if (!dp_rising(o, length, w, lane, lanes)) return false;
   pc->first = first;
@@ -348,20 +261,20 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes
 
 /* The RecordBatch of the message whose flatbuffer `r` holds, body at
  * `body`: bound column by column into the partition's pieces. */
-FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, struct dp_fb *r,
-                        struct dp_table h, const uint8_t *bytes, uint64_t addr, int64_t body,
+FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, struct funnel__fb *r,
+                        struct funnel__fb_table h, const uint8_t *bytes, uint64_t addr, int64_t body,
                         int64_t body_length, int64_t *rows_out, struct funnel__dp_piece *pieces,
                         int lane, int lanes) {
-  const int64_t rows = dp_i64(r, h, 0);
+  const int64_t rows = funnel__fb_i64(r, h, 0, 0);
   uint32_t n_nodes = 0, n_buffers = 0;
-  const uint32_t nodes = dp_vector(r, h, 1, 16, &n_nodes);
-  const uint32_t buffers = dp_vector(r, h, 2, 16, &n_buffers);
-  const uint32_t compression = dp_ref(r, h, 3);
+  const uint32_t nodes = funnel__fb_vector(r, h, 1, 16, &n_nodes);
+  const uint32_t buffers = funnel__fb_vector(r, h, 2, 16, &n_buffers);
+  const uint32_t compression = funnel__fb_ref(r, h, 3);
   if (r->bad || compression != 0 || rows < 0 || rows > a->max_rows) return false;
   if ((int64_t)n_nodes != a->n_cols || (int64_t)n_buffers != a->n_buffers) return false;
   const uint8_t *buf = r->p + buffers;
   for (uint32_t i = 0; i < n_buffers; i++) {
-    const int64_t off = (int64_t)dp_rd64(buf + 16 * i), len = (int64_t)dp_rd64(buf + 16 * i + 8);
+    const int64_t off = (int64_t)funnel__ld64(buf + 16 * i), len = (int64_t)funnel__ld64(buf + 16 * i + 8);
     if (off < 0 || len < 0 || off > body_length || len > body_length - off) return false;
   }
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
@@ -402,11 +315,11 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
     }
     /* a message with the continuation marker (the host reads the older
      * framing too) */
-    if (len - pos < 8 || dp_rd32(bytes + pos) != 0xFFFFFFFFu) {
+    if (len - pos < 8 || funnel__ld32(bytes + pos) != 0xFFFFFFFFu) {
       ok = false;
       break;
     }
-    const int32_t meta_len = (int32_t)dp_rd32(bytes + pos + 4);
+    const int32_t meta_len = (int32_t)funnel__ld32(bytes + pos + 4);
     if (meta_len == 0) { /* end of stream; another may follow */
       pos += 8;
       continue;
@@ -415,15 +328,15 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
       ok = false;
       break;
     }
-    struct dp_fb r = {bytes + pos + 8, (uint32_t)meta_len, false};
-    struct dp_table msg = {0, 0, 0, 0};
-    if (dp_in(&r, 0, 4)) msg = dp_table_at(&r, dp_rd32(r.p));
-    const int32_t version = dp_i16(&r, msg, 0);
-    const uint32_t type = dp_u8(&r, msg, 1);
-    const uint32_t header = dp_ref(&r, msg, 2);
-    const int64_t body_length = dp_i64(&r, msg, 3);
-    struct dp_table h = {0, 0, 0, 0};
-    if (!r.bad && header != 0) h = dp_table_at(&r, header);
+    struct funnel__fb r = {bytes + pos + 8, (uint32_t)meta_len, pos + 8, false};
+    struct funnel__fb_table msg = {0, 0, 0, 0};
+    if (funnel__fb_in(&r, 0, 4)) msg = funnel__fb_table_at(&r, funnel__ld32(r.p));
+    const int32_t version = funnel__fb_i16(&r, msg, 0, 0);
+    const uint32_t type = funnel__fb_u8(&r, msg, 1, 0);
+    const uint32_t header = funnel__fb_ref(&r, msg, 2);
+    const int64_t body_length = funnel__fb_i64(&r, msg, 3, 0);
+    struct funnel__fb_table h = {0, 0, 0, 0};
+    if (!r.bad && header != 0) h = funnel__fb_table_at(&r, header);
     const int64_t body = pos + 8 + meta_len;
     /* V4 or V5, a RecordBatch (3), its body inside the partition */
     if (r.bad || header == 0 || version < 3 || version > 4 || type != 3 || body_length < 0 ||
@@ -506,11 +419,11 @@ FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i,
   if (col->kind == FUNNEL_DP_VAR32) {
     uint32_t *out = (uint32_t *)(uintptr_t)col->offsets + row;
     const uint32_t delta = (uint32_t)(at - pc.first);
-    for (int64_t k = lane; k < rows; k += lanes) out[k] = dp_rd32(o + 4 * k) + delta;
+    for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld32(o + 4 * k) + delta;
   } else {
     uint64_t *out = (uint64_t *)(uintptr_t)col->offsets + row;
     const uint64_t delta = (uint64_t)(at - pc.first);
-    for (int64_t k = lane; k < rows; k += lanes) out[k] = dp_rd64(o + 8 * k) + delta;
+    for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld64(o + 8 * k) + delta;
   }
   dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
           lanes);

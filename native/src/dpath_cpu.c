@@ -29,7 +29,7 @@ void funnel__dp_run_cpu(int stage, const struct funnel__dp_args *a, int64_t n, i
   switch (stage) {
     case FUNNEL_DP_PARSE:
       for (int64_t p = 0; p < n; p++) funnel__dp_parse(a, p, 0, 1);
-      if (n <= FUNNEL__DPATH_THREADS) scan_all(a, 1 + m); /* one tile: as the kernel does */
+      if (FUNNEL__DP_PARSE_SCANS(n)) scan_all(a, 1 + m); /* as the kernel does */
       break;
     case FUNNEL_DP_SCAN:
       scan_all(a, n);

@@ -150,7 +150,7 @@ static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
                                                             n_var, stream, error));
-  if (st == FUNNEL_OK && n > FUNNEL__DPATH_THREADS) /* one tile: the parse scans it */
+  if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
   if (st == FUNNEL_OK)

@@ -1,14 +1,9 @@
-/* format.c: Arrow IPC streaming format, read by hand.
- *
- * Flatbuffers: a table at `pos` starts with an int32 soffset to its vtable
- * (vtable = pos - soffset); the vtable is uint16 {vtable size, table size,
- * field offsets...}; a field offset of 0 means "absent, use the default".
- * Offsets to other objects (tables, vectors, strings) are uint32, relative
- * to where they are stored. Every access below goes through `struct fbr`,
- * whose sticky `bad` flag turns any out-of-bounds read into one error. */
+/* format.c: Arrow IPC streaming format, read by hand: the flatbuffers
+ * through flatbuf.h, whose every access is bounds-checked. */
 #include <stdio.h>
 #include <string.h>
 
+#include "flatbuf.h"
 #include "format.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -17,120 +12,15 @@
 
 /* ------------------------------------------------------------ flatbuffer */
 
-struct fbr {
-  const uint8_t *p;
-  uint32_t n;
-  int64_t at;      /* where p[0] lies in the partition, for errors */
-  bool bad;
-};
-
-struct fbt {
-  uint32_t pos;    /* table start */
-  uint32_t vt;     /* vtable start */
-  uint16_t vt_len;
-  uint16_t t_len;
-};
-
-static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-
-static bool fb_in(struct fbr *r, uint64_t pos, uint64_t size) {
-  if (pos > r->n || size > r->n - pos) r->bad = true;
-  return !r->bad;
-}
-
-static struct fbt fb_table_at(struct fbr *r, uint32_t pos) {
-  struct fbt t = {0, 0, 0, 0};
-  if (!fb_in(r, pos, 4)) return t;
-  int64_t vt = (int64_t)pos - (int32_t)rd32(r->p + pos);
-  if (vt < 0) r->bad = true;
-  if (r->bad || !fb_in(r, (uint64_t)vt, 4)) return t;
-  uint16_t vt_len = rd16(r->p + vt), t_len = rd16(r->p + vt + 2);
-  /* Arrow Java reads vtable entries as int16: past 0x7FFF it would read
-   * other bytes than we do */
-  if (vt_len < 4 || (vt_len & 1) || vt_len > INT16_MAX || !fb_in(r, (uint64_t)vt, vt_len) ||
-      t_len < 4 || t_len > INT16_MAX || !fb_in(r, pos, t_len)) {
-    r->bad = true;
-    return t;
-  }
-  t.pos = pos;
-  t.vt = (uint32_t)vt;
-  t.vt_len = vt_len;
-  t.t_len = t_len;
-  return t;
-}
-
-/* Absolute position of field `slot` of size `size`, or 0 when absent. */
-static uint32_t fb_field(struct fbr *r, struct fbt t, int slot, uint32_t size) {
-  if (r->bad) return 0;
-  uint32_t at = 4 + 2 * (uint32_t)slot;
-  if (at + 2 > t.vt_len) return 0;
-  uint16_t off = rd16(r->p + t.vt + at);
-  if (off == 0) return 0;
-  if ((uint32_t)off + size > t.t_len) {
-    r->bad = true;
-    return 0;
-  }
-  return t.pos + off;
-}
-
-static int64_t fb_i64(struct fbr *r, struct fbt t, int slot, int64_t dflt) {
-  uint32_t at = fb_field(r, t, slot, 8);
-  return at ? (int64_t)rd64(r->p + at) : dflt;
-}
-static int32_t fb_i32(struct fbr *r, struct fbt t, int slot, int32_t dflt) {
-  uint32_t at = fb_field(r, t, slot, 4);
-  return at ? (int32_t)rd32(r->p + at) : dflt;
-}
-static int16_t fb_i16(struct fbr *r, struct fbt t, int slot, int16_t dflt) {
-  uint32_t at = fb_field(r, t, slot, 2);
-  return at ? (int16_t)rd16(r->p + at) : dflt;
-}
-static uint8_t fb_u8(struct fbr *r, struct fbt t, int slot, uint8_t dflt) {
-  uint32_t at = fb_field(r, t, slot, 1);
-  return at ? r->p[at] : dflt;
-}
-
-/* Follows the uoffset in field `slot`: absolute position of the object, or
- * 0 when the field is absent. */
-static uint32_t fb_ref(struct fbr *r, struct fbt t, int slot) {
-  uint32_t at = fb_field(r, t, slot, 4);
-  if (at == 0) return 0;
-  uint64_t target = (uint64_t)at + rd32(r->p + at);
-  if (!fb_in(r, target, 4)) return 0;
-  return (uint32_t)target;
-}
-
-/* A vector in field `slot`: position of its first element and its length,
- * checked to fit. Absent: count 0. */
-static uint32_t fb_vector(struct fbr *r, struct fbt t, int slot, uint32_t elem,
-                          uint32_t *count) {
-  *count = 0;
-  uint32_t v = fb_ref(r, t, slot);
-  if (v == 0) return 0;
-  uint32_t n = rd32(r->p + v);
-  if (!fb_in(r, (uint64_t)v + 4, (uint64_t)n * elem)) return 0;
-  *count = n;
-  return v + 4;
-}
-
-/* The table that element `i` of a vector of tables points to. */
-static struct fbt fb_vector_table(struct fbr *r, uint32_t first, uint32_t i) {
-  uint32_t at = first + 4 * i;
-  uint64_t target = (uint64_t)at + rd32(r->p + at);
-  struct fbt none = {0, 0, 0, 0};
-  if (!fb_in(r, target, 4)) return none;
-  return fb_table_at(r, (uint32_t)target);
-}
+/* The reader is flatbuf.h's, the device parser's too (dpath.h). */
 
 /* A string in field `slot`: position of its bytes, *len their count (0
  * when absent). */
-static uint32_t fb_string(struct fbr *r, struct fbt t, int slot, uint32_t *len) {
-  return fb_vector(r, t, slot, 1, len);
+static uint32_t fb_string(struct funnel__fb *r, struct funnel__fb_table t, int slot, uint32_t *len) {
+  return funnel__fb_vector(r, t, slot, 1, len);
 }
 
-static const char *string_copy(const struct fbr *r, uint32_t at, uint32_t len,
+static const char *string_copy(const struct funnel__fb *r, uint32_t at, uint32_t len,
                                struct funnel__arena *arena) {
   char *s = funnel__arena_alloc(arena, (size_t)len + 1);
   if (s == NULL) return NULL;
@@ -182,7 +72,7 @@ static const char *where(int64_t index, char buf[32]) {
  * Java needs every string of a schema to be (it throws on the first bad
  * byte), and, when `what` is carried by funnel as a C string (`nul_ok`
  * false), holds no NUL. `what` names it: "column 2 name". */
-static int text_check(const struct fbr *r, uint32_t at, uint32_t len, bool nul_ok, int64_t index,
+static int text_check(const struct funnel__fb *r, uint32_t at, uint32_t len, bool nul_ok, int64_t index,
                       int64_t column, const char *what, struct funnel_error *error) {
   char wbuf[32];
   const uint32_t bad = utf8_prefix(r->p + at, len);
@@ -203,13 +93,13 @@ static int text_check(const struct fbr *r, uint32_t at, uint32_t len, bool nul_o
  * `t` as Arrow Java reads it: every table and string inside the metadata,
  * every key and value valid UTF-8. funnel keeps none of it; the schema
  * message it hands on carries it. `column` is -1 for the schema's own. */
-static int metadata_check(struct fbr *r, struct fbt t, int slot, int64_t index, int64_t column,
+static int metadata_check(struct funnel__fb *r, struct funnel__fb_table t, int slot, int64_t index, int64_t column,
                           int64_t offset, struct funnel_error *error) {
   char wbuf[32], what[64];
   uint32_t n = 0;
-  const uint32_t first = fb_vector(r, t, slot, 4, &n);
+  const uint32_t first = funnel__fb_vector(r, t, slot, 4, &n);
   for (uint32_t i = 0; i < n && !r->bad; i++) {
-    const struct fbt kv = fb_vector_table(r, first, i);
+    const struct funnel__fb_table kv = funnel__fb_vector_table(r, first, i);
     for (int k = 0; k < 2 && !r->bad; k++) {
       uint32_t len = 0;
       const uint32_t at = fb_string(r, kv, k, &len);
@@ -257,8 +147,8 @@ struct message {
   int64_t end;          /* where the next message starts */
   bool eos;
   int header_type;
-  struct fbr fb;
-  struct fbt header;
+  struct funnel__fb fb;
+  struct funnel__fb_table header;
 };
 
 /* Reads the message at `pos`. `index` is the partition, for errors. */
@@ -275,14 +165,14 @@ static int message_read(const uint8_t *bytes, int64_t length, int64_t pos,
                              "(%lld bytes left, need at least 4)",
                              where(index, wbuf), (long long)pos, (long long)left);
   int64_t hdr = 4;
-  int32_t meta_len = (int32_t)rd32(bytes + pos);
-  if (rd32(bytes + pos) == 0xFFFFFFFFu) {
+  int32_t meta_len = (int32_t)funnel__ld32(bytes + pos);
+  if (funnel__ld32(bytes + pos) == 0xFFFFFFFFu) {
     if (left < 8)
       return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
                                "%s: truncated message header at offset %lld "
                                "(continuation marker without a length)",
                                where(index, wbuf), (long long)pos);
-    meta_len = (int32_t)rd32(bytes + pos + 4);
+    meta_len = (int32_t)funnel__ld32(bytes + pos + 4);
     hdr = 8;
   }
   if (meta_len == 0) {
@@ -302,14 +192,14 @@ static int message_read(const uint8_t *bytes, int64_t length, int64_t pos,
   m->fb.n = (uint32_t)meta_len;
   m->fb.at = m->meta;
 
-  struct fbr *r = &m->fb;
-  struct fbt msg = {0, 0, 0, 0};
-  if (fb_in(r, 0, 4)) msg = fb_table_at(r, rd32(r->p));
-  int16_t version = fb_i16(r, msg, 0, 0);
-  m->header_type = fb_u8(r, msg, 1, 0);
-  uint32_t header = fb_ref(r, msg, 2);
-  m->body_length = fb_i64(r, msg, 3, 0);
-  if (!r->bad && header != 0) m->header = fb_table_at(r, header);
+  struct funnel__fb *r = &m->fb;
+  struct funnel__fb_table msg = {0, 0, 0, 0};
+  if (funnel__fb_in(r, 0, 4)) msg = funnel__fb_table_at(r, funnel__ld32(r->p));
+  int16_t version = funnel__fb_i16(r, msg, 0, 0);
+  m->header_type = funnel__fb_u8(r, msg, 1, 0);
+  uint32_t header = funnel__fb_ref(r, msg, 2);
+  m->body_length = funnel__fb_i64(r, msg, 3, 0);
+  if (!r->bad && header != 0) m->header = funnel__fb_table_at(r, header);
   if (r->bad || header == 0)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, pos,
                              "%s: corrupt Message flatbuffer at offset %lld "
@@ -360,7 +250,7 @@ static const char *const arrow_type_names[] = {
 
 /* Fills `f` from a Field table. `index` is the partition (-1: the reader's
  * schema), `offset` the message's offset, for errors. */
-static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
+static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int column, int64_t index,
                        int64_t offset, struct funnel__arena *arena,
                        struct funnel__field *f, struct funnel_error *error) {
   char wbuf[32], what[48];
@@ -369,14 +259,14 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
   f->timezone = "";
   uint32_t name_len = 0;
   const uint32_t name_at = fb_string(r, ft, 0, &name_len);
-  f->nullable = fb_u8(r, ft, 1, 0) != 0;
-  int tt = fb_u8(r, ft, 2, T_NONE);
-  uint32_t type_pos = fb_ref(r, ft, 3);
-  uint32_t dict_pos = fb_ref(r, ft, 4);
+  f->nullable = funnel__fb_u8(r, ft, 1, 0) != 0;
+  int tt = funnel__fb_u8(r, ft, 2, T_NONE);
+  uint32_t type_pos = funnel__fb_ref(r, ft, 3);
+  uint32_t dict_pos = funnel__fb_ref(r, ft, 4);
   uint32_t n_children = 0;
-  (void)fb_vector(r, ft, 5, 4, &n_children);
-  struct fbt ty = {0, 0, 0, 0};
-  if (!r->bad && type_pos != 0) ty = fb_table_at(r, type_pos);
+  (void)funnel__fb_vector(r, ft, 5, 4, &n_children);
+  struct funnel__fb_table ty = {0, 0, 0, 0};
+  if (!r->bad && type_pos != 0) ty = funnel__fb_table_at(r, type_pos);
   if (r->bad)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, column, offset,
                              "%s: corrupt Field flatbuffer for column %d",
@@ -397,8 +287,8 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
   int64_t bits = 0;
   switch (tt) {
     case T_INT: {
-      bits = fb_i32(r, ty, 0, 0);
-      bool is_signed = fb_u8(r, ty, 1, 0) != 0;
+      bits = funnel__fb_i32(r, ty, 0, 0);
+      bool is_signed = funnel__fb_u8(r, ty, 1, 0) != 0;
       static const int ids[2][4] = {
           {FUNNEL_TYPE_UINT8, FUNNEL_TYPE_UINT16, FUNNEL_TYPE_UINT32, FUNNEL_TYPE_UINT64},
           {FUNNEL_TYPE_INT8, FUNNEL_TYPE_INT16, FUNNEL_TYPE_INT32, FUNNEL_TYPE_INT64}};
@@ -409,7 +299,7 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
       break;
     }
     case T_FLOAT: {
-      int precision = fb_i16(r, ty, 0, 0);
+      int precision = funnel__fb_i16(r, ty, 0, 0);
       if (precision == 1) { f->type_id = FUNNEL_TYPE_FLOAT32; f->byte_width = 4; }
       else if (precision == 2) { f->type_id = FUNNEL_TYPE_FLOAT64; f->byte_width = 8; }
       else if (precision == 0) return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "type %s is not supported", "float16");
@@ -418,14 +308,14 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
     }
     case T_BOOL: f->type_id = FUNNEL_TYPE_BOOL; break;
     case T_DATE: {
-      int unit = fb_i16(r, ty, 0, 1);
+      int unit = funnel__fb_i16(r, ty, 0, 1);
       if (unit == 0) { f->type_id = FUNNEL_TYPE_DATE32; f->byte_width = 4; }
       else if (unit == 1) { f->type_id = FUNNEL_TYPE_DATE64; f->byte_width = 8; }
       else return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "Date with unit %d", unit);
       break;
     }
     case T_TIMESTAMP: {
-      int unit = fb_i16(r, ty, 0, 0);
+      int unit = funnel__fb_i16(r, ty, 0, 0);
       if (unit < 0 || unit > 3) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "Timestamp with unit %d", unit);
       f->type_id = FUNNEL_TYPE_TIMESTAMP;
       f->byte_width = 8;
@@ -440,9 +330,9 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
       break;
     }
     case T_DECIMAL: {
-      f->precision = fb_i32(r, ty, 0, 0);
-      f->scale = fb_i32(r, ty, 1, 0);
-      bits = fb_i32(r, ty, 2, 128);
+      f->precision = funnel__fb_i32(r, ty, 0, 0);
+      f->scale = funnel__fb_i32(r, ty, 1, 0);
+      bits = funnel__fb_i32(r, ty, 2, 128);
       if (bits != 128)
         return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "type decimal%lld is not supported", (long long)bits);
       if (f->precision < 1 || f->precision > 38) /* as Arrow C++ reads decimal128 */
@@ -453,7 +343,7 @@ static int field_parse(struct fbr *r, struct fbt ft, int column, int64_t index,
       break;
     }
     case T_FIXED_SIZE_BINARY: {
-      int32_t w = fb_i32(r, ty, 0, 0);
+      int32_t w = funnel__fb_i32(r, ty, 0, 0);
       if (w < 0) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "FixedSizeBinary with byte width %d", (int)w);
       if (w == 0) /* Arrow Java divides by the width */
         return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "%s",
@@ -485,10 +375,10 @@ static int schema_from_message(const uint8_t *bytes, const struct message *m,
                                struct funnel__schema *out,
                                struct funnel_error *error) {
   char wbuf[32];
-  struct fbr r = m->fb;
-  int16_t endianness = fb_i16(&r, m->header, 0, 0);
+  struct funnel__fb r = m->fb;
+  int16_t endianness = funnel__fb_i16(&r, m->header, 0, 0);
   uint32_t n = 0;
-  uint32_t first = fb_vector(&r, m->header, 1, 4, &n);
+  uint32_t first = funnel__fb_vector(&r, m->header, 1, 4, &n);
   if (r.bad)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
                              "%s: corrupt Schema flatbuffer at offset %lld",
@@ -505,7 +395,7 @@ static int schema_from_message(const uint8_t *bytes, const struct message *m,
   if (fields == NULL || ipc == NULL)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   for (uint32_t i = 0; i < n; i++) {
-    struct fbt ft = fb_vector_table(&r, first, i);
+    struct funnel__fb_table ft = funnel__fb_vector_table(&r, first, i);
     if (r.bad)
       return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, (int64_t)i, m->offset,
                                "%s: corrupt Field flatbuffer for column %u",
@@ -536,20 +426,20 @@ int funnel__schema_parse(const uint8_t *bytes, int64_t length,
 
 static int batch_from_message(const struct message *m, int64_t index,
                               struct funnel__batch *b, struct funnel_error *error) {
-  struct fbr r = m->fb;
+  struct funnel__fb r = m->fb;
   b->message_offset = m->offset;
-  b->rows = fb_i64(&r, m->header, 0, 0);
+  b->rows = funnel__fb_i64(&r, m->header, 0, 0);
   uint32_t n_nodes = 0, n_buffers = 0;
-  uint32_t nodes = fb_vector(&r, m->header, 1, 16, &n_nodes);
-  uint32_t buffers = fb_vector(&r, m->header, 2, 16, &n_buffers);
-  uint32_t compression = fb_ref(&r, m->header, 3);
+  uint32_t nodes = funnel__fb_vector(&r, m->header, 1, 16, &n_nodes);
+  uint32_t buffers = funnel__fb_vector(&r, m->header, 2, 16, &n_buffers);
+  uint32_t compression = funnel__fb_ref(&r, m->header, 3);
   if (r.bad)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
                              "partition %lld: corrupt RecordBatch flatbuffer at offset %lld",
                              (long long)index, (long long)m->offset);
   if (compression != 0) {
-    struct fbt ct = fb_table_at(&r, compression);
-    int codec = fb_u8(&r, ct, 0, 0);
+    struct funnel__fb_table ct = funnel__fb_table_at(&r, compression);
+    int codec = funnel__fb_u8(&r, ct, 0, 0);
     return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, m->offset,
                              "partition %lld: RecordBatch at offset %lld has a compressed body "
                              "(%s), which is not supported",
@@ -570,8 +460,8 @@ static int batch_from_message(const struct message *m, int64_t index,
   b->nodes = r.p + nodes;
   b->buffers = r.p + buffers;
   for (uint32_t i = 0; i < n_buffers; i++) {
-    int64_t off = (int64_t)rd64(b->buffers + 16 * i);
-    int64_t len = (int64_t)rd64(b->buffers + 16 * i + 8);
+    int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * i);
+    int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * i + 8);
     int64_t end;
     if (off < 0 || len < 0 || funnel__add_overflows(off, len, &end) || end > b->body_length)
       return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
@@ -638,7 +528,7 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
    * "ARROW1". A file written as a partition reads like its stream. */
   static const char magic[6] = {'A', 'R', 'R', 'O', 'W', '1'};
   if (length >= 8 && memcmp(bytes, magic, 6) == 0) {
-    int32_t footer = length >= 18 ? (int32_t)rd32(bytes + length - 10) : -1;
+    int32_t footer = length >= 18 ? (int32_t)funnel__ld32(bytes + length - 10) : -1;
     if (length < 18 || memcmp(bytes + length - 6, magic, 6) != 0 || footer < 0 ||
         footer > length - 18)
       return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, 0,
@@ -723,9 +613,9 @@ void funnel__partition_bind(const struct funnel__schema *schema, struct funnel__
 /* The first k in [1, n] with offsets[k] < offsets[k - 1], or -1. With the
  * ends checked, non-decreasing offsets all lie inside the data buffer. */
 static int64_t first_decrease32(const uint8_t *o, int64_t n) {
-  int32_t prev = (int32_t)rd32(o);
+  int32_t prev = (int32_t)funnel__ld32(o);
   for (int64_t k = 1; k <= n; k++) {
-    int32_t v = (int32_t)rd32(o + 4 * k);
+    int32_t v = (int32_t)funnel__ld32(o + 4 * k);
     if (v < prev) return k;
     prev = v;
   }
@@ -733,9 +623,9 @@ static int64_t first_decrease32(const uint8_t *o, int64_t n) {
 }
 
 static int64_t first_decrease64(const uint8_t *o, int64_t n) {
-  int64_t prev = (int64_t)rd64(o);
+  int64_t prev = (int64_t)funnel__ld64(o);
   for (int64_t k = 1; k <= n; k++) {
-    int64_t v = (int64_t)rd64(o + 8 * k);
+    int64_t v = (int64_t)funnel__ld64(o + 8 * k);
     if (v < prev) return k;
     prev = v;
   }
@@ -745,7 +635,7 @@ static int64_t first_decrease64(const uint8_t *o, int64_t n) {
 /* Zero bits among the first n bits of `bits` (bit 0 the low bit of byte 0). */
 static int64_t zero_bits(const uint8_t *bits, int64_t n) {
   int64_t ones = 0, k = 0;
-  for (; k + 64 <= n; k += 64) ones += __builtin_popcountll(rd64(bits + k / 8));
+  for (; k + 64 <= n; k += 64) ones += __builtin_popcountll(funnel__ld64(bits + k / 8));
   if (k < n) { /* the last 1 to 63 bits: their bytes, in one word */
     uint64_t v = 0;
     memcpy(&v, bits + k / 8, (size_t)((n - k + 7) / 8));
@@ -820,8 +710,8 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
   for (int i = 0; i < schema->n_fields; i++) {
     const struct funnel__field *f = &schema->fields[i];
     struct funnel__piece *p = &batch->pieces[i];
-    p->length = (int64_t)rd64(batch->nodes + 16 * i);
-    p->null_count = (int64_t)rd64(batch->nodes + 16 * i + 8);
+    p->length = (int64_t)funnel__ld64(batch->nodes + 16 * i);
+    p->null_count = (int64_t)funnel__ld64(batch->nodes + 16 * i + 8);
     p->validity = p->validity_bits = p->offsets = p->data = -1;
     if (p->length != batch->rows)
       return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
@@ -833,8 +723,8 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                         (long long)p->length);
     int64_t off[3], len[3];
     for (int k = 0; k < f->n_buffers; k++) {
-      off[k] = batch->body + (int64_t)rd64(buf + 16 * k);
-      len[k] = (int64_t)rd64(buf + 16 * k + 8);
+      off[k] = batch->body + (int64_t)funnel__ld64(buf + 16 * k);
+      len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
     }
     buf += 16 * f->n_buffers;
     int64_t bitmap_bytes = (p->length + 7) / 8;
@@ -872,11 +762,11 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
     const uint8_t *o = part->bytes + off[1];
     int64_t last_at = p->length * f->offset_width;
     if (f->offset_width == 4) {
-      p->first_offset = (int32_t)rd32(o);
-      p->last_offset = (int32_t)rd32(o + last_at);
+      p->first_offset = (int32_t)funnel__ld32(o);
+      p->last_offset = (int32_t)funnel__ld32(o + last_at);
     } else {
-      p->first_offset = (int64_t)rd64(o);
-      p->last_offset = (int64_t)rd64(o + last_at);
+      p->first_offset = (int64_t)funnel__ld64(o);
+      p->last_offset = (int64_t)funnel__ld64(o + last_at);
     }
     if (p->first_offset < 0 || p->last_offset < p->first_offset || p->last_offset > len[2])
       return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],

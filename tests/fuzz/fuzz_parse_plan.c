@@ -382,7 +382,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       .summary = (uint64_t)(uintptr_t)s, .n_parts = n, .schema_length = schema->ipc_length,
       .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
   funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
-  funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
+  if (!FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
+    funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
   const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;
   if (s->left == 0) {
     if (!host_ok) fail("the device parser took partitions the host path rejects");

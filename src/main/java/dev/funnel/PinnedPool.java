@@ -27,8 +27,8 @@ public final class PinnedPool {
    * closed.
    *
    * <p>When the pool is full but holds closed blocks whose {@link PinnedBuffer#buffer()} may
-   * still be reachable, this asks the garbage collector for them and retries for up to a second,
-   * as the JDK does for direct memory.
+   * still be reachable, this asks the garbage collector for them and retries for up to a second
+   * (five while blocks keep coming back), as the JDK does for direct memory.
    *
    * @throws FunnelException with code HOST_OUT_OF_MEMORY when the pool cannot hold it
    */
@@ -50,12 +50,24 @@ public final class PinnedPool {
     });
   }
 
-  /** Retries an allocation while the cleaner gives back blocks the collector found unreachable. */
+  /**
+   * Retries an allocation while the cleaner gives back blocks the collector found unreachable: for
+   * up to a second, and on for up to five while blocks keep coming back (on a loaded host the
+   * cleaner's thread may take that long to run).
+   */
   private long allocateAfterCollecting(long dev, long size, FunnelException first) {
     long sleepMs = 1;
-    for (int attempt = 0; attempt < 10; attempt++) {
+    long start = System.nanoTime();
+    long progress = start; // when a block last came back
+    long last = retired.get();
+    while (true) {
+      long now = System.nanoTime();
       long before = retired.get();
-      if (before == 0) {
+      if (before < last) {
+        progress = now;
+      }
+      last = before;
+      if (before == 0 || now - start > 5_000_000_000L || now - progress > 1_000_000_000L) {
         break;
       }
       System.gc();
@@ -65,7 +77,7 @@ public final class PinnedPool {
         Thread.currentThread().interrupt();
         break;
       }
-      sleepMs *= 2;
+      sleepMs = Math.min(2 * sleepMs, 256);
       try {
         return nativeAlloc(dev, size);
       } catch (FunnelException e) {
