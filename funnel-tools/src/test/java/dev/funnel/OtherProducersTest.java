@@ -32,7 +32,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * value with Arrow Java's reading of the same files.
  */
 class OtherProducersTest {
-  private static final Path DATA = Path.of("tests", "data");
+  private static final Path DATA = Path.of(System.getProperty("funnel.root", "."), "tests", "data");
 
   private static FunnelDevice openDevice() {
     return TestSupport.openDevice();
