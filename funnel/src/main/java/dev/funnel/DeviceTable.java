@@ -161,6 +161,9 @@ public final class DeviceTable implements AutoCloseable {
         return null;
       });
       return load(allocator, (int) numRows, nodes, buffers);
+    } catch (ExceptionInInitializerError | NoClassDefFoundError e) {
+      throw new IllegalStateException("toArrow: Arrow Java's memory module cannot start: run the "
+          + "JVM with " + ARROW_FLAG + " (funnel's read itself needs no flag)", e);
     } finally {
       for (ArrowBuf b : buffers) {
         b.close();
@@ -272,10 +275,28 @@ public final class DeviceTable implements AutoCloseable {
     int shown = (int) Math.min(n, numRows);
     String last = shown < numRows ? TablePrinter.moreRows(numRows - shown)
         : numRows == 0 ? "(0 rows)" : null;
-    try (BufferAllocator allocator = new RootAllocator();
+    try (BufferAllocator allocator = rootAllocator("head");
         VectorSchemaRoot root =
             shown == 0 ? VectorSchemaRoot.create(schema, allocator) : firstRows(allocator, shown)) {
       return TablePrinter.rows(root, shown, last);
+    }
+  }
+
+  /** The JVM flag Arrow Java's memory module needs on Java 17 (a read does not). */
+  static final String ARROW_FLAG = "--add-opens=java.base/java.nio=ALL-UNNAMED";
+
+  /**
+   * An Arrow allocator for copying back. Arrow Java's memory module reads java.nio internals:
+   * without {@link #ARROW_FLAG} its first use fails (its own message names the flag, but only
+   * the first time: later ones are a bare NoClassDefFoundError), so funnel names it every time.
+   */
+  static BufferAllocator rootAllocator(String what) {
+    try {
+      return new RootAllocator();
+    } catch (LinkageError | RuntimeException e) {
+      throw new IllegalStateException(what + " copies the table back into Arrow Java vectors, and "
+          + "Arrow Java's memory module cannot start: run the JVM with " + ARROW_FLAG
+          + " (funnel's read itself needs no flag)", e);
     }
   }
 

@@ -37,9 +37,21 @@ final class ForkedJvm {
   /** {@link #start(Class, List, String...)} with more environment variables. */
   static Process start(Class<?> main, java.util.Map<String, String> env, List<String> jvmOptions,
       String... args) throws IOException {
+    return start(main, env, true, jvmOptions, args);
+  }
+
+  /**
+   * {@link #start(Class, java.util.Map, List, String...)}, with or without Arrow's {@code --add-opens}.
+   * SLF4J finds no provider (funnel brings none): its warning would be the child's first line.
+   */
+  static Process start(Class<?> main, java.util.Map<String, String> env, boolean addOpens,
+      List<String> jvmOptions, String... args) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
+    if (addOpens) {
+      cmd.add("--add-opens=java.base/java.nio=ALL-UNNAMED");
+    }
+    cmd.add("-Dslf4j.internal.verbosity=ERROR");
     cmd.add("-Dfunnel.backend=" + TestSupport.BACKEND);
     cmd.addAll(jvmOptions);
     cmd.add("-cp");

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
  */
 class SharedConstantsTest {
   private static String header(String path) throws IOException {
-    return Files.readString(Path.of(path));
+    return Files.readString(Path.of(System.getProperty("funnel.root", "."), path));
   }
 
   /** The enumerators of {@code enum name} in a header, with their values (implicit ones counted). */
