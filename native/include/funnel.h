@@ -178,8 +178,12 @@ struct funnel_column {
 struct funnel_device;
 
 /* Opens a backend. `kind` is "auto" (cuda when a CUDA driver and device are
- * present, else cpu), "cpu" or "cuda". Asking for "cuda" on a host without
- * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The environment
+ * present, else cpu), "cpu", "cuda" (the device of the calling thread's
+ * current CUDA context, else device 0) or "cuda:N" (the device of ordinal
+ * N, counted among those CUDA_VISIBLE_DEVICES leaves visible). Asking for
+ * cuda on a host without a CUDA driver or device, or for an ordinal this
+ * process does not see, fails with FUNNEL_ERR_NO_DEVICE; another kind with
+ * FUNNEL_ERR_INVALID_ARGUMENT. The environment
  * is read now, once: FUNNEL_PINNED_POOL_BYTES (the pinned pool's size),
  * FUNNEL_DIRECT_MAX_BYTES (FUNNEL_OPTION_DIRECT_MAX_BYTES's default),
  * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES and FUNNEL_BATCH_COPY

@@ -124,9 +124,13 @@ struct funnel_backend {
 };
 
 /* The backends. Each fills `be` or returns an error (cuda:
- * FUNNEL_ERR_NO_DEVICE when there is no driver or device). */
+ * FUNNEL_ERR_NO_DEVICE when there is no driver or device, or no device of
+ * that ordinal). cuda_backend_open takes a device ordinal, or -1 for the
+ * device of the calling thread's current context, else device 0;
+ * cuda_backend_init is cuda_backend_open(be, -1, error). */
 int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error);
 int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error);
+int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct funnel_error *error);
 
 /* FUNNEL_OK when `be` was filled for this funnel's vtable layout; else
  * FUNNEL_ERR_UNSUPPORTED naming the backend and both versions. */

@@ -33,12 +33,16 @@ public final class FunnelDevice implements AutoCloseable {
   /**
    * Opens a backend.
    *
-   * @param kind "auto" (cuda when a CUDA driver and device are present, else cpu), "cpu" or "cuda"
-   * @throws NoDeviceException when "cuda" is asked for on a host without a CUDA driver or device
+   * @param kind "auto" (cuda when a CUDA driver and device are present, else cpu), "cpu", "cuda"
+   *     (the device of the calling thread's current CUDA context, else device 0) or "cuda:N" (the
+   *     device of ordinal N, counted among those CUDA_VISIBLE_DEVICES leaves visible)
+   * @throws NoDeviceException when cuda is asked for on a host without a CUDA driver or device,
+   *     or for an ordinal this process does not see (the message says how many it sees)
+   * @throws FunnelException {@link FunnelException.Code#INVALID_ARGUMENT} for another kind
    */
   public static FunnelDevice open(String kind) {
     if (kind == null) {
-      throw new IllegalArgumentException("backend kind is null: use auto, cpu or cuda");
+      throw new IllegalArgumentException("backend kind is null: use auto, cpu, cuda or cuda:N");
     }
     return new FunnelDevice(nativeOpen(kind));
   }

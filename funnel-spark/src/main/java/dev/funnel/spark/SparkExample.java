@@ -25,18 +25,20 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 
 /**
- * A Spark job whose shuffle's reduce side reads through funnel, on local Spark; with {@code
- * --bench}, the reduce-stage time of the same shuffle through Spark's own row shuffle and through
- * the funnel shuffle.
+ * A Spark job whose shuffle's reduce side reads through funnel, checked against Spark's own
+ * counts; with {@code --bench}, the reduce-stage time of the same shuffle through Spark's own row
+ * shuffle and through the funnel shuffle.
  *
  * <pre>
- * mvn -q -DskipTests package
- * mvn -q exec:exec@spark-example -Dexample.args="--rows 2000000 --bench"
+ * spark-submit --master spark://HOST:7077 --jars funnel-VERSION.jar \
+ *   --class dev.funnel.spark.SparkExample funnel-spark-VERSION.jar --rows 2000000
+ * mvn -q -f funnel-spark exec:exec@spark-example -Dexample.args="--rows 2000000 --bench"
  * </pre>
  *
  * <p>Options: {@code --rows N} (2,000,000), {@code --partitions P} (200), {@code --master M}
- * (local[*]), {@code --backend auto|cpu|cuda} (auto), {@code --bench} with {@code --reps N} (5)
- * and {@code --warmup N} (2).
+ * (spark-submit's {@code --master}; local[*] when there is none), {@code --backend
+ * auto|cpu|cuda} (auto), {@code --bench} with {@code --reps N} (5) and {@code --warmup N} (2).
+ * The device is opened on the executors only: the driver needs no GPU.
  */
 public final class SparkExample {
   private SparkExample() {}
@@ -46,7 +48,7 @@ public final class SparkExample {
     int partitions = 200;
     int reps = 5;
     int warmup = 2;
-    String master = "local[*]";
+    String master = null;
     String backend = "auto";
     boolean bench = false;
     for (int i = 0; i < args.length; i++) {
@@ -66,34 +68,53 @@ public final class SparkExample {
         }
       }
     }
-    SparkSession spark =
+    SparkSession.Builder builder =
         SparkSession.builder()
-            .master(master)
             .appName("funnel-spark-example")
-            .config("spark.ui.enabled", "false")
             .config("spark.sql.adaptive.enabled", "false") // one map and one reduce stage per job
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config(FunnelExecutor.BACKEND_CONF, backend)
-            .getOrCreate();
+            .config(FunnelExecutor.BACKEND_CONF, backend);
+    if (master != null) {
+      builder.master(master);
+    } else if (System.getProperty("spark.master") == null) {
+      builder.master("local[*]").config("spark.ui.enabled", "false"); // not under spark-submit
+    }
+    SparkSession spark = builder.getOrCreate();
+    int status = 0;
     try {
-      try {
-        FunnelExecutor.device(); // local mode: the executors' device, opened here to fail early
-      } catch (FunnelException e) {
-        System.err.println("spark-example: " + e.getMessage());
-        System.exit(1);
-      }
       Dataset<Row> df = table(spark, rows);
       if (bench) {
         bench(spark, df, partitions, reps, warmup);
       } else {
-        run(df, partitions);
+        status = run(df, partitions);
       }
+    } catch (Exception e) {
+      if (!(e instanceof org.apache.spark.SparkException)) {
+        throw e;
+      }
+      // a task's failure (Scala throws it unchecked), funnel's exception among its causes
+      System.err.println("spark-example: the job failed: " + rootMessage(e));
+      status = 1;
     } finally {
       spark.stop();
-      FunnelExecutor.closeDevice();
+      FunnelExecutor.closeDevices();
+    }
+    if (status != 0) {
+      System.exit(status);
     }
   }
+
+  private static String rootMessage(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof FunnelException) {
+        return t.getClass().getName() + ": " + t.getMessage();
+      }
+    }
+    return e.getMessage();
+  }
+
+  /** What one reduce task read: where, how many rows, the nulls of column i, on which device. */
+  record TaskRead(int partition, long rows, long nulls, String device)
+      implements java.io.Serializable {}
 
   private static String value(String[] args, int i) {
     if (i >= args.length) {
@@ -120,39 +141,44 @@ public final class SparkExample {
                 id.mod(3650).cast("int"))).as("dt"));
   }
 
-  /** The funnel shuffle: each reduce task reads its partition into one table. */
-  static void run(Dataset<Row> df, int partitions) {
+  /**
+   * The funnel shuffle: each reduce task reads its partition into one table. Returns 0 when the
+   * rows and nulls are Spark's own count, else 1.
+   */
+  static int run(Dataset<Row> df, int partitions) {
     long start = System.nanoTime();
     // map side: rows to Arrow IPC frames per reduce partition, as df.repartition(partitions, key)
     FunnelShuffle shuffle = FunnelShuffle.repartition(df, partitions, col("key"));
     // reduce side: one funnel read per task; the table is closed when the task ends
-    List<long[]> perTask =
+    List<TaskRead> perTask =
         shuffle
             .mapTables(
                 (partition, table) -> {
                   table.waitReady();
                   long nulls = table.column(2).nullCount();
-                  return List.of(new long[] {partition, table.numRows(), nulls}).iterator();
+                  return List.of(new TaskRead(partition, table.numRows(), nulls,
+                      FunnelExecutor.deviceKind() + " (" + FunnelExecutor.device().backend()
+                          + ")")).iterator();
                 })
             .collect();
     double seconds = (System.nanoTime() - start) / 1e9;
-    long total = perTask.stream().mapToLong(t -> t[1]).sum();
-    long largest = perTask.stream().mapToLong(t -> t[1]).max().orElse(0);
-    long empty = perTask.stream().filter(t -> t[1] == 0).count();
-    long nulls = perTask.stream().mapToLong(t -> t[2]).sum();
+    long total = perTask.stream().mapToLong(TaskRead::rows).sum();
+    long largest = perTask.stream().mapToLong(TaskRead::rows).max().orElse(0);
+    long empty = perTask.stream().filter(t -> t.rows() == 0).count();
+    long nulls = perTask.stream().mapToLong(TaskRead::nulls).sum();
+    String devices = String.join(", ", new java.util.TreeSet<>(
+        perTask.stream().map(TaskRead::device).toList()));
     long sparkRows = df.count();
     long sparkNulls = df.filter(col("i").isNull()).count();
     System.out.printf(Locale.ROOT,
         "funnel shuffle on %s: %,d rows of %d columns into %d reduce partitions in %.2f s%n",
-        FunnelExecutor.device().backend(), total, df.columns().length, partitions, seconds);
+        devices, total, df.columns().length, partitions, seconds);
     System.out.printf(Locale.ROOT,
         "  %d reduce tasks, one device table each: largest %,d rows, %d empty; column i has %,d"
             + " nulls%n", perTask.size(), largest, empty, nulls);
     System.out.printf(Locale.ROOT, "  Spark counts %,d rows, %,d nulls in i: %s%n", sparkRows,
         sparkNulls, sparkRows == total && sparkNulls == nulls ? "same" : "DIFFERENT");
-    if (sparkRows != total || sparkNulls != nulls) {
-      System.exit(1);
-    }
+    return sparkRows == total && sparkNulls == nulls ? 0 : 1;
   }
 
   /**
@@ -161,6 +187,7 @@ public final class SparkExample {
    * {@code warmup + reps} times alternately; prints the median stage times.
    */
   static void bench(SparkSession spark, Dataset<Row> df, int partitions, int reps, int warmup) {
+    String backend = "?";
     df.persist(StorageLevel.MEMORY_ONLY());
     long rows = df.count(); // the cache is filled before anything is timed
     StageTimes times = new StageTimes();
@@ -188,14 +215,17 @@ public final class SparkExample {
       long[] sparkStages = times.await(tag);
       tag = "funnel-" + r;
       spark.sparkContext().setJobGroup(tag, tag, false);
-      JavaRDD<Long> funnelCounts =
+      List<TaskRead> reads =
           FunnelShuffle.repartition(df, partitions, col("key"))
               .mapTables(
                   (p, table) -> {
                     table.waitReady();
-                    return List.of(table.numRows()).iterator();
-                  });
-      long[] b = counts(funnelCounts.collect());
+                    return List.of(new TaskRead(p, table.numRows(), 0,
+                        FunnelExecutor.device().backend())).iterator();
+                  })
+              .collect();
+      backend = reads.isEmpty() ? backend : reads.get(0).device();
+      long[] b = reads.stream().mapToLong(TaskRead::rows).toArray();
       long[] funnelStages = times.await(tag);
       if (!Arrays.equals(a, b)) {
         throw new IllegalStateException("the two shuffles put different row counts in partitions");
@@ -209,7 +239,7 @@ public final class SparkExample {
     System.out.printf(Locale.ROOT,
         "%,d rows, %d columns, %d reduce partitions, %s, backend %s, %d cores; median of %d"
             + " runs after %d warm-up%n", rows, df.columns().length, partitions,
-        spark.sparkContext().master(), FunnelExecutor.device().backend(),
+        spark.sparkContext().master(), backend,
         Runtime.getRuntime().availableProcessors(), reps, warmup);
     System.out.printf(Locale.ROOT, "%-20s %12s %12s %14s%n", "shuffle", "map stage",
         "reduce stage", "shuffle bytes");

@@ -65,7 +65,7 @@ class FunnelShuffleTest {
     if (spark != null) {
       spark.stop();
     }
-    FunnelExecutor.closeDevice();
+    FunnelExecutor.closeDevices();
   }
 
   @BeforeEach

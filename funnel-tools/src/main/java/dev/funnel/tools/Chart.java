@@ -15,7 +15,6 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.text.DecimalFormat;
 import java.text.DecimalFormatSymbols;
 import java.text.FieldPosition;
@@ -386,19 +385,13 @@ public final class Chart {
 
   /** Writes the PNG beside the output, then moves it into place: no half-written chart. */
   private static void write(JFreeChart chart, Path output) throws IOException {
-    Path dir = output.toAbsolutePath().getParent();
-    Files.createDirectories(dir);
+    Files.createDirectories(output.toAbsolutePath().getParent());
     BufferedImage image = chart.createBufferedImage(WIDTH, HEIGHT);
-    Path tmp = Files.createTempFile(dir, "." + output.getFileName(), ".tmp");
-    try {
-      if (!ImageIO.write(image, "png", tmp.toFile())) {
+    CliFiles.write(output, os -> {
+      if (!ImageIO.write(image, "png", os)) {
         throw new IOException("no PNG writer in this Java runtime");
       }
-      Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING,
-          StandardCopyOption.ATOMIC_MOVE);
-    } finally {
-      Files.deleteIfExists(tmp);
-    }
+    });
   }
 
   /**

@@ -40,6 +40,15 @@ import org.apache.arrow.vector.types.pojo.Schema;
 final class Demo {
   private Demo() {}
 
+  private static long seed(String[] args, int i) {
+    String v = Main.value(args, i);
+    try {
+      return Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw new Main.UsageException(args[i] + " needs an integer, got '" + v + "'");
+    }
+  }
+
   static int run(String[] args, PrintStream out) {
     String backend = "auto";
     int partitions = 200;
@@ -50,7 +59,7 @@ final class Demo {
         case "--backend" -> backend = Main.value(args, i++);
         case "--partitions" -> partitions = positive(args, i++);
         case "--rows" -> rows = positive(args, i++);
-        case "--seed" -> seed = Long.parseLong(Main.value(args, i++));
+        case "--seed" -> seed = seed(args, i++);
         default -> throw new Main.UsageException("unknown demo option " + args[i]);
       }
     }

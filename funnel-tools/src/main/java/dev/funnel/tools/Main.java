@@ -6,16 +6,10 @@ import dev.funnel.FunnelException;
 import dev.funnel.FunnelReader;
 import dev.funnel.ReadStats;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -49,7 +43,7 @@ public final class Main {
   }
 
   static final String USAGE =
-      "usage: funnel demo [--backend auto|cpu|cuda] [--partitions N] [--rows N]\n"
+      "usage: funnel demo [--backend auto|cpu|cuda] [--partitions N] [--rows N] [--seed N]\n"
           + "       funnel concat [--backend auto|cpu|cuda] [--stats] -o OUT.arrows IN.arrows...\n"
           + "       funnel show [--backend auto|cpu|cuda] [--rows N] FILE.arrows...\n"
           + "       funnel bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]\n"
@@ -67,6 +61,14 @@ public final class Main {
       return args.length == 0 ? 2 : 0;
     }
     String[] rest = java.util.Arrays.copyOfRange(args, 1, args.length);
+    if (java.util.Arrays.asList(rest).contains("--help")
+        || java.util.Arrays.asList(rest).contains("-h")) {
+      String usage = usage(args[0]);
+      if (usage != null) {
+        out.println(usage);
+        return 0;
+      }
+    }
     try {
       switch (args[0]) {
         case "concat":
@@ -90,6 +92,22 @@ public final class Main {
       err.println("funnel: " + oneLine(e.getMessage()));
       return 1;
     }
+  }
+
+  /** The usage lines of one command (its line of USAGE and those continuing it), or null. */
+  static String usage(String command) {
+    StringBuilder b = new StringBuilder();
+    boolean in = false;
+    for (String line : USAGE.split("\n")) {
+      String body = line.replaceFirst("^usage: ", "").strip();
+      if (body.startsWith("funnel ")) {
+        in = body.startsWith("funnel " + command + " ") || body.equals("funnel " + command);
+      }
+      if (in) {
+        b.append(b.length() == 0 ? "usage: " + body : "\n       " + line.strip());
+      }
+    }
+    return b.length() == 0 ? null : b.toString();
   }
 
   static String oneLine(String s) {
@@ -134,13 +152,16 @@ public final class Main {
       throw new UsageException("concat needs at least one input file");
     }
 
+    CliFiles.Problem bad = CliFiles.checkOutput(output);
+    if (bad != null) {
+      err.println("funnel: " + oneLine(bad.getMessage()));
+      return 1;
+    }
     List<ByteBuffer> partitions = mapAll(inputs, err);
     if (partitions == null) {
       return 1;
     }
 
-    Path dir = output.toAbsolutePath().getParent();
-    Path tmp = null;
     try (FunnelDevice device = FunnelDevice.open(backend);
         FunnelReader reader = new FunnelReader(device);
         BufferAllocator allocator = new RootAllocator()) {
@@ -148,16 +169,15 @@ public final class Main {
       try (DeviceTable table = reader.read(partitions);
           VectorSchemaRoot root = table.toArrow(allocator)) {
         readStats = table.stats();
-        tmp = Files.createTempFile(dir, "." + output.getFileName(), ".tmp");
-        try (OutputStream os = Files.newOutputStream(tmp);
-            ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(os))) {
-          writer.start();
-          writer.writeBatch();
-          writer.end();
-        }
+        CliFiles.write(output, os -> {
+          try (ArrowStreamWriter writer =
+              new ArrowStreamWriter(root, null, Channels.newChannel(os))) {
+            writer.start();
+            writer.writeBatch();
+            writer.end();
+          }
+        });
       }
-      Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-      tmp = null;
       if (stats) {
         String json = readStats.toJson();
         out.println("{\"backend\": \"" + device.backend() + "\", " + json.substring(1));
@@ -169,17 +189,12 @@ public final class Main {
       // toArrow: more rows than an Arrow Java vector holds (funnel reads them, the writer cannot)
       err.println("funnel: " + oneLine(e.getMessage()));
       return 1;
+    } catch (CliFiles.Problem e) {
+      err.println("funnel: " + oneLine(e.getMessage()));
+      return 1;
     } catch (IOException e) {
       err.println("funnel: " + output + ": " + oneLine(e.toString()));
       return 1;
-    } finally {
-      if (tmp != null) {
-        try {
-          Files.deleteIfExists(tmp);
-        } catch (IOException ignored) {
-          // the error that got us here is what the user needs to see
-        }
-      }
     }
   }
 
@@ -187,13 +202,10 @@ public final class Main {
   private static List<ByteBuffer> mapAll(List<Path> inputs, PrintStream err) {
     List<ByteBuffer> partitions = new ArrayList<>();
     for (Path in : inputs) {
-      try (FileChannel ch = FileChannel.open(in, StandardOpenOption.READ)) {
-        partitions.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
-      } catch (NoSuchFileException e) {
-        err.println("funnel: " + in + ": no such file");
-        return null;
-      } catch (IOException e) {
-        err.println("funnel: " + in + ": " + oneLine(e.getMessage()));
+      try {
+        partitions.add(CliFiles.map(in));
+      } catch (CliFiles.Problem e) {
+        err.println("funnel: " + oneLine(e.getMessage()));
         return null;
       }
     }
