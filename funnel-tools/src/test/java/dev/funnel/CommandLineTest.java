@@ -292,4 +292,82 @@ class CommandLineTest {
       throw new java.io.UncheckedIOException(e);
     }
   }
+
+  /** Files the command line cannot read: a directory, a FIFO, a file over 2 GiB (sparse). */
+  private List<Path> unreadableInputs() throws Exception {
+    Path directory = Files.createDirectory(in.resolve("a-directory.arrows"));
+    Path fifo = in.resolve("a-fifo.arrows");
+    Process mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start();
+    assertEquals(0, mkfifo.waitFor(), "mkfifo");
+    Path huge = in.resolve("huge.arrows");
+    try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(huge.toFile(), "rw")) {
+      f.setLength((2L << 30) + 1); // sparse: nothing is written
+    }
+    return List.of(directory, fifo, huge);
+  }
+
+  @Test
+  void inputsThatAreNotReadableFilesAreOneLineNamingThem() throws Exception {
+    List<Path> good = writeInputs(samplePartitions(5));
+    for (Path bad : unreadableInputs()) {
+      for (String command : List.of("concat", "show")) {
+        Path output = outDir.resolve("OUT.arrows");
+        List<Path> inputs = List.of(good.get(0), bad, good.get(1));
+        String[] args = command.equals("concat") ? concatArgs(output, inputs)
+            : Stream.concat(Stream.of("show", "--backend", BACKEND),
+                inputs.stream().map(Path::toString)).toArray(String[]::new);
+        int status = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+            java.time.Duration.ofSeconds(30), () -> run(args), command + " " + bad);
+        assertEquals(1, status, command + " " + bad + ": " + err());
+        List<String> errLines = lines(err());
+        assertEquals(1, errLines.size(), err());
+        assertTrue(errLines.get(0).startsWith("funnel: " + bad + ": "), err());
+        assertFalse(Files.exists(output), "no output file for " + bad);
+      }
+    }
+  }
+
+  @Test
+  void anOutputInAMissingFolderIsOneLineAndNoWork() throws IOException {
+    List<Path> inputs = writeInputs(samplePartitions(6));
+    Path output = outDir.resolve("missing").resolve("OUT.arrows");
+    assertEquals(1, run(concatArgs(output, inputs)), err());
+    assertEquals(List.of("funnel: " + output + ": no such directory " + output.getParent()),
+        lines(err()));
+    assertFalse(Files.exists(output.getParent()));
+  }
+
+  @Test
+  void outputFilesFollowTheUmask() throws IOException {
+    Assumptions.assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"));
+    List<Path> inputs = writeInputs(samplePartitions(7));
+    Path output = outDir.resolve("OUT.arrows");
+    assertEquals(0, run(concatArgs(output, inputs)), err());
+    // a file this JVM creates plainly gets 0666 less the umask: what the user expects
+    Path plain = Files.createFile(outDir.resolve("plain"));
+    assertEquals(Files.getPosixFilePermissions(plain), Files.getPosixFilePermissions(output));
+    try (Stream<Path> left = Files.list(outDir)) {
+      assertEquals(List.of("OUT.arrows", "plain"),
+          left.map(p -> p.getFileName().toString()).sorted().toList(), "no temporary file left");
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"demo", "concat", "show", "bench", "chart"})
+  void everySubcommandTakesHelp(String command) {
+    for (String help : List.of("--help", "-h")) {
+      assertEquals(0, run(command, help), err());
+      assertEquals("", err());
+      assertTrue(out().startsWith("usage: funnel " + command + " "), out());
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"demo", "concat", "show", "bench", "chart"})
+  void usageErrorsExit2(String command) {
+    assertEquals(2, run(command, "--no-such-option", "x"), err());
+    assertTrue(err().startsWith("funnel: "), err());
+    assertEquals(2, run("demo", "--seed", "not-a-number"), err());
+    assertEquals(2, run("no-such-command"), err());
+  }
 }
