@@ -37,7 +37,7 @@ import org.apache.spark.storage.StorageLevel;
  *
  * <p>Options: {@code --rows N} (2,000,000), {@code --partitions P} (200), {@code --master M}
  * (spark-submit's {@code --master}; local[*] when there is none), {@code --backend
- * auto|cpu|cuda} (auto), {@code --bench} with {@code --reps N} (5) and {@code --warmup N} (2).
+ * auto|cpu|cuda} (spark-submit's {@code --conf spark.funnel.backend}; auto when there is none), {@code --bench} with {@code --reps N} (5) and {@code --warmup N} (2).
  * The device is opened on the executors only: the driver needs no GPU.
  */
 public final class SparkExample {
@@ -49,7 +49,7 @@ public final class SparkExample {
     int reps = 5;
     int warmup = 2;
     String master = null;
-    String backend = "auto";
+    String backend = null; // spark-submit's --conf spark.funnel.backend, else auto
     boolean bench = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -71,8 +71,10 @@ public final class SparkExample {
     SparkSession.Builder builder =
         SparkSession.builder()
             .appName("funnel-spark-example")
-            .config("spark.sql.adaptive.enabled", "false") // one map and one reduce stage per job
-            .config(FunnelExecutor.BACKEND_CONF, backend);
+            .config("spark.sql.adaptive.enabled", "false"); // one map and one reduce stage a job
+    if (backend != null) {
+      builder.config(FunnelExecutor.BACKEND_CONF, backend);
+    }
     if (master != null) {
       builder.master(master);
     } else if (System.getProperty("spark.master") == null) {
@@ -112,8 +114,8 @@ public final class SparkExample {
     return e.getMessage();
   }
 
-  /** What one reduce task read: where, how many rows, the nulls of column i, on which device. */
-  record TaskRead(int partition, long rows, long nulls, String device)
+  /** What one reduce task read: its rows and the nulls of column i, on which device, where. */
+  record TaskRead(int partition, long rows, long nulls, String device, String executor)
       implements java.io.Serializable {}
 
   private static String value(String[] args, int i) {
@@ -158,7 +160,7 @@ public final class SparkExample {
                   long nulls = table.column(2).nullCount();
                   return List.of(new TaskRead(partition, table.numRows(), nulls,
                       FunnelExecutor.deviceKind() + " (" + FunnelExecutor.device().backend()
-                          + ")")).iterator();
+                          + ")", org.apache.spark.SparkEnv.get().executorId())).iterator();
                 })
             .collect();
     double seconds = (System.nanoTime() - start) / 1e9;
@@ -173,9 +175,11 @@ public final class SparkExample {
     System.out.printf(Locale.ROOT,
         "funnel shuffle on %s: %,d rows of %d columns into %d reduce partitions in %.2f s%n",
         devices, total, df.columns().length, partitions, seconds);
+    long executors = perTask.stream().map(TaskRead::executor).distinct().count();
     System.out.printf(Locale.ROOT,
-        "  %d reduce tasks, one device table each: largest %,d rows, %d empty; column i has %,d"
-            + " nulls%n", perTask.size(), largest, empty, nulls);
+        "  %d reduce tasks, one device table each, read on %d executors: largest %,d rows, %d"
+            + " empty; column i has %,d nulls%n", perTask.size(), executors, largest, empty,
+        nulls);
     System.out.printf(Locale.ROOT, "  Spark counts %,d rows, %,d nulls in i: %s%n", sparkRows,
         sparkNulls, sparkRows == total && sparkNulls == nulls ? "same" : "DIFFERENT");
     return sparkRows == total && sparkNulls == nulls ? 0 : 1;
@@ -221,7 +225,7 @@ public final class SparkExample {
                   (p, table) -> {
                     table.waitReady();
                     return List.of(new TaskRead(p, table.numRows(), 0,
-                        FunnelExecutor.device().backend())).iterator();
+                        FunnelExecutor.device().backend(), "")).iterator();
                   })
               .collect();
       backend = reads.isEmpty() ? backend : reads.get(0).device();
