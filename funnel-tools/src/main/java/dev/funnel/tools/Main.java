@@ -51,6 +51,12 @@ public final class Main {
           + "       funnel chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...";
 
   public static void main(String[] args) {
+    // Arrow logs through SLF4J, and funnel brings no logging provider: SLF4J's three-line
+    // warning about it would come before every one-line error. Arrow logs nothing the command
+    // line needs, so the warning is silenced (the user's -D setting wins)
+    if (System.getProperty("slf4j.internal.verbosity") == null) {
+      System.setProperty("slf4j.internal.verbosity", "ERROR");
+    }
     System.exit(run(args, System.out, System.err));
   }
 
