@@ -121,6 +121,11 @@ struct funnel_backend {
   int (*device_uuid)(struct funnel_backend *be, uint8_t uuid[16], struct funnel_error *error);
 
   void (*release)(struct funnel_backend *be);
+
+  /* Not the backend's: a caller's allocator (funnel_device_open_with_allocator),
+   * set by device.c once the backend is filled; NULL: the backend's alloc and
+   * free. Owned by the wrappers (backend.c), freed by funnel__dev_release. */
+  struct funnel__user_alloc *user_alloc;
 };
 
 /* The backends. Each fills `be` or returns an error (cuda:
@@ -183,6 +188,10 @@ int64_t funnel__fault_calls(int kind);
  * pinned pool ask) */
 bool funnel__fault_hit(int kind);
 
+/* Makes funnel__dev_alloc and funnel__dev_free go through `allocator` (the
+ * caller's, copied) instead of the backend's pool, for the backend's life. */
+int funnel__dev_use_allocator(struct funnel_backend *be, const struct funnel_allocator *allocator,
+                              struct funnel_error *error);
 int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error);
 void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream);

@@ -62,8 +62,17 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
 
 funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
                                  struct funnel_error *error) {
+  return funnel_device_open_with_allocator(kind, NULL, out, error);
+}
+
+funnel_status funnel_device_open_with_allocator(const char *kind,
+                                                const struct funnel_allocator *allocator,
+                                                struct funnel_device **out,
+                                                struct funnel_error *error) {
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(kind != NULL && out != NULL, "funnel_device_open: kind and out must not be NULL");
+  FUNNEL_CHECK_ARG(allocator == NULL || (allocator->allocate != NULL && allocator->deallocate != NULL),
+                   "funnel_device_open_with_allocator: allocate and deallocate must not be NULL");
   struct funnel_device *dev = calloc(1, sizeof(*dev));
   if (dev == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   int st = open_backend(kind, &dev->be, error);
@@ -72,6 +81,7 @@ funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
     return st;
   }
   st = funnel__backend_check(&dev->be, error);
+  if (st == FUNNEL_OK && allocator != NULL) st = funnel__dev_use_allocator(&dev->be, allocator, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &dev->stream, error);
   if (st != FUNNEL_OK) {
     funnel__dev_release(&dev->be);

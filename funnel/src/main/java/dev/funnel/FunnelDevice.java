@@ -41,10 +41,29 @@ public final class FunnelDevice implements AutoCloseable {
    * @throws FunnelException {@link FunnelException.Code#INVALID_ARGUMENT} for another kind
    */
   public static FunnelDevice open(String kind) {
+    return open(kind, 0);
+  }
+
+  /**
+   * Opens a backend whose reads allocate their device memory (output, scratch, segment table)
+   * through the caller's allocator, not funnel's pool: a plugin's RMM resource, say, so that
+   * funnel's memory is the plugin's to account and spill. {@code allocator} is the address of a
+   * C {@code struct funnel_allocator} (funnel.h: allocate and deallocate on a stream, and a
+   * context) that the plugin's native code keeps valid until every table, export and reader of
+   * the device is closed. When it refuses, the read throws {@link DeviceOutOfMemoryException}
+   * having freed what it allocated.
+   *
+   * @param allocator the struct's address; 0 for funnel's own pool ({@link #open(String)})
+   */
+  public static FunnelDevice open(String kind, long allocator) {
     if (kind == null) {
       throw new IllegalArgumentException("backend kind is null: use auto, cpu, cuda or cuda:N");
     }
-    return new FunnelDevice(nativeOpen(kind));
+    if (allocator != 0 && (allocator & 7) != 0) {
+      throw new IllegalArgumentException("allocator 0x" + Long.toHexString(allocator)
+          + " is not the address of a struct funnel_allocator (8-byte aligned)");
+    }
+    return new FunnelDevice(nativeOpen(kind, allocator));
   }
 
   /** The backend actually opened: "cpu" or "cuda". */
@@ -109,7 +128,7 @@ public final class FunnelDevice implements AutoCloseable {
     return "FunnelDevice[" + backend + (handle.isClosed() ? ", closed" : "") + "]";
   }
 
-  private static native long nativeOpen(String kind);
+  private static native long nativeOpen(String kind, long allocator);
 
   private static native String nativeBackend(long handle);
 

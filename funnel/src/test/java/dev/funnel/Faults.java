@@ -27,4 +27,13 @@ final class Faults {
 
   /** Native device allocations, pinned allocations, events and streams alive. */
   static native long[] nativeLive();
+
+  /**
+   * The address of a test allocator (a struct funnel_allocator; cpu backend) that counts, and
+   * refuses the k-th allocation from now (k < 0: every one; 0: none).
+   */
+  static native long testAllocator(long refuseAt);
+
+  /** The test allocator's allocations, frees, bytes live and refusals, since the JVM started. */
+  static native long[] testAllocatorCounts();
 }
