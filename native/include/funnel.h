@@ -204,7 +204,9 @@ FUNNEL_API funnel_status funnel_device_open(const char *kind,
  * FUNNEL_ERR_DEVICE_OUT_OF_MEMORY (so a plugin may spill and retry), having
  * freed what it allocated. deallocate: frees what allocate returned, with
  * the size asked for, ordered on `stream`. Both may be called from any
- * thread, from funnel's workers too, and must not call back into funnel.
+ * thread, from funnel's workers too, with no particular CUDA context
+ * current (an allocator picks its device itself, as RMM's per-device
+ * resources do), and must not call back into funnel.
  * The struct is copied; `context` must stay valid, and the functions
  * callable, until the device is freed (its last table, export and reader
  * released: funnel_device_close is not the end). A shareable read
