@@ -379,7 +379,7 @@ static void dump_workload(const char *dir, const struct workload *w) {
 /* The readers of the funnel strategies: the default (AUTO), each transfer
  * mode forced, and one that times the kernel on the device (COPY, so the
  * kernel's inputs are in device memory, as torch.cat's would be). */
-enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, N_READERS };
+enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, N_READERS };
 
 struct bench {
   struct funnel_device *dev;
@@ -472,6 +472,18 @@ static int iter_funnel_copy(struct bench *b, const struct workload *w, int src,
 static int iter_funnel_direct(struct bench *b, const struct workload *w, int src,
                               struct sample *out, struct funnel_error *err) {
   return read_with(b->reader[R_DIRECT], w, src, out, err);
+}
+
+/* funnel with the headers parsed on the host, or on the device
+ * (FUNNEL_OPTION_PARSE forced), where AUTO picks by the shape */
+static int iter_funnel_host(struct bench *b, const struct workload *w, int src,
+                            struct sample *out, struct funnel_error *err) {
+  return read_with(b->reader[R_HOST], w, src, out, err);
+}
+
+static int iter_funnel_device(struct bench *b, const struct workload *w, int src,
+                              struct sample *out, struct funnel_error *err) {
+  return read_with(b->reader[R_DEVICE], w, src, out, err);
 }
 
 /* The concat kernel alone: device time between events around the launch
@@ -619,6 +631,8 @@ enum {
   S_FUNNEL,
   S_FUNNEL_COPY,
   S_FUNNEL_DIRECT,
+  S_FUNNEL_HOST,
+  S_FUNNEL_DEVICE,
   S_LINK,
   S_FLOOR,
   S_NAIVE,
@@ -632,6 +646,8 @@ static const struct strategy STRATEGIES[N_STRATEGIES] = {
     {"funnel", iter_funnel, 0, 0, 0, 0},
     {"funnel_copy", iter_funnel_copy, 1, 0, 0, 0},
     {"funnel_direct", iter_funnel_direct, 1, 0, 0, 0},
+    {"funnel_host", iter_funnel_host, 0, 0, 0, 0},
+    {"funnel_device", iter_funnel_device, 0, 0, 0, 0},
     {"link", iter_link, 0, 0, 0, 0},
     {"floor", iter_floor, 0, 0, 0, 1},
     {"naive", iter_naive, 0, 0, 1, 0},
@@ -837,11 +853,15 @@ static int bench_open(struct bench *b, const char *backend, struct funnel_error 
   FUNNEL_RETURN_NOT_OK(funnel__dev_event_create_timed(&b->be, &b->ev_start, err));
   FUNNEL_RETURN_NOT_OK(funnel__dev_event_create_timed(&b->be, &b->ev_end, err));
   static const int transfer[N_READERS] = {FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_COPY,
-                                          FUNNEL_TRANSFER_DIRECT, FUNNEL_TRANSFER_COPY};
+                                          FUNNEL_TRANSFER_DIRECT, FUNNEL_TRANSFER_COPY,
+                                          FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO};
+  static const int parse[N_READERS] = {FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO,
+                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_HOST, FUNNEL_PARSE_DEVICE};
   for (int r = 0; r < N_READERS; r++) {
     FUNNEL_RETURN_NOT_OK(funnel_reader_create(b->dev, NULL, 0, &b->reader[r], err));
     FUNNEL_RETURN_NOT_OK(
         funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_TRANSFER, transfer[r], err));
+    FUNNEL_RETURN_NOT_OK(funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_PARSE, parse[r], err));
   }
   return funnel_reader_set_option(b->reader[R_KERNEL], FUNNEL_OPTION_TIME_KERNEL, 1, err);
 }
@@ -903,7 +923,9 @@ static void usage(FILE *f) {
           "partition (naive), a host-side concatenation then one copy (host_concat) and\n"
           "one batched copy of every column piece to its place (batched_scatter), from\n"
           "pinned and pageable memory; funnel with each transfer mode forced (funnel_copy,\n"
-          "funnel_direct); and on the device the concat kernel alone (kernel) against a\n"
+          "funnel_direct) and with the headers parsed on the host or on the device\n"
+          "(funnel_host, funnel_device: funnel picks by the shape); and on the device the\n"
+          "concat kernel alone (kernel) against a\n"
           "copy of the result's bytes (d2d). Ends with the targets, each judged by name\n"
           "from ratios measured in this run.\n"
           "\n"
@@ -928,8 +950,8 @@ static void usage(FILE *f) {
           "  --csv         results as CSV (default bench-results.csv)\n"
           "  --json        results as JSON lines (default: none)\n"
           "  --strategy    strategies to run, comma-separated (funnel, link and floor always\n"
-          "                run): funnel_copy, funnel_direct, naive, host_concat,\n"
-          "                batched_scatter, kernel, d2d\n"
+          "                run): funnel_copy, funnel_direct, funnel_host, funnel_device,\n"
+          "                naive, host_concat, batched_scatter, kernel, d2d\n"
           "  --dump        write each workload to DIR/PxCxR-MIX/ for the Java driver\n"
           "  --list        print the shape x mix runs selected and those skipped, then exit\n",
           WARMUP);
@@ -1252,13 +1274,20 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* Where a read parsed the headers: "host", "device", or "host after
+ * device" (the device path left partitions to the host). */
+static const char *parsed_on(const struct funnel_read_stats *s) {
+  if (s->device_parsed == 0) return "host";
+  return s->device_left == 0 ? "device" : "host after device";
+}
+
 /* Columns are only ever appended: the Java driver and the chart read them
  * by name. */
 static const char CSV_HEADER[] =
     "backend,partitions,columns,rows_per_partition,rows,mix,source,strategy,bytes,h2d_bytes,"
     "reps,ms_median,ms_min,gb_per_s,ratio_to_link,funnel_speedup,calls,h2d_copies,launches,"
     "syncs,allocs,staged_partitions,parse_ms,plan_ms,submit_ms,verified,error,out_bytes,"
-    "ratio_to_d2d,direct_partitions,kernel_ms,floor_ms,ratio_to_bound\n";
+    "ratio_to_d2d,direct_partitions,kernel_ms,floor_ms,ratio_to_bound,parsed_on\n";
 
 static void print_table_header(void) {
   printf("%-16s %-8s %-8s %-15s %9s %10s %10s %8s %8s %9s %7s %6s %6s %6s\n", "shape", "mix",
@@ -1485,6 +1514,8 @@ static void report_group(struct report *r, const struct workload *w, int src, co
       if (floor_ms > 0) fprintf(f, "%.6f", floor_ms);
       fputc(',', f);
       if (vs_bound > 0) fprintf(f, "%.4f", vs_bound);
+      fputc(',', f);
+      if (has_stats) fputs(parsed_on(&x->stats), f);
       fputc('\n', f);
     }
     if (r->json != NULL) {

@@ -161,3 +161,112 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
     }
   }
 }
+
+// ------------------------------------------------------------ device path
+// The stages of dpath.h (launched by cuda_backend.c with the block sizes
+// of tuning.h, which the launch bounds repeat): the parse a thread a partition (a warp's lanes
+// then walk 32 partitions at once, which for a shuffle's partitions of one
+// writer take the same path), the pieces a group of m lanes a piece (m
+// from the pieces' mean size), the bits a thread a word, the scan a block
+// an array.
+
+extern "C" {
+#include "dpath.h"
+}
+
+namespace {
+
+// The block's sum of one value a thread (every thread gets it).
+__device__ int64_t block_sum(int64_t x) {
+  __shared__ int64_t warp_sums[32];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
+  if (lane == 0) warp_sums[warp] = x;
+  __syncthreads();
+  int64_t total = 0;
+  for (unsigned w = 0; w < warps; w++) total += warp_sums[w];
+  __syncthreads();  // warp_sums is reused by the next call
+  return total;
+}
+
+// The block's exclusive scan of one value a thread; *total gets the sum.
+__device__ int64_t block_exclusive_scan(int64_t x, int64_t *total) {
+  __shared__ int64_t warp_sums[32];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  int64_t v = x;  // inclusive within the warp
+  for (int o = 1; o < 32; o <<= 1) {
+    const int64_t y = __shfl_up_sync(0xFFFFFFFFu, v, o);
+    if (lane >= (unsigned)o) v += y;
+  }
+  if (lane == 31) warp_sums[warp] = v;
+  __syncthreads();
+  int64_t before = 0, all = 0;
+  for (unsigned w = 0; w < warps; w++) {
+    before += w < warp ? warp_sums[w] : 0;
+    all += warp_sums[w];
+  }
+  *total = all;
+  __syncthreads();  // warp_sums is reused by the next call
+  return before + v - x;
+}
+
+// Value p of scan array k: rows (k == 0), else string column k - 1's bytes.
+__device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
+  return k == 0 ? (int64_t *)(uintptr_t)a->rows
+                : (int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1);
+}
+
+}  // namespace
+
+// A thread a partition; then each block sums its tile of every scan array
+// (the first half of the scan, while the values are in cache).
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(const funnel__dp_args *a,
+                                                                    int64_t n, int64_t m) {
+  const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < n) funnel__dp_parse(a, p, 0, 1);
+  int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
+  for (int64_t k = 0; k <= m; k++) {
+    const int64_t sum = block_sum(p < n ? scan_array(a, k)[p] : 0);
+    if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_pieces(const funnel__dp_args *a, int64_t n, int64_t m) {
+  const int lanes = (int)m;
+  const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+  const int64_t groups = (int64_t)gridDim.x * blockDim.x / lanes;
+  const int lane = (int)(threadIdx.x % (unsigned)lanes);
+  for (int64_t i = group; i < n; i += groups) funnel__dp_piece_copy(a, i, lane, lanes);
+}
+
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_bits(const funnel__dp_args *a, int64_t n, int64_t m) {
+  for (int64_t b = blockIdx.y; b < n; b += gridDim.y)
+    for (int64_t w = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; w < m;
+         w += (int64_t)gridDim.x * blockDim.x)
+      funnel__dp_bits_word(a, b, w);
+}
+
+// Block (b, k) scans tile b of array k: the tiles before it give its
+// carry (their sums, from the parse), the block scans its values. The last
+// tile writes the total to [n_parts] and to the summary.
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(const funnel__dp_args *a,
+                                                                   int64_t n, int64_t m) {
+  (void)n;
+  const int64_t count = m, k = blockIdx.y, b = blockIdx.x;
+  const int64_t *tiles = (const int64_t *)(uintptr_t)a->tiles + k * a->n_tiles;
+  int64_t part = 0;
+  for (int64_t j = threadIdx.x; j < b; j += blockDim.x) part += tiles[j];
+  const int64_t carry = block_sum(part);
+  int64_t *v = scan_array(a, k);
+  const int64_t p = b * blockDim.x + threadIdx.x;
+  const int64_t x = p < count ? v[p] : 0;
+  int64_t total;
+  const int64_t before = block_exclusive_scan(x, &total);
+  if (p < count) v[p] = carry + before;
+  if (b == gridDim.x - 1 && threadIdx.x == 0) {
+    v[count] = carry + total;
+    funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
+    if (k == 0) s->rows = carry + total;
+    else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = carry + total;
+  }
+}

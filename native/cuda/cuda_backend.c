@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "dpath.h"
+#include "tuning.h"
 
 /* the kernels, a fatbin embedded by the build (fatbin.S) */
 extern const unsigned char funnel__fatbin[];
@@ -47,6 +49,7 @@ struct cuda {
   CUmodule module;
   CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
+  CUfunction dpath[4]; /* by enum funnel__dp_stage */
   /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
@@ -233,6 +236,49 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
       count < FUNNEL__CONCAT_MAX_BLOCKS ? (unsigned)count : FUNNEL__CONCAT_MAX_BLOCKS;
   int st = CU(cuLaunchKernel, (cu->concat, blocks ? blocks : 1, 1, 1, FUNNEL__CONCAT_THREADS, 1,
                                1, 0, (CUstream)stream, args, NULL));
+  leave(cu);
+  return st;
+}
+
+/* The device path's grids (dpath.h): a thread a partition for the parse
+ * (a block a tile of the scan), a block a tile of an array for the scan,
+ * m lanes a piece for the pieces, a thread a word for the bits; the pieces
+ * and the bits stride over what their grid does not cover. */
+static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
+                             int64_t m, void *stream, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  if (stage < 0 || stage > 3 || (stage != FUNNEL_DP_SCAN && n <= 0) ||
+      (stage == FUNNEL_DP_BITS && m <= 0))
+    return FUNNEL_OK;
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  CUdeviceptr a = (CUdeviceptr)args;
+  void *params[] = {&a, &n, &m};
+  const int64_t threads_a_block = FUNNEL__DPATH_THREADS;
+  int64_t gx = 1, gy = 1;
+  unsigned threads = FUNNEL__DPATH_THREADS;
+  switch (stage) {
+    case FUNNEL_DP_PARSE: /* a block a tile of the scan: no striding */
+      gx = (n + threads_a_block - 1) / threads_a_block;
+      if (gx > INT32_MAX) return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "cuda backend: %lld partitions", (long long)n);
+      break;
+    case FUNNEL_DP_PIECES:
+      if (m < 1 || m > 32 || (m & (m - 1)) != 0) m = 32; /* lanes a piece */
+      gx = (n * m + threads_a_block - 1) / threads_a_block;
+      break;
+    case FUNNEL_DP_SCAN: /* a block a tile of an array */
+      gx = (m + threads_a_block - 1) / threads_a_block;
+      gy = n;
+      if (gx < 1) gx = 1;
+      if (gx > INT32_MAX || gy > FUNNEL__CONCAT_MAX_BLOCKS)
+        return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT, "cuda backend: scan of %lld x %lld", (long long)n, (long long)m);
+      break;
+    default: gx = (m + threads_a_block - 1) / threads_a_block; gy = n; break;
+  }
+  if (stage != FUNNEL_DP_PARSE && stage != FUNNEL_DP_SCAN && gx > FUNNEL__CONCAT_MAX_BLOCKS)
+    gx = FUNNEL__CONCAT_MAX_BLOCKS;
+  if (gy > FUNNEL__CONCAT_MAX_BLOCKS) gy = FUNNEL__CONCAT_MAX_BLOCKS;
+  int st = CU(cuLaunchKernel, (cu->dpath[stage], (unsigned)gx, (unsigned)gy, 1, threads, 1, 1, 0,
+                               (CUstream)stream, params, NULL));
   leave(cu);
   return st;
 }
@@ -476,6 +522,10 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   int st = CU(cuModuleLoadData, (&cu->module, funnel__fatbin));
   if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->concat, cu->module, "funnel_concat"));
+  static const char *const dpath_kernels[4] = {"funnel_dp_parse", "funnel_dp_scan",
+                                               "funnel_dp_pieces", "funnel_dp_bits"};
+  for (int k = 0; k < 4 && st == FUNNEL_OK; k++)
+    st = CU(cuModuleGetFunction, (&cu->dpath[k], cu->module, dpath_kernels[k]));
   if (st == FUNNEL_OK) {
     CUmemPoolProps props;
     memset(&props, 0, sizeof(props));
@@ -545,6 +595,7 @@ int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct fun
   be->copy_d2d_async = cuda_copy_d2d;
   if (cu->cuMemcpyBatchAsync != NULL) be->copy_h2d_batch_async = cuda_copy_h2d_batch;
   be->launch_concat = cuda_launch;
+  be->launch_dpath = cuda_launch_dpath;
   be->event_create = cuda_event_create;
   be->event_create_timed = cuda_event_create_timed;
   be->event_elapsed_ns = cuda_event_elapsed;

@@ -338,6 +338,27 @@ enum funnel_transfer {
   FUNNEL_TRANSFER_DIRECT = 2
 };
 
+/* Where a read parses the partitions' IPC headers (FUNNEL_OPTION_PARSE). */
+enum funnel_parse {
+  /* DEVICE for many small partitions (at least 128, of at most 256 KiB on
+   * average), HOST otherwise; the default unless FUNNEL_PARSE=host|device
+   * in the environment when the device opened says otherwise */
+  FUNNEL_PARSE_AUTO = 0,
+  /* the host parses and plans every partition, then the copies and one
+   * concat launch follow: no wait inside the read */
+  FUNNEL_PARSE_HOST = 1,
+  /* the partitions go up as raw bytes and the device parses them: no host
+   * work per partition. The read waits once inside (for the sums that size
+   * the output: stats.syncs_in_read is 1), then enqueues the concat and
+   * returns. The device takes partitions that repeat the read's Schema
+   * message byte for byte (or have none) and hold at most one RecordBatch;
+   * any other partition, and any partition the device finds malformed,
+   * sends the whole read to the host path (stats.device_left), which gives
+   * the same table or the same error as HOST. Without the reader's schema,
+   * the first non-empty partition's gives it. */
+  FUNNEL_PARSE_DEVICE = 2
+};
+
 enum funnel_option {
   FUNNEL_OPTION_TRANSFER = 1,    /* an enum funnel_transfer; default AUTO */
   FUNNEL_OPTION_TIME_KERNEL = 2, /* 1: time the concat on the device with a
@@ -350,11 +371,12 @@ enum funnel_option {
                                     pool cannot, at the price of a plain
                                     allocation per read; cpu: a POSIX shared
                                     memory object); 0: not (the default) */
-  FUNNEL_OPTION_DIRECT_MAX_BYTES = 4 /* FUNNEL_TRANSFER_AUTO reads pinned
+  FUNNEL_OPTION_DIRECT_MAX_BYTES = 4, /* FUNNEL_TRANSFER_AUTO reads pinned
                                     partitions in place when they total at
                                     most this many bytes (>= 0); default:
                                     FUNNEL_DIRECT_MAX_BYTES in the environment
                                     when the device opened, else 8 MiB */
+  FUNNEL_OPTION_PARSE = 5        /* an enum funnel_parse; default AUTO */
 };
 
 /* Sets a reader option for the reads that follow. Not to be called while
@@ -503,6 +525,8 @@ struct funnel_read_stats {
   int64_t direct_partitions; /* partitions the kernel read straight from pinned memory */
   int64_t bytes_direct;
   int64_t kernel_ns;         /* device time of the concat (FUNNEL_OPTION_TIME_KERNEL), else -1 */
+  int64_t device_parsed;     /* partitions whose headers the device parsed (FUNNEL_PARSE_DEVICE) */
+  int64_t device_left;       /* of those, partitions it left to the host, which then read them all */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -233,6 +233,15 @@ int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int6
   return be->launch_concat(be, segments, count, stream, error);
 }
 
+int funnel__dev_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
+                             int64_t m, void *stream, struct funnel_error *error) {
+  if (be->launch_dpath == NULL) return MISSING(be, "launch_dpath");
+  INJECT(FUNNEL__FAULT_LAUNCH, FUNNEL_ERR_DEVICE, "device-path launch");
+  calls.calls++;
+  calls.launches++;
+  return be->launch_dpath(be, stage, args, n, m, stream, error);
+}
+
 int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error) {
   INJECT(FUNNEL__FAULT_EVENT, FUNNEL_ERR_DEVICE, "event creation");

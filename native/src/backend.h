@@ -15,7 +15,7 @@
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
  * native_streams. */
-#define FUNNEL_BACKEND_VERSION 3
+#define FUNNEL_BACKEND_VERSION 4
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -85,6 +85,11 @@ struct funnel_backend {
   /* runs the `count` segments at device address `segments` */
   int (*launch_concat)(struct funnel_backend *be, uint64_t segments, int64_t count,
                        void *stream, struct funnel_error *error);
+  /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage)
+   * over n items (FUNNEL_DP_BITS: n bit buffers of m words), its
+   * struct funnel__dp_args at device address `args` */
+  int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t n, int64_t m,
+                      void *stream, struct funnel_error *error);
 
   int (*event_create)(struct funnel_backend *be, void **out, struct funnel_error *error);
   /* an event that can be timed with event_elapsed_ns (cuda: without
@@ -215,6 +220,8 @@ int funnel__dev_copy_d2d_async(struct funnel_backend *be, uint64_t dst, uint64_t
                                size_t size, void *stream, struct funnel_error *error);
 int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int64_t count,
                               void *stream, struct funnel_error *error);
+int funnel__dev_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
+                             int64_t m, void *stream, struct funnel_error *error);
 int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error);
 int funnel__dev_event_create_timed(struct funnel_backend *be, void **out,

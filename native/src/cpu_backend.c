@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "dpath_cpu.h"
 
-enum task_kind { TASK_COPY, TASK_CONCAT, TASK_SIGNAL, TASK_STOP };
+enum task_kind { TASK_COPY, TASK_CONCAT, TASK_DPATH, TASK_SIGNAL, TASK_STOP };
 
 struct event {
   pthread_mutex_t mu;
@@ -35,6 +36,8 @@ struct task {
   const void *src;
   size_t size;
   int64_t count;
+  int64_t count2; /* TASK_DPATH: m */
+  int stage;      /* TASK_DPATH */
   struct event *event;
   int64_t seq;
 };
@@ -63,7 +66,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&s->mu);
 
     enum task_kind kind = t->kind;
-    if (s->delay_ns > 0 && (kind == TASK_COPY || kind == TASK_CONCAT)) {
+    if (s->delay_ns > 0 && (kind == TASK_COPY || kind == TASK_CONCAT || kind == TASK_DPATH)) {
       /* a slow device, for the tests of the async contract: a caller that
        * frees memory the work still uses is caught (ASan, wrong output) */
       const struct timespec d = {(time_t)(s->delay_ns / 1000000000), (long)(s->delay_ns % 1000000000)};
@@ -75,6 +78,9 @@ static void *worker(void *arg) {
         break;
       case TASK_CONCAT:
         funnel__concat_segments(t->src, t->count);
+        break;
+      case TASK_DPATH:
+        funnel__dp_run_cpu(t->stage, t->src, t->count, t->count2);
         break;
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);
@@ -204,6 +210,14 @@ static int cpu_launch(struct funnel_backend *be, uint64_t segments, int64_t coun
                       struct funnel_error *error) {
   (void)be;
   struct task t = {.kind = TASK_CONCAT, .src = (const void *)(uintptr_t)segments, .count = count};
+  return enqueue(stream, &t, error);
+}
+
+static int cpu_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
+                            int64_t m, void *stream, struct funnel_error *error) {
+  (void)be;
+  struct task t = {.kind = TASK_DPATH, .stage = stage, .src = (const void *)(uintptr_t)args,
+                   .count = n, .count2 = m};
   return enqueue(stream, &t, error);
 }
 
@@ -414,6 +428,7 @@ int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *err
   be->copy_d2h_async = cpu_copy_d2h;
   be->copy_d2d_async = cpu_copy_d2d;
   be->launch_concat = cpu_launch;
+  be->launch_dpath = cpu_launch_dpath;
   be->event_create = cpu_event_create;
   be->event_record = cpu_event_record;
   be->event_query = cpu_event_query;

@@ -58,6 +58,11 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
                            : chunk < FUNNEL__SEGMENT_CHUNK_MAX ? chunk
                                                                : FUNNEL__SEGMENT_CHUNK_MAX;
   c->batch_copy = batch != NULL && strcmp(batch, "1") == 0;
+  const char *parse = getenv("FUNNEL_PARSE");
+  c->parse = parse == NULL ? FUNNEL_PARSE_AUTO
+             : strcmp(parse, "host") == 0 ? FUNNEL_PARSE_HOST
+             : strcmp(parse, "device") == 0 ? FUNNEL_PARSE_DEVICE
+                                            : FUNNEL_PARSE_AUTO;
 }
 
 funnel_status funnel_device_open(const char *kind, struct funnel_device **out,

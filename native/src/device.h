@@ -32,6 +32,9 @@ struct funnel__config {
    * costs ~2 us of host time each, and only reads of partitions that lie
    * far apart in pinned memory make many runs. */
   bool batch_copy;
+  /* FUNNEL_PARSE=host|device: each reader's FUNNEL_OPTION_PARSE to start
+   * with (enum funnel_parse), else AUTO */
+  int parse;
 };
 
 struct funnel_device {

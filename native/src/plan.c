@@ -206,6 +206,15 @@ static int layout_column(const struct funnel__field *f, int c, struct funnel__ou
   return FUNNEL_OK;
 }
 
+int funnel__plan_layout(const struct funnel__schema *schema, struct funnel__out_column *cols,
+                        const int64_t *chars, int64_t rows, int64_t *size,
+                        struct funnel_error *error) {
+  *size = 0;
+  for (int c = 0; c < schema->n_fields; c++)
+    FUNNEL_RETURN_NOT_OK(layout_column(&schema->fields[c], c, &cols[c], chars[c], rows, size, error));
+  return FUNNEL_OK;
+}
+
 /* Room for the segment table without walking it: at most three segments a
  * piece (validity, offsets, data) and three a column (padding bits twice,
  * the last offset), plus one per cut. emit cuts a piece of b output bytes
@@ -311,9 +320,7 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
       FUNNEL_RETURN_NOT_OK(scan_batch(&k, &parts[p], p, b, arena, error));
   }
   int64_t size = 0;
-  for (int c = 0; c < schema->n_fields; c++)
-    FUNNEL_RETURN_NOT_OK(
-        layout_column(&schema->fields[c], c, &k.cols[c], k.chars[c], k.rows, &size, error));
+  FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, k.cols, k.chars, k.rows, &size, error));
   out->schema = schema;
   out->parts = parts;
   out->n_parts = n_parts;

@@ -30,6 +30,9 @@ struct funnel__plan {
   /* the batches whose pieces funnel__plan_check_pieces checks */
   const struct funnel__check_job *check_jobs;
   int64_t n_check_jobs, check_work;
+  /* the device path (dread.c): the caller's partitions, not parsed (parts
+   * is NULL); every non-empty one goes up and the device parses it */
+  const struct funnel_partition *raw;
 };
 
 /* Checks every partition's schema against `schema` (the reader's, or when
@@ -44,6 +47,15 @@ int funnel__plan_build(const struct funnel__schema *schema,
                        struct funnel__partition *parts, int64_t n_parts,
                        int64_t chunk_bytes, struct funnel__arena *arena,
                        struct funnel__plan *out, struct funnel_error *error);
+
+/* Lays the output of `rows` rows out, column after column at 64-byte
+ * boundaries: cols[c] (whose null_count is set) gets its buffers' offsets
+ * and sizes from the null count and chars[c], its string bytes; *size is
+ * the allocation's. The read's limits (32-bit offsets, output size) are
+ * checked here. */
+int funnel__plan_layout(const struct funnel__schema *schema, struct funnel__out_column *cols,
+                        const int64_t *chars, int64_t rows, int64_t *size,
+                        struct funnel_error *error);
 
 /* Checks what grows with the rows in every planned piece (funnel__piece_check:
  * interior string offsets rising, null counts equal to the zero bits of a

@@ -118,12 +118,14 @@ int64_t funnel__pool_in_use(struct funnel__pool *pool) {
 }
 
 bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t size) {
-  const uint8_t *p = ptr;
+  return funnel__span_contains(funnel__pool_span(pool), ptr, size);
+}
+
+struct funnel__pool_span funnel__pool_span(struct funnel__pool *pool) {
   pthread_mutex_lock(&pool->mu);
-  bool in = pool->base != NULL && p >= pool->base && size <= pool->size &&
-            p - pool->base <= pool->size - size;
+  const struct funnel__pool_span s = {pool->base, pool->base != NULL ? pool->size : 0};
   pthread_mutex_unlock(&pool->mu);
-  return in;
+  return s;
 }
 
 uint64_t funnel__pool_device_address(struct funnel__pool *pool, const void *ptr) {

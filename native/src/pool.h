@@ -36,6 +36,19 @@ int64_t funnel__pool_in_use(struct funnel__pool *pool);
  * without staging. */
 bool funnel__pool_contains(struct funnel__pool *pool, const void *ptr, int64_t size);
 
+/* The pool's memory as it is now, for a read to test many partitions
+ * against without taking the pool's lock for each (the pool's memory is
+ * allocated once and kept until the device closes). */
+struct funnel__pool_span {
+  const uint8_t *base;
+  int64_t size;
+};
+struct funnel__pool_span funnel__pool_span(struct funnel__pool *pool);
+static inline bool funnel__span_contains(struct funnel__pool_span s, const void *ptr, int64_t size) {
+  const uint8_t *p = ptr;
+  return s.base != NULL && p >= s.base && size <= s.size && p - s.base <= s.size - size;
+}
+
 /* The device address of pool memory at `ptr` for kernels to read in place,
  * or 0 when the backend cannot map it. */
 uint64_t funnel__pool_device_address(struct funnel__pool *pool, const void *ptr);

@@ -7,6 +7,9 @@
  *   transfer.c  how every partition reaches the device: runs, staging
  *   submit.c    allocations, copies, segment table, launch, event
  *
+ * or, for many small partitions, the device path (dread.c, dpath.h):
+ * transfer.c's copies, then the parse and the concat on the device.
+ *
  * Only transfer.c and submit.c call the backend. */
 #ifndef FUNNEL_READ_H
 #define FUNNEL_READ_H
@@ -20,6 +23,7 @@ struct funnel__read_options {
   int time_kernel;          /* FUNNEL_OPTION_TIME_KERNEL */
   int shareable;            /* FUNNEL_OPTION_SHAREABLE */
   int64_t direct_max_bytes; /* FUNNEL_OPTION_DIRECT_MAX_BYTES */
+  int parse;                /* FUNNEL_OPTION_PARSE */
 };
 
 /* Tests only: a function every read calls once it is in flight (counted
@@ -106,5 +110,35 @@ int funnel__enqueue_transfer(struct funnel_table *t, struct funnel__transfer *tr
  * abandons the memory it touches), so the caller can release the table. */
 int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
                    struct funnel_error *error);
+
+/* The output allocation (t->plan.out_size bytes; shareable when asked). */
+int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
+                      struct funnel_error *error);
+
+/* ---------------------------------------------------------------- dread.c */
+
+/* Whether the read goes by the device path (FUNNEL_OPTION_PARSE; under
+ * AUTO, many small partitions), and with which schema: the reader's
+ * (`known`), or the first non-empty partition's, parsed here. */
+bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
+                          const struct funnel_partition *parts, size_t count,
+                          const struct funnel__schema *known,
+                          const struct funnel__schema **schema);
+
+/* The device path's first half: places the partitions (transfer.c), has
+ * the device parse them, and waits for its sums. *out is the attempt for
+ * funnel__dpath_submit, or NULL when the device left partitions to the
+ * host: the table then holds nothing of the attempt (device work, memory)
+ * but the early copies, and the caller reads it by the host path. */
+struct funnel__dpath;
+int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
+                        const struct funnel_partition *parts, size_t count,
+                        const struct funnel__schema *schema, void *stream,
+                        struct funnel__dpath **out, struct funnel_error *error);
+
+/* The second half: lays the output out from the sums and enqueues the
+ * concat, recording t->event. */
+int funnel__dpath_submit(struct funnel_table *t, const struct funnel__read_options *o,
+                         struct funnel__dpath *d, void *stream, struct funnel_error *error);
 
 #endif

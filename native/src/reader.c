@@ -44,6 +44,7 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   if (r == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   r->dev = funnel__device_ref(dev);
   r->options.direct_max_bytes = dev->config.direct_max_bytes;
+  r->options.parse = dev->config.parse;
   funnel__inflight_init(&r->reads);
   int st = FUNNEL_OK;
   if (schema_length > 0) st = parse_schema(schema, schema_length, &r->schema, error);
@@ -109,6 +110,13 @@ funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
                           "FUNNEL_OPTION_DIRECT_MAX_BYTES: %lld is negative", (long long)value);
       o->direct_max_bytes = value;
       return FUNNEL_OK;
+    case FUNNEL_OPTION_PARSE:
+      if (value != FUNNEL_PARSE_AUTO && value != FUNNEL_PARSE_HOST && value != FUNNEL_PARSE_DEVICE)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "FUNNEL_OPTION_PARSE: %lld is not AUTO (0), HOST (1) or DEVICE (2)",
+                          (long long)value);
+      o->parse = (int)value;
+      return FUNNEL_OK;
     default:
       return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
                         "funnel_reader_set_option: unknown option %d", option);
@@ -171,17 +179,30 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   int st = funnel__pinned_hold(pinned, t, parts, count, error);
   if (st == FUNNEL_OK) st = funnel__early_copies(t, parts, count, o->transfer, stream, error);
   m[1] = mark_now();
-  struct funnel__partition *pv = NULL;
-  if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, error);
-  m[2] = mark_now();
-  if (st == FUNNEL_OK)
-    st = funnel__plan_build(schema, pv, (int64_t)count, t->dev->config.segment_chunk_bytes,
-                            &t->arena, &t->plan, error);
-  m[3] = mark_now();
-  if (st == FUNNEL_OK) st = funnel__submit(t, o, stream, error);
-  /* while the copies run: a bad offset or null count fails the read, whose release
-   * waits for what it enqueued before freeing anything */
-  if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&t->plan, error);
+  /* the device path: parse (on the device, then the wait for its sums),
+   * plan nothing, submit the concat; or, when the device leaves
+   * partitions to the host, the host path after it */
+  const struct funnel__schema *on_device = NULL;
+  struct funnel__dpath *d = NULL;
+  if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, schema, &on_device))
+    st = funnel__dpath_parse(t, o, parts, count, on_device, stream, &d, error);
+  if (d != NULL) {
+    m[2] = m[3] = mark_now();
+    if (st == FUNNEL_OK) st = funnel__dpath_submit(t, o, d, stream, error);
+  } else {
+    if (on_device != NULL) m[1] = mark_now(); /* the attempt counts as submitting */
+    struct funnel__partition *pv = NULL;
+    if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, error);
+    m[2] = mark_now();
+    if (st == FUNNEL_OK)
+      st = funnel__plan_build(schema, pv, (int64_t)count, t->dev->config.segment_chunk_bytes,
+                              &t->arena, &t->plan, error);
+    m[3] = mark_now();
+    if (st == FUNNEL_OK) st = funnel__submit(t, o, stream, error);
+    /* while the copies run: a bad offset or null count fails the read, whose release
+     * waits for what it enqueued before freeing anything */
+    if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&t->plan, error);
+  }
   m[4] = mark_now();
   if (st != FUNNEL_OK) {
     funnel__table_unref(t);

@@ -38,11 +38,8 @@ static void segment_table_place(struct funnel_table *t, struct funnel__transfer 
   }
 }
 
-/* The output, the scratch the runs (and the segment table) go to, and
- * after early copies the segment table's own allocation. */
-static int alloc_device(struct funnel_table *t, const struct funnel__read_options *o,
-                        const struct funnel__transfer *tr, const struct segment_table *s,
-                        void *stream, struct funnel_error *error) {
+int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
+                      struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   const int64_t out_size = t->plan.out_size;
   int st = FUNNEL_OK;
@@ -52,6 +49,16 @@ static int alloc_device(struct funnel_table *t, const struct funnel__read_option
   } else if (out_size > 0) {
     st = funnel__dev_alloc(be, (size_t)out_size, stream, &t->out, error);
   }
+  return st;
+}
+
+/* The output, the scratch the runs (and the segment table) go to, and
+ * after early copies the segment table's own allocation. */
+static int alloc_device(struct funnel_table *t, const struct funnel__read_options *o,
+                        const struct funnel__transfer *tr, const struct segment_table *s,
+                        void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  int st = funnel__alloc_out(t, o, stream, error);
   if (st == FUNNEL_OK && tr->scratch_size > 0)
     st = funnel__dev_alloc(be, (size_t)tr->scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK && tr->early && !s->in_place)
@@ -103,7 +110,8 @@ static int enqueue_all(struct funnel_table *t, const struct funnel__read_options
 
 int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
                    struct funnel_error *error) {
-  t->staged = funnel__arena_calloc(&t->arena, (size_t)t->plan.n_parts + 2, sizeof(*t->staged));
+  /* written as blocks are taken (t->n_staged), so not cleared */
+  t->staged = funnel__arena_alloc(&t->arena, ((size_t)t->plan.n_parts + 2) * sizeof(*t->staged));
   if (t->staged == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   if (t->plan.max_segments == 0) return FUNNEL_OK; /* no columns: nothing to run */
   struct funnel__work w;

@@ -42,7 +42,7 @@ static void release_staged(struct funnel_table *t) {
 }
 
 void funnel__table_abandon(struct funnel_table *t) {
-  t->scratch = t->seg_scratch = t->out = 0;
+  t->scratch = t->seg_scratch = t->dp_scratch = t->out = 0;
   t->n_staged = 0;
 }
 
@@ -51,8 +51,23 @@ void funnel__table_abandon(struct funnel_table *t) {
 static void release_inputs(struct funnel_table *t) {
   funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
   funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
-  t->scratch = t->seg_scratch = 0;
+  funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
+  t->scratch = t->seg_scratch = t->dp_scratch = 0;
   release_staged(t);
+}
+
+void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
+  struct funnel_backend *be = &t->dev->be;
+  funnel__dev_free(be, t->dp_scratch, t->dev->stream);
+  t->dp_scratch = 0;
+  release_staged(t);
+  /* where the partitions are read from is the host path's to say */
+  t->stats.staged_partitions = t->stats.bytes_staged = 0;
+  t->stats.direct_partitions = t->stats.bytes_direct = 0;
+  if (keep_early) return;
+  funnel__dev_free(be, t->scratch, t->dev->stream);
+  t->scratch = 0;
+  t->early_in = NULL;
 }
 
 static void table_release(struct funnel_table *t) {

@@ -45,6 +45,7 @@ struct funnel_table {
   struct funnel__ipc_handle out_handle; /* and its handle */
   uint64_t scratch; /* device: partition copies and the segment table */
   uint64_t seg_scratch; /* device: the segment table, when it has its own */
+  uint64_t dp_scratch;  /* device: the device path's tables (dread.c) */
   int64_t *early_in; /* per partition, where its early copy lies in scratch
                         (-1: none); NULL when the read made no early copy */
   void *event;      /* NULL when nothing was enqueued; kept until the table
@@ -87,6 +88,11 @@ void funnel__table_unref(struct funnel_table *t);
 /* The table holds pinned pool block [ptr, ptr + size) until its work has
  * completed (room for it was reserved in t->staged). */
 void funnel__table_hold_staged(struct funnel_table *t, void *ptr, int64_t size);
+
+/* A device-path attempt whose work has completed is given up (dread.c):
+ * frees its device tables, its staging blocks and, unless `keep_early`,
+ * the partitions' copies, so the host path starts afresh. */
+void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early);
 
 /* The work enqueued for the table could not be waited for: forgets (leaks)
  * every allocation it may still touch rather than free it. */

@@ -39,10 +39,11 @@ static int64_t add_run(struct funnel__run *runs, int64_t *nr, int64_t *scratch,
 /* Whether every non-empty partition lies in the pinned pool. */
 static bool all_pinned(struct funnel__pool *pool, const struct funnel_partition *parts,
                        size_t count) {
+  const struct funnel__pool_span span = funnel__pool_span(pool);
   for (size_t i = 0; i < count; i++)
     if (parts[i].length > 0 &&
         (parts[i].data == NULL || parts[i].length > INT64_MAX ||
-         !funnel__pool_contains(pool, parts[i].data, (int64_t)parts[i].length)))
+         !funnel__span_contains(span, parts[i].data, (int64_t)parts[i].length)))
       return false;
   return true;
 }
@@ -154,6 +155,21 @@ struct layout {
   int64_t stage_bytes;   /* its size */
 };
 
+/* Partition p's bytes: the caller's on the device path (plan->raw), else
+ * the parsed partition's. */
+static const uint8_t *part_bytes(const struct funnel__plan *plan, int64_t p) {
+  return plan->raw != NULL ? plan->raw[p].data : plan->parts[p].bytes;
+}
+static int64_t part_length(const struct funnel__plan *plan, int64_t p) {
+  return plan->raw != NULL ? (int64_t)plan->raw[p].length : plan->parts[p].length;
+}
+
+/* Whether partition p goes to the device: when it has rows, or on the
+ * device path when it has bytes (the device parses them). */
+static bool carried(const struct funnel__plan *plan, int64_t p) {
+  return plan->raw != NULL ? plan->raw[p].length > 0 : plan->parts[p].rows > 0;
+}
+
 /* Which partitions lie in the pinned pool; the bytes of the others, as
  * staging lays them out. */
 static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t *stage_bytes) {
@@ -162,12 +178,13 @@ static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t 
   bool *pinned = funnel__arena_calloc(&t->arena, (size_t)(n ? n : 1), sizeof(bool));
   if (pinned == NULL) return NULL;
   *pinned_bytes = *stage_bytes = 0;
+  const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
   for (int64_t p = 0; p < n; p++) {
-    const struct funnel__partition *part = &plan->parts[p];
-    if (part->rows == 0) continue;
-    pinned[p] = funnel__pool_contains(&t->dev->pool, part->bytes, part->length);
-    if (pinned[p]) *pinned_bytes += part->length;
-    else *stage_bytes += funnel__align_up(part->length, FUNNEL__ALIGN);
+    if (!carried(plan, p)) continue;
+    const int64_t len = part_length(plan, p);
+    pinned[p] = funnel__span_contains(span, part_bytes(plan, p), len);
+    if (pinned[p]) *pinned_bytes += len;
+    else *stage_bytes += funnel__align_up(len, FUNNEL__ALIGN);
   }
   return pinned;
 }
@@ -194,9 +211,8 @@ static bool in_stage_block(const struct layout *l, const uint8_t *p) {
 static void place(struct layout *l, int64_t p, bool pinned) {
   struct funnel_table *t = l->t;
   struct funnel__transfer *tr = l->tr;
-  const struct funnel__partition *part = &t->plan.parts[p];
-  const uint8_t *src = part->bytes;
-  const int64_t len = part->length;
+  const uint8_t *src = part_bytes(&t->plan, p);
+  const int64_t len = part_length(&t->plan, p);
   if (pinned && tr->direct) {
     tr->in_base[p] = funnel__pool_device_address(&t->dev->pool, src);
     t->stats.direct_partitions++;
@@ -226,6 +242,11 @@ static void place(struct layout *l, int64_t p, bool pinned) {
 int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
                             struct funnel__transfer *out, struct funnel_error *error) {
   const int64_t n = t->plan.n_parts;
+  if (t->early_in != NULL && t->plan.raw != NULL) {
+    /* on their way (early copies), and the device path reads only where */
+    *out = (struct funnel__transfer){.in_scratch = t->early_in, .early = true};
+    return FUNNEL_OK;
+  }
   struct funnel__transfer tr = {
       .in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t)),
       .in_scratch = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(int64_t)),
@@ -256,7 +277,7 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
   tr.staging.block = l.stage;
   for (int64_t p = 0; p < n; p++) {
     tr.in_scratch[p] = -1;
-    if (t->plan.parts[p].rows > 0) place(&l, p, pinned[p]);
+    if (carried(&t->plan, p)) place(&l, p, pinned[p]);
   }
   *out = tr;
   return FUNNEL_OK;

@@ -26,6 +26,17 @@
 /* The cuda concat launch: threads a block, and the most blocks (they
  * stride over the segments beyond). Not measured: a common block size. */
 #define FUNNEL__CONCAT_THREADS 256
+/* The device path's kernels (dpath.h): threads a block, also the tile of
+ * the scan (concat.cu's launch bounds say the same) */
+#define FUNNEL__DPATH_THREADS 256
+/* FUNNEL_PARSE_AUTO takes the device path for at least this many
+ * partitions of at most FUNNEL__DPATH_MAX_AVG bytes on average: below, the
+ * host parses faster than the device path's one wait; above, the pieces
+ * are large enough for the host path's chunked segments, which spread a
+ * large piece over many blocks where the device path gives it one warp
+ * at most */
+#define FUNNEL__DPATH_MIN_PARTS 128
+#define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 #define FUNNEL__CONCAT_MAX_BLOCKS 65535
 
 /* The pinned pool, allocated once per device. cuda: cuMemHostAlloc costs

@@ -60,6 +60,18 @@ int check_device_open(struct funnel_device **out, struct funnel_error *err);
 /* Failures so far, over all tests. */
 long check_failures(void);
 
+/* Whether a read went by the device path (FUNNEL_PARSE_DEVICE, or AUTO's
+ * choice) and the device kept every partition. */
+int check_on_device(const struct funnel_read_stats *s);
+/* The invariants every read keeps, by the path it took (funnel.h, enum
+ * funnel_parse): the host path makes no device call while parsing or
+ * planning, no wait, at most a copy a partition and the segment table's,
+ * one concat launch a column set; the device path makes no device call
+ * while planning, one wait (for the parse's sums), at most a copy a
+ * partition and two uploads, four launches (parse, scan, pieces, bits). */
+void check_read_invariants_at(const char *file, int line, const struct funnel_read_stats *s);
+#define CHECK_READ_INVARIANTS(s) check_read_invariants_at(__FILE__, __LINE__, (s))
+
 /* A deterministic generator (splitmix64): tests never use rand(). */
 uint64_t check_rand(uint64_t *state);
 /* Uniform in [0, n); n > 0. */

@@ -37,6 +37,7 @@ public final class FunnelReader implements AutoCloseable {
   static final int OPTION_TIME_KERNEL = 2;
   static final int OPTION_SHAREABLE = 3;
   static final int OPTION_DIRECT_MAX_BYTES = 4;
+  static final int OPTION_PARSE = 5;
 
   /** Linux maps nothing below vm.mmap_min_addr, 64 KiB by default: such an address is a bug. */
   static final long LOWEST_ADDRESS = 1L << 16;
@@ -220,6 +221,32 @@ public final class FunnelReader implements AutoCloseable {
       throw new IllegalArgumentException("direct max bytes " + bytes + " is negative");
     }
     return option(OPTION_DIRECT_MAX_BYTES, bytes);
+  }
+
+  /** Where a read parses the partitions' IPC headers (funnel.h's enum funnel_parse). */
+  public enum Parse {
+    /**
+     * {@link #DEVICE} for many small partitions (at least 128, of at most 256 KiB on average),
+     * {@link #HOST} otherwise; the default, unless {@code FUNNEL_PARSE=host|device} was in the
+     * environment when the device opened.
+     */
+    AUTO,
+    /** The host parses and plans every partition; the read never waits inside. */
+    HOST,
+    /**
+     * The partitions go up as raw bytes and the device parses them: no host work per partition.
+     * The read waits once inside (for the sums that size the output), then enqueues the concat.
+     * Partitions that repeat the schema message byte for byte (or have none) and hold at most
+     * one record batch stay on the device; any other, and any the device finds malformed, sends
+     * the whole read to the host path, which gives the same table or the same exception as
+     * {@link #HOST} ({@link ReadStats#deviceLeft()}).
+     */
+    DEVICE
+  }
+
+  /** Sets where the following reads parse the partitions' headers (default {@link Parse#AUTO}). */
+  public FunnelReader setParse(Parse parse) {
+    return option(OPTION_PARSE, Objects.requireNonNull(parse, "parse").ordinal());
   }
 
   private FunnelReader option(int option, long value) {

@@ -4,9 +4,17 @@ package dev.funnel;
  * What one read did, counted from the calls actually made (funnel.h's {@code struct
  * funnel_read_stats}).
  *
- * <p>The invariants of the design, which tests assert: {@code h2dCopies <= partitions + 1}, {@code
- * concatLaunches <= columnSets}, {@code deviceCallsParse == 0}, {@code deviceCallsPlan == 0},
- * {@code syncsInRead == 0}.
+ * <p>The invariants of the design, which tests assert. A read whose headers the host parsed:
+ * {@code h2dCopies <= partitions + 1}, {@code concatLaunches <= columnSets}, {@code
+ * deviceCallsParse == 0}, {@code deviceCallsPlan == 0}, {@code syncsInRead == 0}. A read the
+ * device parsed ({@code deviceParsed > 0 && deviceLeft == 0}, {@link FunnelReader#setParse}):
+ * {@code h2dCopies <= partitions + 2} (the partitions and two small tables), {@code
+ * concatLaunches <= 4} (parse, scan, concat, bits), {@code syncsInRead == 1} (the wait for the
+ * sums that size the output), {@code deviceCallsPlan == 0}.
+ *
+ * <p>{@code deviceParsed} partitions went up as raw bytes for the device to parse; {@code
+ * deviceLeft} of them it left to the host (a schema written differently, several batches, a
+ * malformed partition), which then read them all.
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link
@@ -37,7 +45,9 @@ public record ReadStats(
     long bytesStaged,
     long directPartitions,
     long bytesDirect,
-    long kernelNanos) {
+    long kernelNanos,
+    long deviceParsed,
+    long deviceLeft) {
 
   static ReadStats of(long[] v) {
     if (v.length != ReadStats.class.getRecordComponents().length) {
@@ -46,7 +56,13 @@ public record ReadStats(
     }
     return new ReadStats(
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
-        v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24]);
+        v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25],
+        v[26]);
+  }
+
+  /** Whether the device parsed the headers and kept every partition. */
+  public boolean parsedOnDevice() {
+    return deviceParsed > 0 && deviceLeft == 0;
   }
 
   /** One JSON object, snake_case keys as in funnel.h. */
@@ -76,6 +92,8 @@ public record ReadStats(
         + ", \"direct_partitions\": " + directPartitions
         + ", \"bytes_direct\": " + bytesDirect
         + ", \"kernel_ns\": " + kernelNanos
+        + ", \"device_parsed\": " + deviceParsed
+        + ", \"device_left\": " + deviceLeft
         + "}";
   }
 }

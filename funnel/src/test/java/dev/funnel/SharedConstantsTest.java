@@ -109,7 +109,13 @@ class SharedConstantsTest {
     assertEquals(options.get("FUNNEL_OPTION_SHAREABLE"), FunnelReader.OPTION_SHAREABLE);
     assertEquals(options.get("FUNNEL_OPTION_DIRECT_MAX_BYTES"),
         FunnelReader.OPTION_DIRECT_MAX_BYTES);
-    assertEquals(4, options.size(), "an option Java does not know: " + options);
+    assertEquals(options.get("FUNNEL_OPTION_PARSE"), FunnelReader.OPTION_PARSE);
+    assertEquals(5, options.size(), "an option Java does not know: " + options);
+    Map<String, Integer> parse = enumOf(h, "funnel_parse");
+    for (FunnelReader.Parse p : FunnelReader.Parse.values()) {
+      assertEquals(parse.get("FUNNEL_PARSE_" + p.name()), p.ordinal(), p.name());
+    }
+    assertEquals(parse.size(), FunnelReader.Parse.values().length);
     Map<String, Integer> transfer = enumOf(h, "funnel_transfer");
     for (FunnelReader.Transfer t : FunnelReader.Transfer.values()) {
       assertEquals(transfer.get("FUNNEL_TRANSFER_" + t.name()), t.ordinal(), t.name());

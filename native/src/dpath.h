@@ -1,0 +1,547 @@
+/* dpath.h: the device path of a read. The partitions go up as raw bytes
+ * with a table of (address, length); the device parses every partition's
+ * IPC headers, sums rows, null counts and string bytes, and, once the host
+ * has laid the output out from those sums, concatenates from what it
+ * parsed. The host does nothing per partition but place its bytes. Plain C
+ * that nvcc compiles too: native/cuda/concat.cu runs these functions a warp
+ * at a time, the cpu backend one lane at a time, so both backends run the
+ * same parser and the same concat.
+ *
+ * The device parser is strict where the host parser (format.c) is
+ * general: it takes a partition only when every message is a Schema
+ * message byte for byte the read's, an end-of-stream marker, or a
+ * RecordBatch (at most one a partition) that passes every check the host
+ * parser and plan make (framing, flatbuffer bounds, metadata version,
+ * buffers inside the body, field nodes and buffer counts against the
+ * schema, buffer sizes, string offsets first, last and rising, null counts
+ * against the validity bits). Anything else (an error, a schema written
+ * differently, several batches, an IPC file, compression) leaves the read
+ * to the host path, which reads the same bytes again and gives its own
+ * answer or error. So a partition the device path takes is one the host
+ * path takes, with the same table: test_parity and the fuzz harness hold
+ * the two to that. */
+#ifndef FUNNEL_DPATH_H
+#define FUNNEL_DPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define FUNNEL_DP static __device__ __forceinline__
+#else
+#define FUNNEL_DP static inline
+#endif
+
+/* how a column's values lie */
+enum funnel__dp_kind {
+  FUNNEL_DP_FIXED = 0, /* `width` bytes a value */
+  FUNNEL_DP_BOOL = 1,  /* one bit a value */
+  FUNNEL_DP_VAR32 = 2, /* 32-bit offsets and bytes */
+  FUNNEL_DP_VAR64 = 3  /* 64-bit offsets and bytes */
+};
+
+/* What the stages are (funnel_backend.launch_dpath). */
+enum funnel__dp_stage {
+  /* n partitions: parse each (funnel__dp_parse); m: the string columns
+   * (the cuda kernel sums the tiles of the scan's arrays) */
+  FUNNEL_DP_PARSE = 0,
+  /* n arrays (rows, then string bytes per string column) of m values:
+   * exclusive scan of each, totals into the summary */
+  FUNNEL_DP_SCAN = 1,
+  /* n items: every (partition, column) piece, then one per column
+   * (funnel__dp_piece_copy), m lanes an item (1 to 32, a power of two) */
+  FUNNEL_DP_PIECES = 2,
+  /* n bit buffers x m 32-bit words (funnel__dp_bits_word) */
+  FUNNEL_DP_BITS = 3
+};
+
+struct funnel__dp_column {
+  int32_t kind;  /* enum funnel__dp_kind */
+  int32_t width; /* FIXED: bytes a value */
+  int32_t n_buffers;
+  int32_t var;   /* index among the string columns, or -1 */
+  /* output buffers (written by the host after the parse), 0 when absent */
+  uint64_t validity, offsets, data;
+};
+
+/* One partition as the device sees it. */
+struct funnel__dp_input {
+  uint64_t addr;  /* where its bytes start, readable by the kernels */
+  int64_t length; /* 0: an empty partition */
+};
+
+/* One column of one partition, as the parse found it: device addresses. */
+struct funnel__dp_piece {
+  uint64_t validity; /* 0: every row valid */
+  uint64_t data;     /* FIXED, BOOL: the values; VAR: the first value's bytes */
+  uint64_t offsets;  /* VAR: offsets[0] */
+  int64_t first;     /* VAR: offsets[0]'s value */
+  int64_t null_count;
+};
+
+/* A bit buffer of the output, made by FUNNEL_DP_BITS. */
+struct funnel__dp_bitbuf {
+  uint64_t dst;
+  int32_t column;
+  int32_t validity; /* 1: the column's validity, 0: its (bool) values */
+};
+
+/* What the parse and the scan found, copied back to the host: the header,
+ * then null counts per column, then string bytes per string column. */
+struct funnel__dp_summary {
+  int64_t left;       /* partitions the parse left to the host (0: none) */
+  int64_t first_left; /* the lowest of them (n_parts when none) */
+  int64_t batches;
+  int64_t rows;
+};
+
+/* Everything a stage reads, in device memory. Addresses are uint64_t so
+ * that the host and the device see one layout. */
+struct funnel__dp_args {
+  uint64_t inputs;  /* struct funnel__dp_input[n_parts] */
+  uint64_t columns; /* struct funnel__dp_column[n_cols] */
+  uint64_t schema;  /* the read's Schema message, schema_length bytes */
+  uint64_t pieces;  /* struct funnel__dp_piece[n_parts * n_cols], partition major */
+  uint64_t rows;    /* int64_t[n_parts + 1]: rows, scanned into first rows */
+  uint64_t chars;   /* int64_t[n_var * (n_parts + 1)]: string bytes, scanned likewise */
+  uint64_t summary; /* struct funnel__dp_summary, then int64_t[n_cols + n_var] */
+  uint64_t bitbufs; /* struct funnel__dp_bitbuf[n_bitbufs] */
+  /* the cuda kernels' scan: per array (as `rows`, then `chars`) the sum of
+   * each tile of FUNNEL__DPATH_THREADS partitions, n_tiles a row */
+  uint64_t tiles;
+  int64_t n_tiles;
+  int64_t n_parts;
+  int64_t schema_length;
+  int64_t max_rows;
+  int64_t n_bitbufs;
+  int32_t n_cols, n_var, n_buffers, pad;
+};
+
+/* ------------------------------------------------------------ lanes */
+
+/* A stage's item is run by `lanes` lanes at once: a group of 1 to 32
+ * lanes of a warp on the device (a power of two; for the parse 1 or 32),
+ * one lane on the host. Every lane computes the same control flow,
+ * splitting only the loops over rows and bytes, joined by these (the
+ * parse's only; with one lane they are the identity). */
+#if defined(__CUDA_ARCH__)
+FUNNEL_DP bool dp_all(bool v, int lanes) { return lanes == 1 ? v : __all_sync(0xFFFFFFFFu, v); }
+FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) {
+  for (int o = 16; o > 0 && lanes > 1; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
+  atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
+FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long long)v); }
+#define DP_POPC64(x) __popcll(x)
+#else
+FUNNEL_DP bool dp_all(bool v, int lanes) { (void)lanes; return v; }
+FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
+/* the cpu backend runs a stage on its stream's one thread */
+FUNNEL_DP void dp_add(int64_t *p, int64_t v) { *p += v; }
+FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
+#define DP_POPC64(x) __builtin_popcountll(x)
+#endif
+
+/* Loads of any alignment: partitions lie at any byte. */
+FUNNEL_DP uint32_t dp_rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+FUNNEL_DP uint32_t dp_rd32(const uint8_t *p) {
+  if (((uintptr_t)p & 3) == 0) return *(const uint32_t *)p;
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+FUNNEL_DP uint64_t dp_rd64(const uint8_t *p) {
+  if (((uintptr_t)p & 7) == 0) return *(const uint64_t *)p;
+  return (uint64_t)dp_rd32(p) | (uint64_t)dp_rd32(p + 4) << 32;
+}
+
+/* ------------------------------------------------------- flatbuffers */
+
+/* format.c's reader, the same checks: any out-of-bounds access sets `bad`. */
+struct dp_fb {
+  const uint8_t *p;
+  uint32_t n;
+  bool bad;
+};
+
+struct dp_table {
+  uint32_t pos, vt;
+  uint32_t vt_len, t_len;
+};
+
+FUNNEL_DP bool dp_in(struct dp_fb *r, uint64_t pos, uint64_t size) {
+  if (pos > r->n || size > r->n - pos) r->bad = true;
+  return !r->bad;
+}
+
+FUNNEL_DP struct dp_table dp_table_at(struct dp_fb *r, uint32_t pos) {
+  struct dp_table t = {0, 0, 0, 0};
+  if (!dp_in(r, pos, 4)) return t;
+  const int64_t vt = (int64_t)pos - (int32_t)dp_rd32(r->p + pos);
+  if (vt < 0) r->bad = true;
+  if (r->bad || !dp_in(r, (uint64_t)vt, 4)) return t;
+  const uint32_t vt_len = dp_rd16(r->p + vt), t_len = dp_rd16(r->p + vt + 2);
+  if (vt_len < 4 || (vt_len & 1) || vt_len > 0x7FFF || !dp_in(r, (uint64_t)vt, vt_len) ||
+      t_len < 4 || t_len > 0x7FFF || !dp_in(r, pos, t_len)) {
+    r->bad = true;
+    return t;
+  }
+  t.pos = pos;
+  t.vt = (uint32_t)vt;
+  t.vt_len = vt_len;
+  t.t_len = t_len;
+  return t;
+}
+
+FUNNEL_DP uint32_t dp_field(struct dp_fb *r, struct dp_table t, int slot, uint32_t size) {
+  if (r->bad) return 0;
+  const uint32_t at = 4 + 2 * (uint32_t)slot;
+  if (at + 2 > t.vt_len) return 0;
+  const uint32_t off = dp_rd16(r->p + t.vt + at);
+  if (off == 0) return 0;
+  if (off + size > t.t_len) {
+    r->bad = true;
+    return 0;
+  }
+  return t.pos + off;
+}
+
+FUNNEL_DP int64_t dp_i64(struct dp_fb *r, struct dp_table t, int slot) {
+  const uint32_t at = dp_field(r, t, slot, 8);
+  return at ? (int64_t)dp_rd64(r->p + at) : 0;
+}
+FUNNEL_DP int32_t dp_i16(struct dp_fb *r, struct dp_table t, int slot) {
+  const uint32_t at = dp_field(r, t, slot, 2);
+  return at ? (int16_t)dp_rd16(r->p + at) : 0;
+}
+FUNNEL_DP uint32_t dp_u8(struct dp_fb *r, struct dp_table t, int slot) {
+  const uint32_t at = dp_field(r, t, slot, 1);
+  return at ? r->p[at] : 0;
+}
+
+FUNNEL_DP uint32_t dp_ref(struct dp_fb *r, struct dp_table t, int slot) {
+  const uint32_t at = dp_field(r, t, slot, 4);
+  if (at == 0) return 0;
+  const uint64_t target = (uint64_t)at + dp_rd32(r->p + at);
+  if (!dp_in(r, target, 4)) return 0;
+  return (uint32_t)target;
+}
+
+FUNNEL_DP uint32_t dp_vector(struct dp_fb *r, struct dp_table t, int slot, uint32_t elem,
+                             uint32_t *count) {
+  *count = 0;
+  const uint32_t v = dp_ref(r, t, slot);
+  if (v == 0) return 0;
+  const uint32_t n = dp_rd32(r->p + v);
+  if (!dp_in(r, (uint64_t)v + 4, (uint64_t)n * elem)) return 0;
+  *count = n;
+  return v + 4;
+}
+
+/* ------------------------------------------------------------- parse */
+
+/* Whether n bytes at a and b are equal, the lanes taking 8 bytes each:
+ * every load is independent of the others (no early exit), so a thread
+ * has many in flight. */
+FUNNEL_DP bool dp_equal(const uint8_t *a, const uint8_t *b, int64_t n, int lane, int lanes) {
+  uint64_t diff = 0;
+  const int64_t step = 8 * (int64_t)lanes;
+  if ((((uintptr_t)a | (uintptr_t)b) & 7) == 0) {
+    const int64_t words = n / 8;
+    for (int64_t i = lane; i < words; i += lanes)
+      diff |= *(const uint64_t *)(a + 8 * i) ^ *(const uint64_t *)(b + 8 * i);
+    for (int64_t k = words * 8 + lane; k < n; k += lanes) diff |= (uint64_t)(a[k] ^ b[k]);
+  } else {
+    for (int64_t i = 8 * (int64_t)lane; i < n; i += step) {
+      const int64_t end = i + 8 < n ? i + 8 : n;
+      for (int64_t k = i; k < end; k++) diff |= (uint64_t)(a[k] ^ b[k]);
+    }
+  }
+  return dp_all(diff == 0, lanes);
+}
+
+/* Zero bits among the first n bits at `bits`. */
+FUNNEL_DP int64_t dp_zero_bits(const uint8_t *bits, int64_t n, int lane, int lanes) {
+  int64_t ones = 0;
+  const int64_t bytes = n / 8;
+  for (int64_t i = lane; i < bytes; i += lanes) ones += DP_POPC64((uint64_t)bits[i]);
+  if ((n & 7) && lane == 0) ones += DP_POPC64((uint64_t)(bits[bytes] & ((1u << (n & 7)) - 1u)));
+  return n - dp_sum(ones, lanes);
+}
+
+/* Whether the n + 1 offsets of `width` bytes at o never decrease. */
+FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int lanes) {
+  bool ok = true;
+  for (int64_t k = 1 + lane; k <= n && ok; k += lanes) {
+    if (width == 4) ok = (int32_t)dp_rd32(o + 4 * k) >= (int32_t)dp_rd32(o + 4 * (k - 1));
+    else ok = (int64_t)dp_rd64(o + 8 * k) >= (int64_t)dp_rd64(o + 8 * (k - 1));
+  }
+  return dp_all(ok, lanes);
+}
+
+/* Binds column c of the batch whose nodes and buffers are at `nodes` and
+ * `buf` (the column's first buffer), body at `body` in the partition, as
+ * format.c's funnel__batch_bind does; fills the piece and its string
+ * bytes; false for anything the host would refuse. */
+FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes, uint64_t addr,
+                       int64_t rows, const uint8_t *node, const uint8_t *buf, int64_t body,
+                       struct funnel__dp_piece *pc, int64_t *chars, int lane, int lanes) {
+  const int64_t length = (int64_t)dp_rd64(node), null_count = (int64_t)dp_rd64(node + 8);
+  if (length != rows || null_count < 0 || null_count > length) return false;
+  int64_t off[3] = {0, 0, 0}, len[3] = {0, 0, 0};
+  for (int k = 0; k < col->n_buffers; k++) {
+    off[k] = body + (int64_t)dp_rd64(buf + 16 * k);
+    len[k] = (int64_t)dp_rd64(buf + 16 * k + 8);
+  }
+  const int64_t bitmap = (length + 7) / 8;
+  pc->validity = 0;
+  if (null_count > 0 || len[0] > 0) {
+    if (len[0] < bitmap) return false;
+    if (len[0] > 0 && dp_zero_bits(bytes + off[0], length, lane, lanes) != null_count)
+      return false;
+    if (null_count > 0) pc->validity = addr + (uint64_t)off[0];
+  }
+  pc->null_count = null_count;
+  if (chars != NULL) *chars = 0;
+  pc->offsets = 0;
+  pc->first = 0;
+  if (col->kind == FUNNEL_DP_FIXED || col->kind == FUNNEL_DP_BOOL) {
+    int64_t need = bitmap;
+    if (col->kind == FUNNEL_DP_FIXED) {
+      if (length > INT64_MAX / col->width) return false;
+      need = length * col->width;
+    }
+    if (len[1] < need) return false;
+    pc->data = addr + (uint64_t)off[1];
+    return true;
+  }
+  const int w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8;
+  pc->offsets = addr + (uint64_t)off[1];
+  pc->data = addr + (uint64_t)off[2];
+  if (length == 0) return true; /* the offsets buffer may be empty */
+  if (length + 1 > INT64_MAX / w || len[1] < (length + 1) * w) return false;
+  const uint8_t *o = bytes + off[1];
+  const int64_t first = w == 4 ? (int32_t)dp_rd32(o) : (int64_t)dp_rd64(o);
+  const int64_t last = w == 4 ? (int32_t)dp_rd32(o + 4 * length) : (int64_t)dp_rd64(o + 8 * length);
+  if (first < 0 || last < first || last > len[2]) return false;
+  if (!dp_rising(o, length, w, lane, lanes)) return false;
+  pc->first = first;
+  pc->data += (uint64_t)first;
+  *chars = last - first;
+  return true;
+}
+
+/* The RecordBatch of the message whose flatbuffer `r` holds, body at
+ * `body`: bound column by column into the partition's pieces. */
+FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, struct dp_fb *r,
+                        struct dp_table h, const uint8_t *bytes, uint64_t addr, int64_t body,
+                        int64_t body_length, int64_t *rows_out, struct funnel__dp_piece *pieces,
+                        int lane, int lanes) {
+  const int64_t rows = dp_i64(r, h, 0);
+  uint32_t n_nodes = 0, n_buffers = 0;
+  const uint32_t nodes = dp_vector(r, h, 1, 16, &n_nodes);
+  const uint32_t buffers = dp_vector(r, h, 2, 16, &n_buffers);
+  const uint32_t compression = dp_ref(r, h, 3);
+  if (r->bad || compression != 0 || rows < 0 || rows > a->max_rows) return false;
+  if ((int64_t)n_nodes != a->n_cols || (int64_t)n_buffers != a->n_buffers) return false;
+  const uint8_t *buf = r->p + buffers;
+  for (uint32_t i = 0; i < n_buffers; i++) {
+    const int64_t off = (int64_t)dp_rd64(buf + 16 * i), len = (int64_t)dp_rd64(buf + 16 * i + 8);
+    if (off < 0 || len < 0 || off > body_length || len > body_length - off) return false;
+  }
+  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
+  int64_t *chars = (int64_t *)(uintptr_t)a->chars;
+  for (int c = 0; c < a->n_cols; c++) {
+    int64_t *ch = cols[c].var >= 0 ? &chars[cols[c].var * (a->n_parts + 1) + p] : NULL;
+    if (!dp_bind(&cols[c], bytes, addr, rows, r->p + nodes + 16 * c, buf, body, &pieces[c], ch,
+                 lane, lanes))
+      return false;
+    buf += 16 * cols[c].n_buffers;
+  }
+  *rows_out = rows;
+  return true;
+}
+
+/* Parses partition p: its rows, pieces, string bytes; its null counts and
+ * batch added to the summary, or the partition counted among those left
+ * to the host. Every lane writes the same values. */
+FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int lane, int lanes) {
+  const struct funnel__dp_input in = ((const struct funnel__dp_input *)(uintptr_t)a->inputs)[p];
+  const uint8_t *bytes = (const uint8_t *)(uintptr_t)in.addr;
+  const uint8_t *schema = (const uint8_t *)(uintptr_t)a->schema;
+  struct funnel__dp_piece *pieces = (struct funnel__dp_piece *)(uintptr_t)a->pieces + p * a->n_cols;
+  const int64_t len = in.length, L = a->schema_length;
+  int64_t *row_count = (int64_t *)(uintptr_t)a->rows;
+  int64_t *char_count = (int64_t *)(uintptr_t)a->chars;
+  /* a partition without a batch has no rows and no string bytes */
+  if (lane == 0)
+    for (int v = 0; v < a->n_var; v++) char_count[v * (a->n_parts + 1) + p] = 0;
+  int64_t rows = 0, batches = 0, pos = 0;
+  /* an IPC file: the host reads its footer */
+  bool ok = !(len >= 8 && bytes[0] == 'A' && bytes[1] == 'R' && bytes[2] == 'R' &&
+              bytes[3] == 'O' && bytes[4] == 'W' && bytes[5] == '1');
+  while (ok && pos < len) {
+    if (len - pos >= L && dp_equal(bytes + pos, schema, L, lane, lanes)) {
+      pos += L;
+      continue;
+    }
+    /* a message with the continuation marker (the host reads the older
+     * framing too) */
+    if (len - pos < 8 || dp_rd32(bytes + pos) != 0xFFFFFFFFu) {
+      ok = false;
+      break;
+    }
+    const int32_t meta_len = (int32_t)dp_rd32(bytes + pos + 4);
+    if (meta_len == 0) { /* end of stream; another may follow */
+      pos += 8;
+      continue;
+    }
+    if (meta_len < 0 || meta_len > len - pos - 8 || batches > 0) {
+      ok = false;
+      break;
+    }
+    struct dp_fb r = {bytes + pos + 8, (uint32_t)meta_len, false};
+    struct dp_table msg = {0, 0, 0, 0};
+    if (dp_in(&r, 0, 4)) msg = dp_table_at(&r, dp_rd32(r.p));
+    const int32_t version = dp_i16(&r, msg, 0);
+    const uint32_t type = dp_u8(&r, msg, 1);
+    const uint32_t header = dp_ref(&r, msg, 2);
+    const int64_t body_length = dp_i64(&r, msg, 3);
+    struct dp_table h = {0, 0, 0, 0};
+    if (!r.bad && header != 0) h = dp_table_at(&r, header);
+    const int64_t body = pos + 8 + meta_len;
+    /* V4 or V5, a RecordBatch (3), its body inside the partition */
+    if (r.bad || header == 0 || version < 3 || version > 4 || type != 3 || body_length < 0 ||
+        body_length > len - body) {
+      ok = false;
+      break;
+    }
+    ok = dp_batch(a, p, &r, h, bytes, in.addr, body, body_length, &rows, pieces, lane, lanes);
+    batches++;
+    pos = body + body_length;
+  }
+  if (lane != 0) return;
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  int64_t *null_sum = (int64_t *)(s + 1);
+  if (!ok) {
+    rows = 0;
+    dp_add(&s->left, 1);
+    dp_min(&s->first_left, p);
+  }
+  row_count[p] = rows;
+  if (ok && rows > 0)
+    for (int c = 0; c < a->n_cols; c++)
+      if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
+  if (ok && batches > 0) dp_add(&s->batches, batches);
+}
+
+/* ------------------------------------------------------------ concat */
+
+/* Copies n bytes, the lanes taking 8-byte words where both ends allow. */
+FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, int lanes) {
+  if (n <= 0) return;
+  if ((((uintptr_t)dst ^ (uintptr_t)src) & 7) == 0) {
+    int64_t head = (int64_t)((8 - ((uintptr_t)dst & 7)) & 7);
+    if (head > n) head = n;
+    for (int64_t i = lane; i < head; i += lanes) dst[i] = src[i];
+    const int64_t words = (n - head) / 8;
+    uint64_t *dw = (uint64_t *)(dst + head);
+    const uint64_t *sw = (const uint64_t *)(src + head);
+    for (int64_t i = lane; i < words; i += lanes) dw[i] = sw[i];
+    for (int64_t i = head + words * 8 + lane; i < n; i += lanes) dst[i] = src[i];
+    return;
+  }
+  for (int64_t i = lane; i < n; i += lanes) dst[i] = src[i];
+}
+
+/* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
+ * its place (fixed-width values; string offsets rebased and bytes), or,
+ * past the pieces, column i - pieces' final string offset. Bit buffers are
+ * FUNNEL_DP_BITS'. */
+FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i, int lane,
+                                     int lanes) {
+  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
+  const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
+  const int64_t *first_char = (const int64_t *)(uintptr_t)a->chars;
+  const int64_t n_pieces = a->n_parts * a->n_cols;
+  if (i >= n_pieces) {
+    const struct funnel__dp_column *col = &cols[i - n_pieces];
+    if (col->var < 0 || lane != 0) return;
+    const int64_t total = first_row[a->n_parts];
+    const int64_t bytes = first_char[col->var * (a->n_parts + 1) + a->n_parts];
+    if (col->kind == FUNNEL_DP_VAR32) ((int32_t *)(uintptr_t)col->offsets)[total] = (int32_t)bytes;
+    else ((int64_t *)(uintptr_t)col->offsets)[total] = bytes;
+    return;
+  }
+  const int64_t p = i / a->n_cols;
+  const int c = (int)(i % a->n_cols);
+  const int64_t row = first_row[p], rows = first_row[p + 1] - row;
+  const struct funnel__dp_column *col = &cols[c];
+  if (rows == 0 || col->kind == FUNNEL_DP_BOOL) return;
+  const struct funnel__dp_piece pc = ((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
+  if (col->kind == FUNNEL_DP_FIXED) {
+    dp_copy((uint8_t *)(uintptr_t)col->data + row * col->width,
+            (const uint8_t *)(uintptr_t)pc.data, rows * col->width, lane, lanes);
+    return;
+  }
+  const int64_t *base = first_char + col->var * (a->n_parts + 1);
+  const int64_t at = base[p], bytes = base[p + 1] - at;
+  const uint8_t *o = (const uint8_t *)(uintptr_t)pc.offsets;
+  /* unsigned: wraps as the host path's rebase does */
+  if (col->kind == FUNNEL_DP_VAR32) {
+    uint32_t *out = (uint32_t *)(uintptr_t)col->offsets + row;
+    const uint32_t delta = (uint32_t)(at - pc.first);
+    for (int64_t k = lane; k < rows; k += lanes) out[k] = dp_rd32(o + 4 * k) + delta;
+  } else {
+    uint64_t *out = (uint64_t *)(uintptr_t)col->offsets + row;
+    const uint64_t delta = (uint64_t)(at - pc.first);
+    for (int64_t k = lane; k < rows; k += lanes) out[k] = dp_rd64(o + 8 * k) + delta;
+  }
+  dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
+          lanes);
+}
+
+/* n bits (n <= 32) from bit `bit` of `src`, reading only their bytes. */
+FUNNEL_DP uint32_t dp_bits(const uint8_t *src, int64_t bit, int64_t n) {
+  const uint8_t *p = src + (bit >> 3);
+  const int shift = (int)(bit & 7);
+  const int64_t bytes = (shift + n + 7) / 8;
+  uint64_t v = 0;
+  for (int64_t k = 0; k < bytes; k++) v |= (uint64_t)p[k] << (8 * k);
+  v >>= shift;
+  return (uint32_t)(n == 32 ? v : v & ((1ull << n) - 1));
+}
+
+/* 32-bit word w of bit buffer b: the bits of rows [32w, 32w + 32) gathered
+ * from the pieces that hold them (ones where a piece is all valid, zeros
+ * past the last row). */
+FUNNEL_DP void funnel__dp_bits_word(const struct funnel__dp_args *a, int64_t b, int64_t w) {
+  const struct funnel__dp_bitbuf bb = ((const struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs)[b];
+  const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
+  const struct funnel__dp_piece *pieces = (const struct funnel__dp_piece *)(uintptr_t)a->pieces;
+  const int64_t total = first_row[a->n_parts];
+  int64_t r = 32 * w;
+  const int64_t end = r + 32 < total ? r + 32 : total;
+  /* the last partition that starts at or before row r */
+  int64_t lo = 0, hi = a->n_parts - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (first_row[mid] <= r) lo = mid; else hi = mid - 1;
+  }
+  uint32_t v = 0;
+  for (int64_t p = lo; r < end && p < a->n_parts; p++) {
+    const int64_t stop = first_row[p + 1] < end ? first_row[p + 1] : end;
+    if (stop <= r) continue;
+    const struct funnel__dp_piece *pc = &pieces[p * a->n_cols + bb.column];
+    const uint64_t src = bb.validity ? pc->validity : pc->data;
+    const int64_t n = stop - r;
+    const uint32_t bits = src != 0 ? dp_bits((const uint8_t *)(uintptr_t)src, r - first_row[p], n)
+                                   : (uint32_t)(n == 32 ? 0xFFFFFFFFu : (1u << n) - 1u);
+    v |= bits << (r - 32 * w);
+    r = stop;
+  }
+  ((uint32_t *)(uintptr_t)bb.dst)[w] = v;
+}
+
+#endif

@@ -1,0 +1,42 @@
+/* dpath_cpu.c: the device path's stages (dpath.h) on the cpu backend's
+ * stream thread: the same functions the kernels run, one lane at a time. */
+#include "dpath.h"
+#include "dpath_cpu.h"
+
+/* Exclusive scan of n values in place; the total lands at [n]. */
+static int64_t scan(int64_t *v, int64_t n) {
+  int64_t sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t x = v[i];
+    v[i] = sum;
+    sum += x;
+  }
+  v[n] = sum;
+  return sum;
+}
+
+void funnel__dp_run_cpu(int stage, const struct funnel__dp_args *a, int64_t n, int64_t m) {
+  switch (stage) {
+    case FUNNEL_DP_PARSE:
+      for (int64_t p = 0; p < n; p++) funnel__dp_parse(a, p, 0, 1);
+      break;
+    case FUNNEL_DP_SCAN: {
+      struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+      int64_t *chars = (int64_t *)(s + 1) + a->n_cols;
+      for (int64_t k = 0; k < n; k++) {
+        if (k == 0) s->rows = scan((int64_t *)(uintptr_t)a->rows, a->n_parts);
+        else chars[k - 1] = scan((int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1), a->n_parts);
+      }
+      break;
+    }
+    case FUNNEL_DP_PIECES:
+      for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1);
+      break;
+    case FUNNEL_DP_BITS:
+      for (int64_t b = 0; b < n; b++)
+        for (int64_t w = 0; w < m; w++) funnel__dp_bits_word(a, b, w);
+      break;
+    default:
+      break;
+  }
+}

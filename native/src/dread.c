@@ -1,0 +1,301 @@
+/* dread.c: a read by the device path (dpath.h). The host places every
+ * partition's bytes (transfer.c: runs of pinned partitions, staging for
+ * pageable ones), uploads one small table of (address, length) a partition
+ * with the read's schema, and has the device parse every partition and sum
+ * rows, null counts and string bytes. It waits for those sums (a few dozen
+ * bytes), lays the output out as the host path does (funnel__plan_layout),
+ * and enqueues the concat, which takes every piece from where the parse
+ * found it. Per partition the host only writes its address and length.
+ *
+ * Device memory of the attempt (t->dp_scratch) and the pinned host block
+ * that mirrors its head:
+ *
+ *   args | columns | bit buffers            uploaded again before the concat
+ *   inputs | schema | summary (zeroed)      uploaded before the parse
+ *   pieces | rows | string bytes | tiles    device only
+ *
+ * and, in the host block only, the summary the device sends back. */
+#include <string.h>
+
+#include "dpath.h"
+#include "read.h"
+
+#define OUT_OF_MEMORY(error) FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory")
+
+/* Offsets of the attempt's tables (the layout above). */
+struct dp_layout {
+  int64_t args, columns, bitbufs, head2; /* head2: bytes uploaded before the concat */
+  int64_t inputs, schema, summary, head1; /* head1: bytes uploaded before the parse */
+  int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
+  int64_t n_tiles;
+  int64_t summary_back, host;             /* host: the host block's size */
+  int64_t summary_bytes;
+};
+
+static int64_t carve(int64_t *cursor, int64_t size) {
+  const int64_t at = *cursor;
+  *cursor = funnel__align_up(at + size, FUNNEL__ALIGN);
+  return at;
+}
+
+static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int64_t schema_length) {
+  struct dp_layout l;
+  int64_t at = 0;
+  l.args = carve(&at, (int64_t)sizeof(struct funnel__dp_args));
+  l.columns = carve(&at, n_cols * (int64_t)sizeof(struct funnel__dp_column));
+  l.bitbufs = carve(&at, 2 * n_cols * (int64_t)sizeof(struct funnel__dp_bitbuf));
+  l.head2 = at;
+  l.inputs = carve(&at, n * (int64_t)sizeof(struct funnel__dp_input));
+  l.schema = carve(&at, schema_length);
+  l.summary_bytes = (int64_t)sizeof(struct funnel__dp_summary) + 8 * (int64_t)(n_cols + n_var);
+  l.summary = carve(&at, l.summary_bytes);
+  l.head1 = at;
+  int64_t host = at;
+  l.summary_back = carve(&host, l.summary_bytes);
+  l.host = host;
+  l.pieces = carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
+  l.rows = carve(&at, (n + 1) * 8);
+  l.chars = carve(&at, n_var * (n + 1) * 8);
+  l.n_tiles = (n + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS;
+  l.tiles = carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
+  l.device = at;
+  return l;
+}
+
+static int32_t column_kind(const struct funnel__field *f) {
+  if (f->offset_width == 4) return FUNNEL_DP_VAR32;
+  if (f->offset_width == 8) return FUNNEL_DP_VAR64;
+  return f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED;
+}
+
+bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
+                          const struct funnel_partition *parts, size_t count,
+                          const struct funnel__schema *known,
+                          const struct funnel__schema **schema) {
+  *schema = NULL;
+  if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
+  int64_t bytes = 0, first = -1;
+  for (size_t i = 0; i < count; i++) {
+    if (parts[i].length == 0) continue;
+    /* the host path names what is wrong */
+    if (parts[i].data == NULL || parts[i].length > (size_t)INT64_MAX / 2) return false;
+    bytes += (int64_t)parts[i].length;
+    if (first < 0) first = (int64_t)i;
+  }
+  if (o->parse == FUNNEL_PARSE_AUTO &&
+      ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes / (int64_t)count > FUNNEL__DPATH_MAX_AVG))
+    return false;
+  if (known == NULL && first >= 0) {
+    struct funnel__partition pv;
+    if (funnel__partition_parse(parts[first].data, (int64_t)parts[first].length, first,
+                                &t->arena, &pv, NULL) == FUNNEL_OK)
+      known = pv.schema;
+  }
+  if (known == NULL || known->n_fields == 0) return false;
+  *schema = known;
+  return true;
+}
+
+/* The host block's head: what the parse reads. */
+static void write_head(const struct funnel_table *t, const struct funnel__transfer *tr,
+                       const struct funnel_partition *parts, int64_t n,
+                       const struct funnel__schema *schema, const struct dp_layout *l,
+                       uint64_t dev, uint8_t *host) {
+  const int n_cols = schema->n_fields;
+  struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < n_cols; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    cols[c] = (struct funnel__dp_column){.kind = column_kind(f), .width = f->byte_width,
+                                         .n_buffers = f->n_buffers,
+                                         .var = f->offset_width ? n_var++ : -1};
+    n_buffers += f->n_buffers;
+  }
+  struct funnel__dp_input *in = (struct funnel__dp_input *)(host + l->inputs);
+  for (int64_t p = 0; p < n; p++) {
+    const int64_t len = (int64_t)parts[p].length;
+    const uint64_t at = len == 0 ? 0
+                        : tr->in_scratch[p] >= 0 ? t->scratch + (uint64_t)tr->in_scratch[p]
+                                                 : tr->in_base[p];
+    in[p] = (struct funnel__dp_input){at, len};
+  }
+  memcpy(host + l->schema, schema->ipc, (size_t)schema->ipc_length);
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(host + l->summary);
+  memset(s, 0, (size_t)l->summary_bytes);
+  s->first_left = n;
+  *(struct funnel__dp_args *)(host + l->args) = (struct funnel__dp_args){
+      .inputs = dev + (uint64_t)l->inputs, .columns = dev + (uint64_t)l->columns,
+      .schema = dev + (uint64_t)l->schema, .pieces = dev + (uint64_t)l->pieces,
+      .rows = dev + (uint64_t)l->rows, .chars = dev + (uint64_t)l->chars,
+      .summary = dev + (uint64_t)l->summary, .bitbufs = dev + (uint64_t)l->bitbufs,
+      .tiles = dev + (uint64_t)l->tiles, .n_tiles = l->n_tiles,
+      .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
+      .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
+}
+
+/* Enqueues the copies, the upload, the parse and the scan, and waits for
+ * the summary to come back. */
+static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
+                           const struct dp_layout *l, const uint8_t *host, int n_var,
+                           void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
+  w.enqueued = t->early_in != NULL;
+  const int64_t n = t->plan.n_parts;
+  int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
+                                                              (size_t)l->head1, stream, error));
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
+                                                            n_var, stream, error));
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
+                                                            1 + n_var, n, stream, error));
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(
+        &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
+                                       t->dp_scratch + (uint64_t)l->summary,
+                                       (size_t)l->summary_bytes, stream, error));
+  bool abandoned;
+  st = funnel__work_finish(&w, st, true, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  return st;
+}
+
+/* With the output laid out: the columns' addresses and the bit buffers
+ * into the host block's head; returns the bit buffers' count. */
+static int64_t write_outputs(const struct funnel_table *t, const struct dp_layout *l,
+                             uint8_t *host) {
+  const struct funnel__plan *plan = &t->plan;
+  struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
+  struct funnel__dp_bitbuf *bits = (struct funnel__dp_bitbuf *)(host + l->bitbufs);
+  int64_t nb = 0;
+  for (int c = 0; c < plan->schema->n_fields; c++) {
+    const struct funnel__out_column *oc = &plan->columns[c];
+    cols[c].validity = oc->validity >= 0 ? t->out + (uint64_t)oc->validity : 0;
+    cols[c].offsets = oc->offsets >= 0 ? t->out + (uint64_t)oc->offsets : 0;
+    cols[c].data = oc->data >= 0 ? t->out + (uint64_t)oc->data : 0;
+    if (cols[c].validity != 0) bits[nb++] = (struct funnel__dp_bitbuf){cols[c].validity, c, 1};
+    if (cols[c].kind == FUNNEL_DP_BOOL) bits[nb++] = (struct funnel__dp_bitbuf){cols[c].data, c, 0};
+  }
+  ((struct funnel__dp_args *)(host + l->args))->n_bitbufs = nb;
+  return nb;
+}
+
+/* Enqueues the upload of the outputs, the concat (timed when asked) and
+ * records the table's event. */
+static int concat_on_device(struct funnel_table *t, const struct funnel__read_options *o,
+                            const struct dp_layout *l, const uint8_t *host, int64_t n_bitbufs,
+                            void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const struct funnel__plan *plan = &t->plan;
+  const int64_t n_cols = plan->schema->n_fields;
+  const int64_t words = (plan->rows + 31) / 32;
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
+  int st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
+                                                               (size_t)l->head2, stream, error));
+  if (st == FUNNEL_OK && o->time_kernel) {
+    st = funnel__dev_event_create_timed(be, &t->ev_start, error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_create_timed(be, &t->ev_end, error);
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_start, stream, error));
+  }
+  /* lanes a piece: about one per 16 bytes of a mean piece, 1 to 32 */
+  const int64_t pieces = plan->n_parts * n_cols + n_cols;
+  const int64_t mean = plan->out_size / (pieces > 0 ? pieces : 1);
+  int64_t lanes = 1;
+  while (lanes < 32 && lanes * 16 < mean) lanes *= 2;
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PIECES, t->dp_scratch,
+                                                            pieces, lanes, stream, error));
+  if (st == FUNNEL_OK && n_bitbufs > 0 && words > 0)
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_BITS, t->dp_scratch,
+                                                            n_bitbufs, words, stream, error));
+  if (st == FUNNEL_OK && t->ev_end != NULL)
+    st = funnel__dev_event_record(be, t->ev_end, stream, error);
+  bool abandoned;
+  st = funnel__work_finish(&w, st, false, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  return st;
+}
+
+/* The attempt in progress, between funnel__dpath_parse and
+ * funnel__dpath_submit: kept in the table's arena. */
+struct funnel__dpath {
+  struct dp_layout l;
+  uint8_t *host;
+};
+
+int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
+                        const struct funnel_partition *parts, size_t count,
+                        const struct funnel__schema *schema, void *stream,
+                        struct funnel__dpath **out, struct funnel_error *error) {
+  *out = NULL;
+  const int64_t n = (int64_t)count;
+  const int n_cols = schema->n_fields;
+  int n_var = 0;
+  for (int c = 0; c < n_cols; c++) n_var += schema->fields[c].offset_width != 0;
+  struct funnel__plan *plan = &t->plan;
+  struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
+  /* room for a staging block each (pageable partitions when the pool has
+   * no room for one block of them all) and this attempt's; written as
+   * they are taken, so not cleared */
+  t->staged = funnel__arena_alloc(&t->arena, ((size_t)n + 4) * sizeof(*t->staged));
+  if (d == NULL || t->staged == NULL) return OUT_OF_MEMORY(error);
+  *plan = (struct funnel__plan){.schema = schema, .raw = parts, .n_parts = n};
+  t->stats.device_parsed = n;
+
+  struct funnel__transfer tr;
+  FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
+  d->l = lay_out(n, n_cols, n_var, schema->ipc_length);
+  const struct dp_layout *l = &d->l;
+  d->host = funnel__pool_alloc(&t->dev->pool, l->host);
+  if (d->host != NULL) funnel__table_hold_staged(t, d->host, l->host);
+  else d->host = funnel__arena_alloc(&t->arena, (size_t)l->host);
+  if (d->host == NULL) return OUT_OF_MEMORY(error);
+  struct funnel_backend *be = &t->dev->be;
+  int st = FUNNEL_OK;
+  if (!tr.early && tr.scratch_size > 0)
+    st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
+  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
+  if (st != FUNNEL_OK) return st;
+  write_head(t, &tr, parts, n, schema, l, t->dp_scratch, d->host);
+  FUNNEL_RETURN_NOT_OK(parse_on_device(t, &tr, l, d->host, n_var, stream, error));
+
+  const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
+  if (s->left > 0 || s->rows > FUNNEL__MAX_ROWS) {
+    /* the host path reads them all, and says what is wrong if anything is */
+    t->stats.device_left = s->left > 0 ? s->left : n;
+    funnel__table_drop_attempt(t, t->early_in != NULL);
+    memset(plan, 0, sizeof(*plan));
+    return FUNNEL_OK;
+  }
+  *out = d;
+  return FUNNEL_OK;
+}
+
+int funnel__dpath_submit(struct funnel_table *t, const struct funnel__read_options *o,
+                         struct funnel__dpath *d, void *stream, struct funnel_error *error) {
+  struct funnel__plan *plan = &t->plan;
+  const struct funnel__schema *schema = plan->schema;
+  const int n_cols = schema->n_fields;
+  const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + d->l.summary_back);
+  const int64_t *nulls = (const int64_t *)(s + 1), *var_chars = nulls + n_cols;
+  plan->rows = s->rows;
+  plan->batches = s->batches;
+  plan->columns = funnel__arena_calloc(&t->arena, (size_t)n_cols, sizeof(*plan->columns));
+  int64_t *chars = funnel__arena_calloc(&t->arena, (size_t)n_cols, sizeof(int64_t));
+  if (plan->columns == NULL || chars == NULL) return OUT_OF_MEMORY(error);
+  for (int c = 0, v = 0; c < n_cols; c++) {
+    plan->columns[c].null_count = nulls[c];
+    if (schema->fields[c].offset_width != 0) chars[c] = var_chars[v++];
+  }
+  FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, plan->columns, chars, plan->rows,
+                                           &plan->out_size, error));
+  FUNNEL_RETURN_NOT_OK(funnel__alloc_out(t, o, stream, error));
+  const int64_t n_bitbufs = write_outputs(t, &d->l, d->host);
+  return concat_on_device(t, o, &d->l, d->host, n_bitbufs, stream, error);
+}
