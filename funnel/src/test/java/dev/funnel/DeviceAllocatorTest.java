@@ -13,12 +13,15 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A device opened with the caller's allocator (funnel.h's struct funnel_allocator; here the
  * test allocator of the native test hooks, which counts and can refuse) allocates every read's
  * device memory through it, frees all of it, and a refusal is a DeviceOutOfMemoryException that
- * leaves nothing allocated. cpu backend: the test allocator hands out host memory.
+ * leaves nothing allocated; on both read paths (host and device parse). cpu backend: the test
+ * allocator hands out host memory.
  */
 class DeviceAllocatorTest {
   private static final int ALLOCS = 0;
@@ -36,21 +39,24 @@ class DeviceAllocatorTest {
     try (BufferAllocator allocator = new RootAllocator()) {
       for (int p = 0; p < 12; p++) {
         partitions.add(p == 5 ? new byte[0]
-            : TestSupport.randomStream(schema, allocator, random, 0.2, random.nextInt(60), 3));
+            : TestSupport.randomStream(schema, allocator, random, 0.2, random.nextInt(60)));
       }
     }
   }
 
-  @Test
-  void readsAllocateThroughTheCallersAllocatorAndFreeEverything() {
+  @ParameterizedTest
+  @EnumSource(value = FunnelReader.Parse.class, names = {"HOST", "DEVICE"})
+  void readsAllocateThroughTheCallersAllocatorAndFreeEverything(FunnelReader.Parse parse) {
     long[] before = Faults.testAllocatorCounts();
     long nativeBefore = Faults.nativeLive()[0];
     long allocs;
     try (FunnelDevice device = FunnelDevice.open("cpu", Faults.testAllocator(0));
-        FunnelReader reader = new FunnelReader(device);
+        FunnelReader reader = new FunnelReader(device).setParse(parse);
         BufferAllocator allocator = new RootAllocator()) {
       try (DeviceTable table = TestSupport.read(reader, partitions)) {
         table.waitReady();
+        assertEquals(parse == FunnelReader.Parse.DEVICE, table.stats().deviceParsed() > 0,
+            "the read took the " + parse + " path");
         long[] during = Faults.testAllocatorCounts();
         allocs = during[ALLOCS] - before[ALLOCS];
         assertTrue(allocs >= 1, "allocations through the caller's allocator: " + allocs);
@@ -69,13 +75,14 @@ class DeviceAllocatorTest {
     assertEquals(nativeBefore, Faults.nativeLive()[0]);
   }
 
-  @Test
-  void aRefusalIsDeviceOutOfMemoryAndLeavesNothingAllocated() {
+  @ParameterizedTest
+  @EnumSource(value = FunnelReader.Parse.class, names = {"HOST", "DEVICE"})
+  void aRefusalIsDeviceOutOfMemoryAndLeavesNothingAllocated(FunnelReader.Parse parse) {
     long[] first = Faults.testAllocatorCounts();
     long nativeBefore = Faults.nativeLive()[0];
     long perRead;
     try (FunnelDevice device = FunnelDevice.open("cpu", Faults.testAllocator(0));
-        FunnelReader reader = new FunnelReader(device)) {
+        FunnelReader reader = new FunnelReader(device).setParse(parse)) {
       try (DeviceTable table = TestSupport.read(reader, partitions)) {
         table.waitReady();
       }
