@@ -136,6 +136,8 @@ FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
 }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long long)v); }
 #define DP_POPC64(x) __popcll(x)
+/* a thread issues the loads of 8 iterations before it uses the first */
+#define DP_UNROLL _Pragma("unroll 8")
 #else
 FUNNEL_DP bool dp_all(bool v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
@@ -143,6 +145,7 @@ FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) { *p += v; }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
 #define DP_POPC64(x) __builtin_popcountll(x)
+#define DP_UNROLL
 #endif
 
 /* Loads of any alignment: partitions lie at any byte. */
@@ -249,6 +252,7 @@ FUNNEL_DP bool dp_equal(const uint8_t *a, const uint8_t *b, int64_t n, int lane,
   const int64_t step = 8 * (int64_t)lanes;
   if ((((uintptr_t)a | (uintptr_t)b) & 7) == 0) {
     const int64_t words = n / 8;
+    DP_UNROLL
     for (int64_t i = lane; i < words; i += lanes)
       diff |= *(const uint64_t *)(a + 8 * i) ^ *(const uint64_t *)(b + 8 * i);
     for (int64_t k = words * 8 + lane; k < n; k += lanes) diff |= (uint64_t)(a[k] ^ b[k]);
@@ -265,6 +269,7 @@ FUNNEL_DP bool dp_equal(const uint8_t *a, const uint8_t *b, int64_t n, int lane,
 FUNNEL_DP int64_t dp_zero_bits(const uint8_t *bits, int64_t n, int lane, int lanes) {
   int64_t ones = 0;
   const int64_t bytes = n / 8;
+  DP_UNROLL
   for (int64_t i = lane; i < bytes; i += lanes) ones += DP_POPC64((uint64_t)bits[i]);
   if ((n & 7) && lane == 0) ones += DP_POPC64((uint64_t)(bits[bytes] & ((1u << (n & 7)) - 1u)));
   return n - dp_sum(ones, lanes);
@@ -272,10 +277,15 @@ FUNNEL_DP int64_t dp_zero_bits(const uint8_t *bits, int64_t n, int lane, int lan
 
 /* Whether the n + 1 offsets of `width` bytes at o never decrease. */
 FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int lanes) {
-  bool ok = true;
-  for (int64_t k = 1 + lane; k <= n && ok; k += lanes) {
-    if (width == 4) ok = (int32_t)dp_rd32(o + 4 * k) >= (int32_t)dp_rd32(o + 4 * (k - 1));
-    else ok = (int64_t)dp_rd64(o + 8 * k) >= (int64_t)dp_rd64(o + 8 * (k - 1));
+  bool ok = true; /* no early exit: the loads stay independent */
+  if (width == 4) {
+    DP_UNROLL
+    for (int64_t k = 1 + lane; k <= n; k += lanes)
+      ok &= (int32_t)dp_rd32(o + 4 * k) >= (int32_t)dp_rd32(o + 4 * (k - 1));
+  } else {
+    DP_UNROLL
+    for (int64_t k = 1 + lane; k <= n; k += lanes)
+      ok &= (int64_t)dp_rd64(o + 8 * k) >= (int64_t)dp_rd64(o + 8 * (k - 1));
   }
   return dp_all(ok, lanes);
 }

@@ -36,30 +36,26 @@ static int64_t add_run(struct funnel__run *runs, int64_t *nr, int64_t *scratch,
 
 /* ----------------------------------------------------------- early copies */
 
-/* Whether every non-empty partition lies in the pinned pool. */
-static bool all_pinned(struct funnel__pool *pool, const struct funnel_partition *parts,
-                       size_t count) {
-  const struct funnel__pool_span span = funnel__pool_span(pool);
-  for (size_t i = 0; i < count; i++)
-    if (parts[i].length > 0 &&
-        (parts[i].data == NULL || parts[i].length > INT64_MAX ||
-         !funnel__span_contains(span, parts[i].data, (int64_t)parts[i].length)))
-      return false;
-  return true;
-}
-
 int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
                          size_t count, int transfer, void *stream, struct funnel_error *error) {
   if (transfer == FUNNEL_TRANSFER_DIRECT || count == 0) return FUNNEL_OK;
-  if (!all_pinned(&t->dev->pool, parts, count)) return FUNNEL_OK;
   int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   struct funnel__run *runs = funnel__arena_alloc(&t->arena, count * sizeof(*runs));
   if (in == NULL || runs == NULL) return OUT_OF_MEMORY(error);
+  /* one pass: every non-empty partition in the pinned pool, laid out */
+  const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
   int64_t nr = 0, scratch = 0;
-  for (size_t i = 0; i < count; i++)
-    in[i] = parts[i].length == 0 ? -1
-                                 : add_run(runs, &nr, &scratch, parts[i].data,
-                                           (int64_t)parts[i].length, true, true);
+  for (size_t i = 0; i < count; i++) {
+    const struct funnel_partition *p = &parts[i];
+    if (p->length == 0) {
+      in[i] = -1;
+      continue;
+    }
+    if (p->data == NULL || p->length > INT64_MAX ||
+        !funnel__span_contains(span, p->data, (int64_t)p->length))
+      return FUNNEL_OK; /* not all pinned: the transfer's layout decides */
+    in[i] = add_run(runs, &nr, &scratch, p->data, (int64_t)p->length, true, true);
+  }
   if (nr == 0) return FUNNEL_OK;
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;

@@ -29,6 +29,13 @@
  *    offset and validity bit (accept, or the first bad piece in partition
  *    order).
  *
+ * And it runs the device path's parser (dpath.h, as the cpu backend runs
+ * the kernels' code) over the same partitions with the schema a read would
+ * give it, and aborts when it takes what the host path rejects, or takes it
+ * with other rows, null counts, string bytes or buffer positions than the
+ * host path found (it may leave anything to the host path, which then reads
+ * it: a read's answer never comes from the device parser alone).
+ *
  * FUNNEL_FUZZ_EXPECT_VALID=1 also aborts on any rejection: for checking
  * that the seed corpus (gen_corpus.c) is all valid input. */
 #define _POSIX_C_SOURCE 200809L
@@ -37,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpath.h"
+#include "dpath_cpu.h"
 #include "format.h"
 #include "plan.h"
 
@@ -329,6 +338,94 @@ static int first_bad_offsets(const struct funnel__plan *plan, const struct funne
 
 /* ------------------------------------------------------------------- run */
 
+/* ----------------------------------------------------------- device path */
+
+static void *zalloc(size_t n) {
+  void *p = calloc(n ? n : 1, 1);
+  if (p == NULL) fail("out of memory");
+  return p;
+}
+
+/* The device parser over the partitions, with `schema` (the read's: the
+ * reader's, or the first non-empty partition's); `plan` and `pv` are the
+ * host path's when it took them (host_ok). */
+static void check_device_parse(const struct input *in, const struct funnel__schema *schema,
+                               int host_ok, const struct funnel__plan *plan,
+                               const struct funnel__partition *pv) {
+  const int n = in->n_parts, n_cols = schema->n_fields;
+  if (n_cols == 0) return; /* a read takes the host path */
+  struct funnel__dp_column *cols = zalloc((size_t)n_cols * sizeof(*cols));
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < n_cols; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    cols[c].kind = f->offset_width == 4 ? FUNNEL_DP_VAR32
+                   : f->offset_width == 8 ? FUNNEL_DP_VAR64
+                   : f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED;
+    cols[c].width = f->byte_width;
+    cols[c].n_buffers = f->n_buffers;
+    cols[c].var = f->offset_width ? n_var++ : -1;
+    n_buffers += f->n_buffers;
+  }
+  struct funnel__dp_input inputs[MAX_PARTS];
+  for (int p = 0; p < n; p++)
+    inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)in->parts[p], in->lengths[p]};
+  struct funnel__dp_piece *pieces = zalloc((size_t)(n * n_cols) * sizeof(*pieces));
+  int64_t *rows = zalloc((size_t)(n + 1) * sizeof(int64_t));
+  int64_t *chars = zalloc((size_t)(n_var * (n + 1) + 1) * sizeof(int64_t));
+  struct funnel__dp_summary *s =
+      zalloc(sizeof(*s) + (size_t)(n_cols + n_var) * sizeof(int64_t));
+  s->first_left = n;
+  const struct funnel__dp_args a = {
+      .inputs = (uint64_t)(uintptr_t)inputs, .columns = (uint64_t)(uintptr_t)cols,
+      .schema = (uint64_t)(uintptr_t)schema->ipc, .pieces = (uint64_t)(uintptr_t)pieces,
+      .rows = (uint64_t)(uintptr_t)rows, .chars = (uint64_t)(uintptr_t)chars,
+      .summary = (uint64_t)(uintptr_t)s, .n_parts = n, .schema_length = schema->ipc_length,
+      .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
+  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
+  funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
+  const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;
+  if (s->left == 0) {
+    if (!host_ok) fail("the device parser took partitions the host path rejects");
+    if (s->rows != plan->rows || s->batches != plan->batches)
+      fail("device parser: %lld rows in %lld batches, the host path %lld in %lld",
+           (long long)s->rows, (long long)s->batches, (long long)plan->rows,
+           (long long)plan->batches);
+    for (int c = 0; c < n_cols; c++) {
+      if (nulls[c] != plan->columns[c].null_count)
+        fail("device parser: column %d has %lld nulls, the host path %lld", c,
+             (long long)nulls[c], (long long)plan->columns[c].null_count);
+      if (cols[c].var >= 0 && var_bytes[cols[c].var] != plan->columns[c].data_size)
+        fail("device parser: column %d has %lld string bytes, the host path %lld", c,
+             (long long)var_bytes[cols[c].var], (long long)plan->columns[c].data_size);
+    }
+    for (int p = 0; p < n; p++) {
+      if (rows[p + 1] - rows[p] != pv[p].rows)
+        fail("device parser: partition %d has %lld rows, the host path %lld", p,
+             (long long)(rows[p + 1] - rows[p]), (long long)pv[p].rows);
+      if (pv[p].rows == 0) continue;
+      if (pv[p].n_batches != 1) fail("device parser: took partition %d of %lld batches", p, (long long)pv[p].n_batches);
+      const uint64_t base = (uint64_t)(uintptr_t)in->parts[p];
+      for (int c = 0; c < n_cols; c++) {
+        const struct funnel__piece *h = &pv[p].batches[0].pieces[c];
+        const struct funnel__dp_piece *d = &pieces[p * n_cols + c];
+        const uint64_t validity = h->validity >= 0 ? base + (uint64_t)h->validity : 0;
+        const uint64_t data = base + (uint64_t)(h->data + (cols[c].var >= 0 ? h->first_offset : 0));
+        if (d->validity != validity || d->data != data || d->null_count != h->null_count ||
+            (cols[c].var >= 0 && (d->offsets != base + (uint64_t)h->offsets || d->first != h->first_offset)))
+          fail("device parser: partition %d column %d's buffers lie elsewhere than the host path found", p, c);
+      }
+    }
+  } else if (s->first_left < 0 || s->first_left >= n) {
+    fail("device parser: %lld partitions left, the first %lld of %d", (long long)s->left,
+         (long long)s->first_left, n);
+  }
+  free(cols);
+  free(pieces);
+  free(rows);
+  free(chars);
+  free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct input in;
   valid_wanted = expect_valid && size > 0;
@@ -349,12 +446,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   /* as a read parses: an empty partition is an empty shuffle block */
   const struct funnel__schema *known = schema;
+  /* the device path's schema: the reader's, or the first non-empty
+   * partition's when it parses and has one (else a read takes the host path) */
+  const struct funnel__schema *device_schema = schema;
+  int first = -1;
   for (int p = 0; p < in.n_parts && st == FUNNEL_OK; p++) {
     if (in.lengths[p] == 0) continue;
     st = in.known ? funnel__partition_parse_known(in.parts[p], in.lengths[p], p, known, &arena, &pv[p], &err)
                   : funnel__partition_parse(in.parts[p], in.lengths[p], p, &arena, &pv[p], &err);
     if (st != FUNNEL_OK) check_rejection(PHASE_PARSE, st, &err, &in);
     else if (known == NULL) known = pv[p].schema;
+    if (first < 0) {
+      first = p;
+      if (device_schema == NULL && st == FUNNEL_OK) device_schema = pv[p].schema;
+    }
   }
   struct funnel__plan plan;
   if (st == FUNNEL_OK) {
@@ -376,6 +481,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fail("offsets: error names partition %lld column %lld, the first bad piece is %lld, %d: %s",
            (long long)err.partition, (long long)err.column, (long long)bad_part, bad_col, err.message);
   }
+  if (device_schema != NULL && in.n_parts > 0 && !(first < 0 && schema == NULL))
+    check_device_parse(&in, device_schema, st == FUNNEL_OK, &plan, pv);
   funnel__arena_free(&arena);
   input_free(&in);
   return 0;

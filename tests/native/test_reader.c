@@ -11,6 +11,7 @@
 #define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, MAP_NORESERVE */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -500,6 +501,343 @@ static void read_rejects_utf8_over_int32_offsets(void) {
   iw_buf_free(&b);
 }
 
+/* ------------------------------------------------ the device path's errors */
+
+/* A partition the device path may not take sends the whole read to the
+ * host path (funnel.h, FUNNEL_PARSE_DEVICE), whose error must be the one a
+ * FUNNEL_PARSE_HOST read gives: same code, partition, column, offset and
+ * message. The partitions are small_schema's (k int64: buffers 0 1, v
+ * utf8: 2 3 4, b bool: 5 6), each a Schema (unless bare), one batch and an
+ * end-of-stream marker; a case breaks one or two of them. */
+
+enum { DP_BAD_ROWS = 12 }; /* rows of a partition a case breaks */
+
+static const struct iw_field renamed_fields[] = {
+    {.type = FUNNEL_TYPE_INT64, .name = "k", .nullable = 1},
+    {.type = FUNNEL_TYPE_UTF8, .name = "w", .nullable = 1},
+    {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 1},
+};
+static const struct iw_schema renamed_schema = {3, renamed_fields, 0};
+
+static int64_t get64(const uint8_t *p) {
+  int64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+static void put64(uint8_t *p, int64_t v) { memcpy(p, &v, 8); }
+static int32_t get32(const uint8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static void put32(uint8_t *p, int32_t v) { memcpy(p, &v, 4); }
+
+/* Buffer k's {offset, length} and column c's {length, null_count} entries
+ * in the batch message at `l`. */
+static uint8_t *buffer_entry(uint8_t *b, const struct iw_layout *l, int k) {
+  return b + l->buffers + 16 * (size_t)k;
+}
+static uint8_t *node_entry(uint8_t *b, const struct iw_layout *l, int c) {
+  return b + l->nodes + 16 * (size_t)c;
+}
+static uint8_t *buffer_bytes(uint8_t *b, const struct iw_layout *l, int k) {
+  return b + l->body + get64(buffer_entry(b, l, k));
+}
+
+/* The first column with a validity buffer of some bytes and a null, or -1. */
+static int column_with_nulls(uint8_t *b, const struct iw_layout *l) {
+  static const int validity[3] = {0, 2, 5};
+  for (int c = 0; c < 3; c++)
+    if (get64(node_entry(b, l, c) + 8) > 0 && get64(buffer_entry(b, l, validity[c]) + 8) > 0)
+      return validity[c];
+  return -1;
+}
+
+/* Each breaks the partition at `b` (its batch message at `l`), shortening
+ * it through *length if need be; false when the partition cannot be broken
+ * so (a test bug). */
+typedef bool (*dp_break)(uint8_t *b, size_t *length, const struct iw_layout *l);
+
+static bool cut_in_body(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)b;
+  *length = l->body + l->body_length - 3;
+  return true;
+}
+static bool cut_in_metadata(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)b;
+  *length = l->metadata + 6;
+  return true;
+}
+static bool string_offset_falls(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  uint8_t *o = buffer_bytes(b, l, 3);
+  const int64_t k = DP_BAD_ROWS - 1; /* interior: the ends stay as they were */
+  put32(o + 4 * k, get32(o + 4 * (k - 1)) - 1);
+  return true;
+}
+static bool string_offsets_past_data(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put32(buffer_bytes(b, l, 3) + 4 * DP_BAD_ROWS, (int32_t)get64(buffer_entry(b, l, 4) + 8) + 1);
+  return true;
+}
+static bool null_count_off_by_one(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  const int k = column_with_nulls(b, l);
+  if (k < 0) return false;
+  uint8_t *nc = node_entry(b, l, k == 0 ? 0 : k == 2 ? 1 : 2) + 8;
+  put64(nc, get64(nc) - 1);
+  return true;
+}
+static bool validity_too_short(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  const int k = column_with_nulls(b, l);
+  if (k < 0) return false;
+  put64(buffer_entry(b, l, k) + 8, 1); /* 12 rows need 2 bytes */
+  return true;
+}
+static bool buffer_past_body(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  uint8_t *e = buffer_entry(b, l, 4);
+  put64(e + 8, (int64_t)l->body_length - get64(e) + 1);
+  return true;
+}
+static bool buffer_offset_negative(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(buffer_entry(b, l, 1), -8);
+  return true;
+}
+static bool int64_data_too_short(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(buffer_entry(b, l, 1) + 8, 8 * DP_BAD_ROWS - 1);
+  return true;
+}
+static bool bool_data_too_short(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(buffer_entry(b, l, 6) + 8, 1);
+  return true;
+}
+static bool node_length_differs(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(node_entry(b, l, 2), DP_BAD_ROWS + 1);
+  return true;
+}
+static bool null_count_negative(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(node_entry(b, l, 0) + 8, -1);
+  return true;
+}
+static bool batch_length_negative(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(b + l->length_field, -1);
+  return true;
+}
+static bool body_length_past_end(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put64(b + l->body_length_field, (int64_t)l->body_length + 64);
+  return true;
+}
+static bool metadata_length_past_end(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put32(b + l->message + 4, 0x7FFF0000);
+  return true;
+}
+static bool metadata_version_v3(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  b[l->version_field] = 2;
+  b[l->version_field + 1] = 0;
+  return true;
+}
+static bool header_type_dictionary(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  b[l->header_type_field] = 2;
+  return true;
+}
+static bool root_offset_past_metadata(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)length;
+  put32(b + l->metadata, (int32_t)l->metadata_length + 4);
+  return true;
+}
+static bool no_break(uint8_t *b, size_t *length, const struct iw_layout *l) {
+  (void)b, (void)length, (void)l;
+  return true;
+}
+
+struct dp_case {
+  const char *name;
+  dp_break fn;
+  int compression;                /* the bad partitions' batches compressed (LZ4_FRAME) */
+  const struct iw_schema *schema; /* the bad partitions' Schema message; NULL: the read's */
+};
+
+static const struct dp_case dp_cases[] = {
+    {"truncated in the body", cut_in_body, 0, NULL},
+    {"truncated in the metadata", cut_in_metadata, 0, NULL},
+    {"a string offset falls", string_offset_falls, 0, NULL},
+    {"string offsets end past the data", string_offsets_past_data, 0, NULL},
+    {"a null count the validity bits contradict", null_count_off_by_one, 0, NULL},
+    {"a validity buffer shorter than the rows", validity_too_short, 0, NULL},
+    {"a buffer ends past the body", buffer_past_body, 0, NULL},
+    {"a buffer offset is negative", buffer_offset_negative, 0, NULL},
+    {"an int64 data buffer one byte short", int64_data_too_short, 0, NULL},
+    {"a bool data buffer short", bool_data_too_short, 0, NULL},
+    {"a field node length differs from the batch", node_length_differs, 0, NULL},
+    {"a negative null count", null_count_negative, 0, NULL},
+    {"a negative batch length", batch_length_negative, 0, NULL},
+    {"bodyLength past the partition", body_length_past_end, 0, NULL},
+    {"metadata length past the partition", metadata_length_past_end, 0, NULL},
+    {"metadata version V3", metadata_version_v3, 0, NULL},
+    {"header type DictionaryBatch", header_type_dictionary, 0, NULL},
+    {"root offset past the metadata", root_offset_past_metadata, 0, NULL},
+    {"a compressed body", no_break, 1, NULL},
+    {"a Schema naming a column differently", no_break, 0, &renamed_schema},
+};
+
+/* How the partitions of a run are written and read. */
+struct dp_run {
+  int n;           /* partitions */
+  int bad, bad2;   /* the partitions a case breaks (bad2 -1: one only) */
+  int bare;        /* batches only, the reader has the schema */
+  int with_schema; /* the reader has the schema (always when bare) */
+};
+
+/* n partitions of src's rows; partition i's batch layout in lay[i]. Rows:
+ * DP_BAD_ROWS for the bad ones, else 0 to 4, some zero-byte partitions. */
+static struct parts dp_parts(const struct table_src *src, const struct dp_run *run,
+                             const struct dp_case *c, struct iw_layout *lay) {
+  struct parts ps = {(size_t)run->n, calloc((size_t)run->n + 1, sizeof(struct funnel_partition)), 0};
+  int64_t r = 0;
+  for (int i = 0; i < run->n; i++) {
+    const bool bad = i == run->bad || i == run->bad2;
+    const int64_t rows = bad ? DP_BAD_ROWS : i % 5;
+    memset(&lay[i], 0, sizeof(lay[i]));
+    if (!bad && i % 13 == 7) continue; /* an empty shuffle block: no bytes */
+    struct iw_options o = {.compression = bad && c != NULL ? c->compression : 0};
+    struct iw_encode enc = {.layout = &lay[i]};
+    struct iw_buf b = {0};
+    if (!run->bare)
+      iw_schema_message(&b, bad && c != NULL && c->schema ? c->schema : src->schema, NULL, NULL);
+    iw_batch_from_cols(&b, src->schema, src->cols, r, r + rows, &enc, &o);
+    ps.batches++;
+    if (!run->bare) iw_eos(&b, NULL);
+    ps.p[i].data = iw_dup(b.data, b.len);
+    ps.p[i].length = b.len;
+    iw_buf_free(&b);
+    r += rows;
+    if (r + DP_BAD_ROWS > src->rows) r = 0; /* the rows repeat; no answer is checked */
+  }
+  return ps;
+}
+
+/* Reads ps with `parse`: the status, and the error in *err. */
+static int dp_read(struct funnel_reader *rd, const struct parts *ps, int parse,
+                   struct funnel_error *err) {
+  struct funnel_error e;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse, &e), &e);
+  struct funnel_table *t = NULL;
+  memset(err, 0, sizeof(*err));
+  const int st = funnel_reader_read_async(rd, ps->p, ps->n, 0, &t, err);
+  if (st == FUNNEL_OK) {
+    funnel_table_wait(t, NULL);
+    funnel_table_free(t);
+  } else {
+    CHECK(t == NULL);
+  }
+  return st;
+}
+
+static void dp_run_case(const struct table_src *src, const struct dp_run *run,
+                        const struct dp_case *c) {
+  struct iw_layout *lay = calloc((size_t)run->n, sizeof(*lay));
+  struct parts ps = dp_parts(src, run, c, lay);
+  struct iw_buf sb = schema_bytes(src->schema);
+  struct funnel_reader *rd = run->with_schema || run->bare ? reader_new(sb.data, sb.len)
+                                                           : reader_new(NULL, 0);
+  bool broken = true;
+  for (int k = 0; k < 2; k++) {
+    const int i = k == 0 ? run->bad : run->bad2;
+    if (i >= 0) broken &= CHECK(c->fn((uint8_t *)ps.p[i].data, &ps.p[i].length, &lay[i]));
+  }
+  struct funnel_error host, dev;
+  const int st_host = broken ? dp_read(rd, &ps, FUNNEL_PARSE_HOST, &host) : FUNNEL_OK;
+  const int st_dev = broken ? dp_read(rd, &ps, FUNNEL_PARSE_DEVICE, &dev) : FUNNEL_OK;
+  if (broken && CHECK(st_host != FUNNEL_OK)) {
+    char name[32];
+    const int first = run->bad2 >= 0 && run->bad2 < run->bad ? run->bad2 : run->bad;
+    snprintf(name, sizeof(name), "partition %d", first);
+    CHECK_EQ_I64(host.partition, first);
+    CHECK(strstr(host.message, name) != NULL);
+    CHECK_EQ_I64(st_dev, st_host);
+    CHECK_EQ_I64(dev.code, host.code);
+    CHECK_EQ_I64(dev.partition, host.partition);
+    CHECK_EQ_I64(dev.column, host.column);
+    CHECK_EQ_I64(dev.offset, host.offset);
+    CHECK_EQ_STR(dev.message, host.message);
+  }
+  funnel_reader_free(rd);
+  iw_buf_free(&sb);
+  parts_free(&ps);
+  free(lay);
+}
+
+/* The same partitions unbroken: the device path takes them all, so what
+ * sends a case's read to the host is the break. */
+static void dp_check_unbroken_on_device(const struct table_src *src, const struct dp_run *run) {
+  struct iw_layout *lay = calloc((size_t)run->n, sizeof(*lay));
+  struct parts ps = dp_parts(src, run, NULL, lay);
+  struct iw_buf sb = schema_bytes(src->schema);
+  struct funnel_reader *rd = run->with_schema || run->bare ? reader_new(sb.data, sb.len)
+                                                           : reader_new(NULL, 0);
+  struct funnel_error err;
+  struct funnel_table *t = NULL;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, FUNNEL_PARSE_DEVICE, &err), &err);
+  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+    struct funnel_read_stats s;
+    CHECK_OK(funnel_table_wait(t, &err), &err);
+    if (CHECK_OK(funnel_table_stats(t, &s, &err), &err)) {
+      CHECK(check_on_device(&s));
+      CHECK_EQ_I64(s.device_parsed, run->n);
+      CHECK_READ_INVARIANTS(&s);
+    }
+    funnel_table_free(t);
+  }
+  funnel_reader_free(rd);
+  iw_buf_free(&sb);
+  parts_free(&ps);
+  free(lay);
+}
+
+static void read_device_parse_fails_as_host_parse(void) {
+  struct table_src src = table_random(&small_schema, 400, 300, 71);
+  static const struct dp_run runs[] = {
+      {.n = 1, .bad = 0, .bad2 = -1},
+      {.n = 8, .bad = 5, .bad2 = -1},
+      {.n = 300, .bad = 0, .bad2 = -1},
+      {.n = 300, .bad = 137, .bad2 = -1},
+      {.n = 300, .bad = 299, .bad2 = -1},
+      {.n = 300, .bad = 211, .bad2 = 170}, /* the error names the first */
+      {.n = 300, .bad = 137, .bad2 = -1, .with_schema = 1},
+      {.n = 300, .bad = 137, .bad2 = -1, .bare = 1},
+      {.n = 2000, .bad = 1999, .bad2 = -1},
+  };
+  for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+    const struct dp_run *run = &runs[r];
+    check_context("%d partitions, bad %d and %d%s%s (unbroken)", run->n, run->bad, run->bad2,
+                  run->bare ? ", bare" : "", run->with_schema ? ", reader schema" : "");
+    dp_check_unbroken_on_device(&src, run);
+    for (size_t k = 0; k < sizeof(dp_cases) / sizeof(dp_cases[0]); k++) {
+      const struct dp_case *c = &dp_cases[k];
+      /* bare partitions have no Schema to differ; a first partition of
+       * another schema makes every other partition the odd one */
+      if (c->schema != NULL && (run->bare || run->bad == 0)) continue;
+      check_context("%d partitions, bad %d and %d%s%s: %s", run->n, run->bad, run->bad2,
+                    run->bare ? ", bare" : "", run->with_schema ? ", reader schema" : "", c->name);
+      dp_run_case(&src, run, c);
+    }
+  }
+  check_context("%s", "");
+  table_src_free(&src);
+}
+
 /* ----------------------------------------------------------- round trips */
 
 static void read_every_type_one_partition(void) {
@@ -941,6 +1279,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_rejects_malformed_partition_and_names_it),
       CHECK_TEST(read_names_the_first_of_many_bad_partitions),
       CHECK_TEST(read_rejects_utf8_over_int32_offsets),
+      CHECK_TEST(read_device_parse_fails_as_host_parse),
       CHECK_TEST(read_every_type_one_partition),
       CHECK_TEST(read_every_type_two_partitions),
       CHECK_TEST(read_every_type_200_partitions),
