@@ -177,9 +177,9 @@ public final class SparkExample {
         devices, total, df.columns().length, partitions, seconds);
     long executors = perTask.stream().map(TaskRead::executor).distinct().count();
     System.out.printf(Locale.ROOT,
-        "  %d reduce tasks, one device table each, read on %d executors: largest %,d rows, %d"
-            + " empty; column i has %,d nulls%n", perTask.size(), executors, largest, empty,
-        nulls);
+        "  %d reduce tasks, one device table each, read on %d %s: largest %,d rows, %d"
+            + " empty; column i has %,d nulls%n", perTask.size(), executors,
+        executors == 1 ? "executor" : "executors", largest, empty, nulls);
     System.out.printf(Locale.ROOT, "  Spark counts %,d rows, %,d nulls in i: %s%n", sparkRows,
         sparkNulls, sparkRows == total && sparkNulls == nulls ? "same" : "DIFFERENT");
     return sparkRows == total && sparkNulls == nulls ? 0 : 1;
