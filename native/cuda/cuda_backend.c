@@ -27,7 +27,7 @@ extern const unsigned char funnel__fatbin[];
 
 #define DRIVER_FUNCTIONS(X)                                                  \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)       \
-  X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+  X(cuDeviceGetName) X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
   X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuMemHostAlloc) X(cuMemFreeHost)             \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuMemcpyHtoDAsync)                \
@@ -488,7 +488,9 @@ static int load_driver(struct cuda *cu, struct funnel_error *error) {
   return FUNNEL_OK;
 }
 
-static int open_device(struct cuda *cu, struct funnel_error *error) {
+/* ordinal: a device ordinal, or -1 for the device of the calling thread's
+ * current context (a plugin's cudaSetDevice), else device 0 */
+static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error) {
   CUresult r = cu->cuInit(0);
   int count = 0;
   if (r == CUDA_SUCCESS) r = cu->cuDeviceGetCount(&count);
@@ -498,7 +500,16 @@ static int open_device(struct cuda *cu, struct funnel_error *error) {
     return FUNNEL_ERR(error, FUNNEL_ERR_NO_DEVICE, "cuda backend: no CUDA device found (%s)",
                       r != CUDA_SUCCESS && name ? name : "0 devices");
   }
-  FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, 0)));
+  if (ordinal >= count)
+    return FUNNEL_ERR(error, FUNNEL_ERR_NO_DEVICE,
+                      "cuda backend: no CUDA device %d: this process sees %d (ordinals 0 to %d, "
+                      "after CUDA_VISIBLE_DEVICES)",
+                      ordinal, count, count - 1);
+  if (ordinal < 0) {
+    CUdevice current;
+    ordinal = cu->cuCtxGetDevice(&current) == CUDA_SUCCESS ? (int)current : 0;
+  }
+  FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, ordinal)));
   cu->cuDeviceGetName(cu->device_name, (int)sizeof(cu->device_name), cu->device);
   FUNNEL_RETURN_NOT_OK(CU(cuDevicePrimaryCtxRetain, (&cu->ctx, cu->device)));
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
@@ -543,12 +554,16 @@ static void unload(struct cuda *cu) {
 }
 
 int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error) {
+  return funnel__cuda_backend_open(be, -1, error);
+}
+
+int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct funnel_error *error) {
   struct cuda *cu = calloc(1, sizeof(*cu));
   if (cu == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   memset(be, 0, sizeof(*be));
   be->private_data = cu;
   int st = load_driver(cu, error);
-  if (st == FUNNEL_OK) st = open_device(cu, error);
+  if (st == FUNNEL_OK) st = open_device(cu, ordinal, error);
   if (st != FUNNEL_OK) {
     unload(cu);
     be->private_data = NULL;

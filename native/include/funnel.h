@@ -178,8 +178,12 @@ struct funnel_column {
 struct funnel_device;
 
 /* Opens a backend. `kind` is "auto" (cuda when a CUDA driver and device are
- * present, else cpu), "cpu" or "cuda". Asking for "cuda" on a host without
- * a CUDA driver or device fails with FUNNEL_ERR_NO_DEVICE. The environment
+ * present, else cpu), "cpu", "cuda" (the device of the calling thread's
+ * current CUDA context, else device 0) or "cuda:N" (the device of ordinal
+ * N, counted among those CUDA_VISIBLE_DEVICES leaves visible). Asking for
+ * cuda on a host without a CUDA driver or device, or for an ordinal this
+ * process does not see, fails with FUNNEL_ERR_NO_DEVICE; another kind with
+ * FUNNEL_ERR_INVALID_ARGUMENT. The environment
  * is read now, once: FUNNEL_PINNED_POOL_BYTES (the pinned pool's size),
  * FUNNEL_DIRECT_MAX_BYTES (FUNNEL_OPTION_DIRECT_MAX_BYTES's default),
  * FUNNEL_PARSE=host|device (FUNNEL_OPTION_PARSE's default, else AUTO),
@@ -188,6 +192,38 @@ struct funnel_device;
 FUNNEL_API funnel_status funnel_device_open(const char *kind,
                                             struct funnel_device **out,
                                             struct funnel_error *error);
+
+/* A caller's device memory allocator (a plugin's RMM resource, which can
+ * spill): a device opened with one allocates through it, not its own pool,
+ * the output, scratch and segment table of every read, ordered on the
+ * read's stream.
+ *
+ * allocate: `size` (> 0) bytes of device memory, usable once `stream` gets
+ * there (a CUstream on cuda; on cpu an opaque handle, and the memory is host
+ * memory), aligned to at least 64 bytes; stores the address in *out and
+ * returns 0, or returns nonzero when it cannot: the read then fails with
+ * FUNNEL_ERR_DEVICE_OUT_OF_MEMORY (so a plugin may spill and retry), having
+ * freed what it allocated. deallocate: frees what allocate returned, with
+ * the size asked for, ordered on `stream`. Both may be called from any
+ * thread, from funnel's workers too, with no particular CUDA context
+ * current (an allocator picks its device itself, as RMM's per-device
+ * resources do), and must not call back into funnel.
+ * The struct is copied; `context` must stay valid, and the functions
+ * callable, until the device is freed (its last table, export and reader
+ * released: funnel_device_close is not the end). A shareable read
+ * (FUNNEL_OPTION_SHAREABLE) allocates memory CUDA IPC can share, not
+ * through the allocator. */
+struct funnel_allocator {
+  int (*allocate)(void *context, size_t size, void *stream, uint64_t *out);
+  void (*deallocate)(void *context, uint64_t ptr, size_t size, void *stream);
+  void *context;
+};
+
+/* funnel_device_open with the caller's allocator (NULL: funnel's pool). */
+FUNNEL_API funnel_status funnel_device_open_with_allocator(const char *kind,
+                                                           const struct funnel_allocator *allocator,
+                                                           struct funnel_device **out,
+                                                           struct funnel_error *error);
 
 /* The backend actually opened: "cpu" or "cuda". */
 FUNNEL_API const char *funnel_device_backend(const struct funnel_device *dev);

@@ -1,13 +1,16 @@
 /* JNI glue for dev.funnel.FunnelDevice. */
 #include "jni_util.h"
 
-JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeOpen(JNIEnv *env, jclass cls, jstring kind) {
+/* allocator: the address of a caller's struct funnel_allocator, or 0 */
+JNIEXPORT jlong JNICALL Java_dev_funnel_FunnelDevice_nativeOpen(JNIEnv *env, jclass cls, jstring kind,
+                                                               jlong allocator) {
   (void)cls;
   const char *k = (*env)->GetStringUTFChars(env, kind, NULL);
   if (k == NULL) return 0;
   struct funnel_device *dev = NULL;
   struct funnel_error error;
-  funnel_status st = funnel_device_open(k, &dev, &error);
+  funnel_status st = funnel_device_open_with_allocator(
+      k, (const struct funnel_allocator *)(uintptr_t)allocator, &dev, &error);
   (*env)->ReleaseStringUTFChars(env, kind, k);
   if (st != FUNNEL_OK) {
     funnel_jni_throw(env, &error);

@@ -1,5 +1,8 @@
 /* backend.c: the only callers of the backend vtable. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "backend.h"
 
@@ -50,12 +53,80 @@ bool funnel__fault_hit(int kind) {
 #define MISSING(be, slot) \
   FUNNEL_ERR(error, FUNNEL_ERR_DEVICE, "backend %s has no %s", (be)->name, slot)
 
+/* A caller's allocator and the sizes of what it handed out (its deallocate
+ * takes the size, as RMM's does; funnel's frees do not carry it). A device
+ * holds a few allocations per live table: a list searched from its end. */
+struct funnel__user_alloc {
+  struct funnel_allocator a;
+  pthread_mutex_t lock;
+  struct {
+    uint64_t ptr;
+    size_t size;
+  } *live;
+  size_t n, cap;
+};
+
+int funnel__dev_use_allocator(struct funnel_backend *be, const struct funnel_allocator *allocator,
+                              struct funnel_error *error) {
+  struct funnel__user_alloc *u = calloc(1, sizeof(*u));
+  if (u == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  u->a = *allocator;
+  pthread_mutex_init(&u->lock, NULL);
+  be->user_alloc = u;
+  return FUNNEL_OK;
+}
+
+static int user_alloc(struct funnel__user_alloc *u, size_t size, void *stream, uint64_t *out,
+                      struct funnel_error *error) {
+  pthread_mutex_lock(&u->lock);
+  int st = FUNNEL_OK;
+  if (u->n == u->cap) {
+    const size_t cap = u->cap ? 2 * u->cap : 16;
+    void *grown = realloc(u->live, cap * sizeof(*u->live));
+    if (grown == NULL)
+      st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+    else
+      u->live = grown, u->cap = cap;
+  }
+  pthread_mutex_unlock(&u->lock);
+  if (st != FUNNEL_OK) return st;
+  uint64_t p = 0;
+  const size_t asked = size ? size : 1;
+  const int r = u->a.allocate(u->a.context, asked, stream, &p);
+  if (r != 0 || p == 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY,
+                      "the caller's allocator gave no memory for %zu bytes (it returned %d)",
+                      asked, r);
+  pthread_mutex_lock(&u->lock);
+  u->live[u->n].ptr = p;
+  u->live[u->n].size = asked;
+  u->n++;
+  pthread_mutex_unlock(&u->lock);
+  *out = p;
+  return FUNNEL_OK;
+}
+
+static void user_free(struct funnel__user_alloc *u, uint64_t ptr, void *stream) {
+  size_t size = 0;
+  pthread_mutex_lock(&u->lock);
+  for (size_t i = u->n; i-- > 0;) {
+    if (u->live[i].ptr == ptr) {
+      size = u->live[i].size;
+      u->live[i] = u->live[--u->n];
+      break;
+    }
+  }
+  pthread_mutex_unlock(&u->lock);
+  u->a.deallocate(u->a.context, ptr, size, stream);
+}
+
 int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error) {
   INJECT(FUNNEL__FAULT_ALLOC, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY, "device allocation");
   calls.calls++;
   calls.allocs++;
-  const int st = be->alloc(be, size, stream, out, error);
+  const int st = be->user_alloc != NULL ? user_alloc(be->user_alloc, size, stream, out, error)
+                                        : be->alloc(be, size, stream, out, error);
   if (st == FUNNEL_OK) atomic_fetch_add(&live_allocs, 1);
   return st;
 }
@@ -64,7 +135,10 @@ void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream) {
   if (ptr == 0) return;
   calls.calls++;
   atomic_fetch_sub(&live_allocs, 1);
-  be->free(be, ptr, stream);
+  if (be->user_alloc != NULL)
+    user_free(be->user_alloc, ptr, stream);
+  else
+    be->free(be, ptr, stream);
 }
 
 int funnel__dev_host_alloc(struct funnel_backend *be, size_t size, void **out,
@@ -288,5 +362,11 @@ int funnel__dev_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
 }
 
 void funnel__dev_release(struct funnel_backend *be) {
+  struct funnel__user_alloc *u = be->user_alloc;
   if (be->release != NULL) be->release(be);
+  if (u != NULL) {
+    pthread_mutex_destroy(&u->lock);
+    free(u->live);
+    free(u);
+  }
 }

@@ -126,12 +126,21 @@ struct funnel_backend {
   int (*device_uuid)(struct funnel_backend *be, uint8_t uuid[16], struct funnel_error *error);
 
   void (*release)(struct funnel_backend *be);
+
+  /* Not the backend's: a caller's allocator (funnel_device_open_with_allocator),
+   * set by device.c once the backend is filled; NULL: the backend's alloc and
+   * free. Owned by the wrappers (backend.c), freed by funnel__dev_release. */
+  struct funnel__user_alloc *user_alloc;
 };
 
 /* The backends. Each fills `be` or returns an error (cuda:
- * FUNNEL_ERR_NO_DEVICE when there is no driver or device). */
+ * FUNNEL_ERR_NO_DEVICE when there is no driver or device, or no device of
+ * that ordinal). cuda_backend_open takes a device ordinal, or -1 for the
+ * device of the calling thread's current context, else device 0;
+ * cuda_backend_init is cuda_backend_open(be, -1, error). */
 int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *error);
 int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error);
+int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct funnel_error *error);
 
 /* FUNNEL_OK when `be` was filled for this funnel's vtable layout; else
  * FUNNEL_ERR_UNSUPPORTED naming the backend and both versions. */
@@ -184,6 +193,10 @@ int64_t funnel__fault_calls(int kind);
  * pinned pool ask) */
 bool funnel__fault_hit(int kind);
 
+/* Makes funnel__dev_alloc and funnel__dev_free go through `allocator` (the
+ * caller's, copied) instead of the backend's pool, for the backend's life. */
+int funnel__dev_use_allocator(struct funnel_backend *be, const struct funnel_allocator *allocator,
+                              struct funnel_error *error);
 int funnel__dev_alloc(struct funnel_backend *be, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error);
 void funnel__dev_free(struct funnel_backend *be, uint64_t ptr, void *stream);

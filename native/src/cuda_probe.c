@@ -7,7 +7,12 @@
 #include "backend.h"
 
 int funnel__cuda_backend_init(struct funnel_backend *be, struct funnel_error *error) {
+  return funnel__cuda_backend_open(be, -1, error);
+}
+
+int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct funnel_error *error) {
   (void)be;
+  (void)ordinal;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
     const char *why = dlerror();

@@ -2,20 +2,38 @@
  * "device"); the streams callers make are stream.c's, the pinned blocks
  * they allocate pinned.c's. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device.h"
 
-/* Opens the backend `kind` asks for ("auto": cuda when it opens, else cpu). */
+/* The device ordinal of "cuda:N" (0 <= N <= INT_MAX, decimal digits only),
+ * -1 for "cuda", -2 for anything else. */
+static int cuda_ordinal(const char *kind) {
+  if (strcmp(kind, "cuda") == 0) return -1;
+  if (strncmp(kind, "cuda:", 5) != 0 || kind[5] == '\0') return -2;
+  long n = 0;
+  for (const char *c = kind + 5; *c; c++) {
+    if (*c < '0' || *c > '9' || n > (INT_MAX - 9) / 10) return -2;
+    n = 10 * n + (*c - '0');
+  }
+  return (int)n;
+}
+
+/* Opens the backend `kind` asks for ("auto": cuda when it opens, else cpu;
+ * "cuda:N": the cuda device of ordinal N). */
 static int open_backend(const char *kind, struct funnel_backend *be, struct funnel_error *error) {
-  const bool want_cuda = strcmp(kind, "cuda") == 0, want_cpu = strcmp(kind, "cpu") == 0;
+  const int ordinal = cuda_ordinal(kind);
+  const bool want_cuda = ordinal >= -1, want_cpu = strcmp(kind, "cpu") == 0;
   if (!want_cuda && !want_cpu && strcmp(kind, "auto") != 0)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                      "unknown backend '%s': expected auto, cpu or cuda", kind);
+                      "unknown backend '%s': expected auto, cpu, cuda or cuda:N (N a device "
+                      "ordinal)",
+                      kind);
   if (!want_cpu) {
     struct funnel_error probe;
-    const int st = funnel__cuda_backend_init(be, &probe);
+    const int st = funnel__cuda_backend_open(be, want_cuda ? ordinal : -1, &probe);
     if (st == FUNNEL_OK || want_cuda) {
       if (st != FUNNEL_OK && error != NULL) *error = probe;
       return st;
@@ -49,8 +67,17 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
 
 funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
                                  struct funnel_error *error) {
+  return funnel_device_open_with_allocator(kind, NULL, out, error);
+}
+
+funnel_status funnel_device_open_with_allocator(const char *kind,
+                                                const struct funnel_allocator *allocator,
+                                                struct funnel_device **out,
+                                                struct funnel_error *error) {
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(kind != NULL && out != NULL, "funnel_device_open: kind and out must not be NULL");
+  FUNNEL_CHECK_ARG(allocator == NULL || (allocator->allocate != NULL && allocator->deallocate != NULL),
+                   "funnel_device_open_with_allocator: allocate and deallocate must not be NULL");
   struct funnel_device *dev = calloc(1, sizeof(*dev));
   if (dev == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   int st = open_backend(kind, &dev->be, error);
@@ -59,6 +86,7 @@ funnel_status funnel_device_open(const char *kind, struct funnel_device **out,
     return st;
   }
   st = funnel__backend_check(&dev->be, error);
+  if (st == FUNNEL_OK && allocator != NULL) st = funnel__dev_use_allocator(&dev->be, allocator, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &dev->stream, error);
   if (st != FUNNEL_OK) {
     funnel__dev_release(&dev->be);

@@ -1,0 +1,331 @@
+package dev.funnel.spark;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.concat;
+import static org.apache.spark.sql.functions.date_add;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.when;
+
+import dev.funnel.FunnelException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.storage.StorageLevel;
+
+/**
+ * A Spark job whose shuffle's reduce side reads through funnel, checked against Spark's own
+ * counts; with {@code --bench}, the reduce-stage time of the same shuffle through Spark's own row
+ * shuffle and through the funnel shuffle.
+ *
+ * <pre>
+ * spark-submit --master spark://HOST:7077 --jars funnel-VERSION.jar \
+ *   --class dev.funnel.spark.SparkExample funnel-spark-VERSION.jar --rows 2000000
+ * mvn -q -f funnel-spark exec:exec@spark-example -Dexample.args="--rows 2000000 --bench"
+ * </pre>
+ *
+ * <p>Options: {@code --rows N} (2,000,000), {@code --partitions P} (200), {@code --master M}
+ * (spark-submit's {@code --master}; local[*] when there is none), {@code --backend
+ * auto|cpu|cuda} (spark-submit's {@code --conf spark.funnel.backend}; auto when there is none), {@code --bench} with {@code --reps N} (5) and {@code --warmup N} (2).
+ * The device is opened on the executors only: the driver needs no GPU.
+ */
+public final class SparkExample {
+  private SparkExample() {}
+
+  public static void main(String[] args) throws Exception {
+    long rows = 2_000_000;
+    int partitions = 200;
+    int reps = 5;
+    int warmup = 2;
+    String master = null;
+    String backend = null; // spark-submit's --conf spark.funnel.backend, else auto
+    boolean bench = false;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--rows" -> rows = Long.parseLong(value(args, ++i));
+        case "--partitions" -> partitions = Integer.parseInt(value(args, ++i));
+        case "--reps" -> reps = Integer.parseInt(value(args, ++i));
+        case "--warmup" -> warmup = Integer.parseInt(value(args, ++i));
+        case "--master" -> master = value(args, ++i);
+        case "--backend" -> backend = value(args, ++i);
+        case "--bench" -> bench = true;
+        default -> {
+          System.err.println("spark-example: unknown option '" + args[i] + "'\nusage: "
+              + "[--rows N] [--partitions P] [--master M] [--backend auto|cpu|cuda] [--bench"
+              + " [--reps N] [--warmup N]]");
+          System.exit(2);
+        }
+      }
+    }
+    SparkSession.Builder builder =
+        SparkSession.builder()
+            .appName("funnel-spark-example")
+            .config("spark.sql.adaptive.enabled", "false"); // one map and one reduce stage a job
+    if (backend != null) {
+      builder.config(FunnelExecutor.BACKEND_CONF, backend);
+    }
+    if (master != null) {
+      builder.master(master);
+    } else if (System.getProperty("spark.master") == null) {
+      builder.master("local[*]").config("spark.ui.enabled", "false"); // not under spark-submit
+    }
+    SparkSession spark = builder.getOrCreate();
+    int status = 0;
+    try {
+      Dataset<Row> df = table(spark, rows);
+      if (bench) {
+        bench(spark, df, partitions, reps, warmup);
+      } else {
+        status = run(df, partitions);
+      }
+    } catch (Exception e) {
+      if (!(e instanceof org.apache.spark.SparkException)) {
+        throw e;
+      }
+      // a task's failure (Scala throws it unchecked), funnel's exception among its causes
+      System.err.println("spark-example: the job failed: " + rootMessage(e));
+      status = 1;
+    } finally {
+      spark.stop();
+      FunnelExecutor.closeDevices();
+    }
+    if (status != 0) {
+      System.exit(status);
+    }
+  }
+
+  private static String rootMessage(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof FunnelException) {
+        return t.getClass().getName() + ": " + t.getMessage();
+      }
+    }
+    return e.getMessage();
+  }
+
+  /** What one reduce task read: its rows and the nulls of column i, on which device, where. */
+  record TaskRead(int partition, long rows, long nulls, String device, String executor)
+      implements java.io.Serializable {}
+
+  private static String value(String[] args, int i) {
+    if (i >= args.length) {
+      System.err.println("spark-example: " + args[i - 1] + " needs a value");
+      System.exit(2);
+    }
+    return args[i];
+  }
+
+  /** id, key, and an int, a long, a double, a boolean, a string and a date column, with nulls. */
+  static Dataset<Row> table(SparkSession spark, long rows) {
+    Column id = col("id");
+    return spark
+        .range(0, rows, 1, Math.max(2, spark.sparkContext().defaultParallelism()))
+        .select(
+            id,
+            id.multiply(7919).mod(100_003).cast("int").as("key"),
+            when(id.mod(13).notEqual(0), id.mod(1000).cast("int")).as("i"),
+            when(id.mod(17).notEqual(0), id.multiply(1_000_003L)).as("l"),
+            when(id.mod(19).notEqual(0), id.cast("double").divide(7.0)).as("d"),
+            when(id.mod(23).notEqual(0), id.mod(3).equalTo(0)).as("b"),
+            when(id.mod(29).notEqual(0), concat(lit("name-"), id.mod(9973).cast("string"))).as("s"),
+            when(id.mod(31).notEqual(0), date_add(lit("2020-01-01").cast("date"),
+                id.mod(3650).cast("int"))).as("dt"));
+  }
+
+  /**
+   * The funnel shuffle: each reduce task reads its partition into one table. Returns 0 when the
+   * rows and nulls are Spark's own count, else 1.
+   */
+  static int run(Dataset<Row> df, int partitions) {
+    long start = System.nanoTime();
+    // map side: rows to Arrow IPC frames per reduce partition, as df.repartition(partitions, key)
+    FunnelShuffle shuffle = FunnelShuffle.repartition(df, partitions, col("key"));
+    // reduce side: one funnel read per task; the table is closed when the task ends
+    List<TaskRead> perTask =
+        shuffle
+            .mapTables(
+                (partition, table) -> {
+                  table.waitReady();
+                  long nulls = table.column(2).nullCount();
+                  return List.of(new TaskRead(partition, table.numRows(), nulls,
+                      FunnelExecutor.deviceKind() + " (" + FunnelExecutor.device().backend()
+                          + ")", org.apache.spark.SparkEnv.get().executorId())).iterator();
+                })
+            .collect();
+    double seconds = (System.nanoTime() - start) / 1e9;
+    long total = perTask.stream().mapToLong(TaskRead::rows).sum();
+    long largest = perTask.stream().mapToLong(TaskRead::rows).max().orElse(0);
+    long empty = perTask.stream().filter(t -> t.rows() == 0).count();
+    long nulls = perTask.stream().mapToLong(TaskRead::nulls).sum();
+    String devices = String.join(", ", new java.util.TreeSet<>(
+        perTask.stream().map(TaskRead::device).toList()));
+    long sparkRows = df.count();
+    long sparkNulls = df.filter(col("i").isNull()).count();
+    System.out.printf(Locale.ROOT,
+        "funnel shuffle on %s: %,d rows of %d columns into %d reduce partitions in %.2f s%n",
+        devices, total, df.columns().length, partitions, seconds);
+    long executors = perTask.stream().map(TaskRead::executor).distinct().count();
+    System.out.printf(Locale.ROOT,
+        "  %d reduce tasks, one device table each, read on %d %s: largest %,d rows, %d"
+            + " empty; column i has %,d nulls%n", perTask.size(), executors,
+        executors == 1 ? "executor" : "executors", largest, empty, nulls);
+    System.out.printf(Locale.ROOT, "  Spark counts %,d rows, %,d nulls in i: %s%n", sparkRows,
+        sparkNulls, sparkRows == total && sparkNulls == nulls ? "same" : "DIFFERENT");
+    return sparkRows == total && sparkNulls == nulls ? 0 : 1;
+  }
+
+  /**
+   * The same repartition of the same cached DataFrame through Spark's shuffle (reduce tasks
+   * iterate their rows) and through the funnel shuffle (reduce tasks read one table, ready), each
+   * {@code warmup + reps} times alternately; prints the median stage times.
+   */
+  static void bench(SparkSession spark, Dataset<Row> df, int partitions, int reps, int warmup) {
+    String backend = "?";
+    df.persist(StorageLevel.MEMORY_ONLY());
+    long rows = df.count(); // the cache is filled before anything is timed
+    StageTimes times = new StageTimes();
+    spark.sparkContext().addSparkListener(times);
+    List<long[]> spark_ = new ArrayList<>();
+    List<long[]> funnel = new ArrayList<>();
+    for (int r = 0; r < warmup + reps; r++) {
+      String tag = "spark-" + r;
+      spark.sparkContext().setJobGroup(tag, tag, false);
+      JavaRDD<Long> sparkCounts =
+          ((org.apache.spark.sql.classic.Dataset<Row>) df.repartition(partitions, col("key")))
+              .queryExecution()
+              .toRdd()
+              .toJavaRDD()
+              .mapPartitions(
+                  it -> {
+                    long n = 0;
+                    while (it.hasNext()) {
+                      it.next();
+                      n++;
+                    }
+                    return List.of(n).iterator();
+                  });
+      long[] a = counts(sparkCounts.collect());
+      long[] sparkStages = times.await(tag);
+      tag = "funnel-" + r;
+      spark.sparkContext().setJobGroup(tag, tag, false);
+      List<TaskRead> reads =
+          FunnelShuffle.repartition(df, partitions, col("key"))
+              .mapTables(
+                  (p, table) -> {
+                    table.waitReady();
+                    return List.of(new TaskRead(p, table.numRows(), 0,
+                        FunnelExecutor.device().backend(), "")).iterator();
+                  })
+              .collect();
+      backend = reads.isEmpty() ? backend : reads.get(0).device();
+      long[] b = reads.stream().mapToLong(TaskRead::rows).toArray();
+      long[] funnelStages = times.await(tag);
+      if (!Arrays.equals(a, b)) {
+        throw new IllegalStateException("the two shuffles put different row counts in partitions");
+      }
+      if (r >= warmup) {
+        spark_.add(sparkStages);
+        funnel.add(funnelStages);
+      }
+    }
+    spark.sparkContext().clearJobGroup();
+    System.out.printf(Locale.ROOT,
+        "%,d rows, %d columns, %d reduce partitions, %s, backend %s, %d cores; median of %d"
+            + " runs after %d warm-up%n", rows, df.columns().length, partitions,
+        spark.sparkContext().master(), backend,
+        Runtime.getRuntime().availableProcessors(), reps, warmup);
+    System.out.printf(Locale.ROOT, "%-20s %12s %12s %14s%n", "shuffle", "map stage",
+        "reduce stage", "shuffle bytes");
+    System.out.printf(Locale.ROOT, "%-20s %9.0f ms %9.0f ms %,14.0f%n", "Spark row shuffle",
+        median(spark_, 0), median(spark_, 1), median(spark_, 2));
+    System.out.printf(Locale.ROOT, "%-20s %9.0f ms %9.0f ms %,14.0f%n", "funnel shuffle",
+        median(funnel, 0), median(funnel, 1), median(funnel, 2));
+    System.out.printf(Locale.ROOT, "reduce stage, each run (ms): Spark %s, funnel %s%n",
+        runs(spark_, 1), runs(funnel, 1));
+    df.unpersist();
+  }
+
+  private static String runs(List<long[]> runs, int which) {
+    return Arrays.toString(runs.stream().mapToLong(r -> r[which]).toArray());
+  }
+
+  private static long[] counts(List<Long> perPartition) {
+    return perPartition.stream().mapToLong(Long::longValue).toArray();
+  }
+
+  private static double median(List<long[]> runs, int which) {
+    double[] v = runs.stream().mapToDouble(r -> r[which]).sorted().toArray();
+    return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  }
+
+  /**
+   * Stage times by job group: a job's map stage and its reduce (result) stage, each from the
+   * stage's submission to its completion, as the scheduler records them.
+   */
+  static final class StageTimes extends SparkListener {
+    private final Map<Integer, String> groupOfStage = new ConcurrentHashMap<>();
+    private final Map<String, int[]> stagesOfGroup = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> millis = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> shuffleBytes = new ConcurrentHashMap<>();
+
+    @Override
+    public void onJobStart(SparkListenerJobStart job) {
+      String group = job.properties().getProperty("spark.jobGroup.id");
+      if (group == null) {
+        return;
+      }
+      int[] ids = new int[job.stageIds().size()];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = (Integer) job.stageIds().apply(i);
+      }
+      Arrays.sort(ids); // the map stage first, the result stage last
+      stagesOfGroup.put(group, ids);
+      for (int id : ids) {
+        groupOfStage.put(id, group);
+      }
+    }
+
+    @Override
+    public void onStageCompleted(SparkListenerStageCompleted done) {
+      StageInfo s = done.stageInfo();
+      if (s.submissionTime().isDefined() && s.completionTime().isDefined()) {
+        shuffleBytes.put(s.stageId(), s.taskMetrics().shuffleWriteMetrics().bytesWritten());
+        millis.put(s.stageId(), (Long) s.completionTime().get() - (Long) s.submissionTime().get());
+      }
+    }
+
+    /**
+     * {map stage ms, reduce stage ms, shuffle bytes written} of the group's job, once the listener
+     * has both stages.
+     */
+    long[] await(String group) {
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      while (System.nanoTime() < deadline) {
+        int[] ids = stagesOfGroup.get(group);
+        if (ids != null && ids.length == 2 && millis.containsKey(ids[0])
+            && millis.containsKey(ids[1])) {
+          return new long[] {millis.get(ids[0]), millis.get(ids[1]), shuffleBytes.get(ids[0])};
+        }
+        try {
+          Thread.sleep(10);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      throw new IllegalStateException("no map and reduce stage times for " + group + ": "
+          + Arrays.toString(stagesOfGroup.get(group)));
+    }
+  }
+}

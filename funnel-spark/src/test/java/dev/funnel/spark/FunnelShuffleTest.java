@@ -1,0 +1,289 @@
+package dev.funnel.spark;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.when;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.funnel.DeviceColumn;
+import dev.funnel.DeviceTable;
+import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelException;
+import dev.funnel.FunnelReader;
+import dev.funnel.LiveHandles;
+import dev.funnel.MalformedPartitionException;
+import dev.funnel.PinnedBuffer;
+import dev.funnel.PinnedPool;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.SparkException;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import scala.Tuple2;
+
+/**
+ * Real Spark jobs (local mode, 4 task threads, 200 reduce partitions) whose reduce tasks read
+ * their partition through funnel, checked per reduce partition against Spark's own computation
+ * on the same DataFrame, shuffled by Spark's {@code repartition(200, key)}.
+ */
+class FunnelShuffleTest {
+  static final int PARTITIONS = 200;
+  static final long ROWS = 1_000_000;
+
+  static SparkSession spark;
+  long[] handlesBefore;
+
+  @BeforeAll
+  static void startSpark() {
+    spark = SparkJobs.session();
+  }
+
+  @AfterAll
+  static void stopSpark() {
+    if (spark != null) {
+      spark.stop();
+    }
+    FunnelExecutor.closeDevices();
+  }
+
+  @BeforeEach
+  void countHandles() {
+    FunnelExecutor.device(); // opened before counting: it stays for the suite
+    handlesBefore = LiveHandles.live();
+  }
+
+  @AfterEach
+  void everyTableAndReaderClosed() {
+    assertArrayEquals(
+        handlesBefore, LiveHandles.live(), "devices, readers, tables alive after the job");
+  }
+
+  /** Each reduce task's figures, from its funnel table copied back to Arrow Java. */
+  static Map<Integer, PartitionStats> throughFunnel(FunnelShuffle shuffle) {
+    List<Tuple2<Integer, PartitionStats>> got =
+        shuffle
+            .mapTables(
+                (partition, table) -> {
+                  assertEquals(shuffle.schema(), table.schema());
+                  try (BufferAllocator allocator = new RootAllocator();
+                      VectorSchemaRoot root = table.toArrow(allocator)) {
+                    PartitionStats stats = PartitionStats.of(root);
+                    List<DeviceColumn> cols = table.columns();
+                    for (int c = 0; c < cols.size(); c++) { // funnel's own count, from its scan
+                      assertEquals(stats.values[1 + c], cols.get(c).nullCount(), "null count");
+                    }
+                    assertEquals(stats.values[0], table.numRows());
+                    return List.of(new Tuple2<>(partition, stats)).iterator();
+                  }
+                })
+            .collect();
+    Map<Integer, PartitionStats> out = new TreeMap<>();
+    for (Tuple2<Integer, PartitionStats> t : got) {
+      assertEquals(null, out.put(t._1(), t._2()), "two tables for partition " + t._1());
+    }
+    return out;
+  }
+
+  static void assertSameStats(Map<Integer, PartitionStats> expected, Map<Integer, PartitionStats> got) {
+    assertEquals(expected.size(), got.size(), "tables, one per reduce partition");
+    for (int p = 0; p < expected.size(); p++) {
+      assertEquals(expected.get(p), got.get(p), "reduce partition " + p);
+    }
+  }
+
+  @Test
+  void shuffleOfAMillionRowsMatchesSparkPerReducePartition() {
+    Dataset<Row> df = SparkJobs.table(spark, ROWS, col("id").multiply(7919).mod(100_003));
+    Map<Integer, PartitionStats> expected = PartitionStats.expected(df, PARTITIONS);
+    long total = expected.values().stream().mapToLong(s -> s.values[0]).sum();
+    assertEquals(ROWS, total, "Spark's own count");
+    long nonEmpty = expected.values().stream().filter(s -> s.values[0] > 0).count();
+    assertEquals(PARTITIONS, nonEmpty, "the keys spread over every reduce partition");
+
+    // small frames: a map task writes many per reduce partition
+    FunnelShuffle shuffle = FunnelShuffle.repartition(df, PARTITIONS, 1000, 1L << 20, col("key"));
+    assertSameStats(expected, throughFunnel(shuffle));
+  }
+
+  @Test
+  void skewedShuffleOneHugePartitionManyEmpty() {
+    Dataset<Row> df =
+        SparkJobs.table(
+            spark, ROWS, when(col("id").mod(100).notEqual(0), lit(7)).otherwise(col("id").mod(5)));
+    Map<Integer, PartitionStats> expected = PartitionStats.expected(df, PARTITIONS);
+    long empty = expected.values().stream().filter(s -> s.values[0] == 0).count();
+    long largest = expected.values().stream().mapToLong(s -> s.values[0]).max().getAsLong();
+    assertTrue(empty >= PARTITIONS - 6, empty + " empty reduce partitions");
+    assertTrue(largest >= ROWS * 99 / 100, "largest reduce partition has " + largest + " rows");
+
+    FunnelShuffle shuffle = FunnelShuffle.repartition(df, PARTITIONS, col("key"));
+    assertSameStats(expected, throughFunnel(shuffle));
+  }
+
+  @Test
+  void serializedSortShuffleAbove200Partitions() {
+    // above spark.shuffle.sort.bypassMergeThreshold (200) Spark sorts the serialized records
+    // (FrameSerializer allows relocation) instead of writing a file per partition
+    int partitions = 333;
+    Dataset<Row> df = SparkJobs.table(spark, 100_000, col("id").mod(10_007));
+    Map<Integer, PartitionStats> expected = PartitionStats.expected(df, partitions);
+    FunnelShuffle shuffle = FunnelShuffle.repartition(df, partitions, 100, 1L << 20, col("key"));
+    assertSameStats(expected, throughFunnel(shuffle));
+  }
+
+  @Test
+  void corruptFrameFailsTheJobWithFunnelsMessage() throws Exception {
+    Dataset<Row> df = SparkJobs.table(spark, 10_000, col("id").mod(50));
+    FunnelShuffle shuffle = FunnelShuffle.repartition(df, PARTITIONS, col("key"));
+    byte[] bad = truncatedFrame(shuffle);
+    String funnelSays;
+    try (FunnelDevice device = FunnelDevice.open(SparkJobs.BACKEND);
+        FunnelReader reader = new FunnelReader(device, shuffle.schema())) {
+      MalformedPartitionException e =
+          assertThrows(MalformedPartitionException.class, () -> reader.read(direct(bad)));
+      funnelSays = e.getMessage().replaceFirst("^partition 0: ", "");
+    }
+
+    // map task 0's first frame is cut short
+    JavaPairRDD<Integer, byte[]> corrupt =
+        shuffle
+            .frames()
+            .mapPartitionsWithIndex(
+                (map, it) -> {
+                  List<Tuple2<Integer, byte[]>> out = new ArrayList<>();
+                  it.forEachRemaining(out::add);
+                  if (map == 0) {
+                    out.set(0, new Tuple2<>(out.get(0)._1(), bad));
+                  }
+                  return out.iterator();
+                },
+                false)
+            .mapToPair(t -> t);
+    SparkException e =
+        assertThrows(
+            SparkException.class,
+            () ->
+                FunnelShuffle.mapTables(
+                        corrupt,
+                        PARTITIONS,
+                        shuffle.sparkSchema(),
+                        (p, table) -> List.of(table.numRows()).iterator())
+                    .collect());
+    assertTrue(
+        e.getMessage().contains(MalformedPartitionException.class.getName()),
+        "task failure names funnel's exception: " + e.getMessage());
+    assertTrue(
+        e.getMessage().contains(funnelSays), "task failure carries funnel's message: " + funnelSays
+            + "\nin: " + e.getMessage());
+  }
+
+  static final StructType LONGS = new StructType().add("x", DataTypes.LongType);
+
+  /** Frames of 0..rows-1, 1000 rows each. */
+  static List<byte[]> longFrames(long rows) {
+    List<byte[]> frames = new ArrayList<>();
+    try (ArrowFrames writer = new ArrowFrames(LONGS, 0, 1, 1000, 1L << 20)) {
+      for (long k = 0; k < rows; k++) {
+        byte[] f = writer.append(0, new GenericInternalRow(new Object[] {k}));
+        if (f != null) {
+          frames.add(f);
+        }
+      }
+      frames.add(writer.flush(0));
+    }
+    return frames;
+  }
+
+  static long sumOfLongs(DeviceTable table) {
+    try (BufferAllocator allocator = new RootAllocator();
+        VectorSchemaRoot root = table.toArrow(allocator)) {
+      long sum = 0;
+      for (int r = 0; r < root.getRowCount(); r++) {
+        sum += ((BigIntVector) root.getVector(0)).get(r);
+      }
+      return sum;
+    }
+  }
+
+  @Test
+  void stagingFallsBackToDirectMemoryWhenThePinnedPoolIsFull() {
+    PinnedPool pool = FunnelExecutor.device().pinnedPool();
+    List<PinnedBuffer> filling = new ArrayList<>();
+    try {
+      while (true) {
+        try {
+          filling.add(pool.allocate(1 << 20));
+        } catch (FunnelException e) {
+          assertEquals(FunnelException.Code.HOST_OUT_OF_MEMORY, e.code());
+          break;
+        }
+      }
+      try (DeviceTable table =
+          ShuffleReads.read(longFrames(2500).iterator(), ArrowFrames.arrowSchema(LONGS))) {
+        assertEquals(2500, table.numRows());
+        assertEquals(2499L * 2500 / 2, sumOfLongs(table));
+      }
+    } finally {
+      filling.forEach(PinnedBuffer::close);
+    }
+  }
+
+  @Test
+  void stagingGoesBackOnceTheReadIsDoneAndTheTableStays() throws Exception {
+    List<byte[]> frames = longFrames(2500);
+    StructType schema = LONGS;
+    PinnedPool pool = FunnelExecutor.device().pinnedPool();
+    long before = pool.inUse();
+    // on the driver: no task, so the caller closes the table
+    try (DeviceTable table = ShuffleReads.read(frames.iterator(), ArrowFrames.arrowSchema(schema))) {
+      assertEquals(2500, table.numRows());
+      table.waitReady();
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (pool.inUse() > before && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertEquals(before, pool.inUse(), "pinned staging given back after the read completed");
+      assertEquals(2499L * 2500 / 2, sumOfLongs(table));
+    }
+  }
+
+  /** A frame of {@code shuffle}'s schema, its RecordBatch body cut short by 8 bytes. */
+  static byte[] truncatedFrame(FunnelShuffle shuffle) {
+    try (ArrowFrames writer =
+        new ArrowFrames(shuffle.sparkSchema(), 0, 1, 100, 1L << 20)) {
+      Object[] values = {1L, 2, 3, 4L, 5.0, true, UTF8String.fromString("x"), 6};
+      writer.append(0, new GenericInternalRow(values));
+      byte[] frame = writer.flush(0);
+      int eos = 8; // the end-of-stream marker
+      return Arrays.copyOf(frame, frame.length - eos - 8);
+    }
+  }
+
+  static ByteBuffer direct(byte[] bytes) {
+    ByteBuffer b = ByteBuffer.allocateDirect(bytes.length);
+    b.put(bytes).flip();
+    return b;
+  }
+}
