@@ -27,7 +27,8 @@ extern const unsigned char funnel__fatbin[];
 
 #define DRIVER_FUNCTIONS(X)                                                  \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)       \
-  X(cuDeviceGetName) X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+  X(cuDeviceGetName) X(cuCtxGetCurrent) X(cuCtxGetDevice)                 \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                 \
   X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuMemHostAlloc) X(cuMemFreeHost)             \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuMemcpyHtoDAsync)                \
@@ -505,9 +506,13 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
                       "cuda backend: no CUDA device %d: this process sees %d (ordinals 0 to %d, "
                       "after CUDA_VISIBLE_DEVICES)",
                       ordinal, count, count - 1);
-  if (ordinal < 0) {
+  if (ordinal < 0) { /* asked only when there is a context: no failing call */
+    CUcontext ctx = NULL;
     CUdevice current;
-    ordinal = cu->cuCtxGetDevice(&current) == CUDA_SUCCESS ? (int)current : 0;
+    ordinal = cu->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != NULL &&
+                      cu->cuCtxGetDevice(&current) == CUDA_SUCCESS
+                  ? (int)current
+                  : 0;
   }
   FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, ordinal)));
   cu->cuDeviceGetName(cu->device_name, (int)sizeof(cu->device_name), cu->device);
