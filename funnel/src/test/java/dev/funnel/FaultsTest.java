@@ -46,7 +46,8 @@ class FaultsTest extends DeviceTestCase {
     int[] injected = new int[KINDS.length];
     try (FunnelReader reader = new FunnelReader(device)) {
       readAndCheck(reader, views, parts); // warm: the pools exist
-      long[] handles0 = Handles.live();
+      // other tests' garbage, freed by the cleaner while this runs, would move the counts
+      long[] handles0 = TestSupport.settledLive();
       long[] native0 = Faults.nativeLive();
       long pinned0 = pool.inUse();
       for (int kind = 0; kind < Faults.KINDS; kind++) {

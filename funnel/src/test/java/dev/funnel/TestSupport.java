@@ -372,6 +372,29 @@ final class TestSupport {
   }
 
   /**
+   * {@link Handles#live()} once the collector has freed what earlier tests left unreachable (their
+   * cleaners run on their own thread): counts no other test's garbage moves afterwards.
+   */
+  static long[] settledLive() {
+    long[] last = Handles.live();
+    for (int i = 0; i < 100; i++) {
+      System.gc();
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      long[] now = Handles.live();
+      if (Arrays.equals(now, last)) {
+        return now;
+      }
+      last = now;
+    }
+    return last;
+  }
+
+  /**
    * The invariants of the design (ReadStats' javadoc), true of every successful read, by the path
    * it took: the host path; the device path; or the host path after a device-path attempt, with
    * that attempt's copies (the partitions and a table), its launches (parse, and scan over 256
