@@ -174,6 +174,9 @@ extern "C" {
 #include "dpath.h"
 }
 
+// the kernels' launch bounds and the scan's tile are this block size
+static_assert(FUNNEL__DPATH_THREADS == 256, "the launch bounds below say 256");
+
 namespace {
 
 // The block's sum of one value a thread (every thread gets it).

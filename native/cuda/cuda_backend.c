@@ -247,7 +247,10 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
-  if (stage < 0 || stage > FUNNEL_DP_CONCAT || n <= 0) return FUNNEL_OK;
+  if (stage < 0 || stage > FUNNEL_DP_CONCAT)
+    return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "cuda backend: no device-path stage %d",
+                      stage);
+  if (n <= 0) return FUNNEL_OK;
   const int64_t threads = FUNNEL__DPATH_THREADS;
   int64_t gx = 1, gy = 1;
   switch (stage) {

@@ -405,12 +405,18 @@ struct funnel_partition {
  * device", "... belongs to another device"); it stays alive while the read
  * enqueues (funnel_stream_destroy waits).
  *
- * Parses and plans on the calling thread (no device call), then enqueues on
- * the stream at most one host-to-device copy per
- * run of partitions (partitions back to back in pinned memory go up in one
- * copy; a large staged read adds up to 16, one per staging round), one copy
- * of the segment table and one concat launch, records an event and returns
- * without waiting. On cuda, partitions that are not in the pinned pool are
+ * The host path (FUNNEL_OPTION_PARSE): parses and plans on the calling
+ * thread (no device call), then enqueues on the stream at most one
+ * host-to-device copy per run of partitions (partitions back to back in
+ * pinned memory go up in one copy; a large staged read adds up to 16, one
+ * per staging round), one copy of the segment table and one concat launch,
+ * records an event and returns without waiting. The device path (AUTO's
+ * choice for many small partitions) enqueues the same copies, two small
+ * uploads and the parse, then WAITS once, on an event recorded on the
+ * stream after them, for the parse's sums (so also for whatever was
+ * enqueued on that stream before the read: a caller's stream must not hold
+ * work that waits on something the caller does after the read returns),
+ * then enqueues the concat and returns without waiting again. On cuda, partitions that are not in the pinned pool are
  * first copied into it (staging) by the calling thread and the shared host
  * threads, in rounds, each round's bytes going up while the next is
  * staged. String offsets and null counts (against the validity bits) are

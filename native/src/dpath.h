@@ -3,9 +3,10 @@
  * IPC headers, sums rows, null counts and string bytes, and, once the host
  * has laid the output out from those sums, concatenates from what it
  * parsed. The host does nothing per partition but place its bytes. Plain C
- * that nvcc compiles too: native/cuda/concat.cu runs these functions a warp
- * at a time, the cpu backend one lane at a time, so both backends run the
- * same parser and the same concat.
+ * that nvcc compiles too: native/cuda/concat.cu runs the parse a thread a
+ * partition and the concat a group of lanes a piece, the cpu backend both
+ * one lane at a time, so both backends run the same parser and the same
+ * concat.
  *
  * The device parser is strict where the host parser (format.c) is
  * general: it takes a partition only when every message is a Schema
@@ -132,10 +133,11 @@ struct funnel__dp_args {
 /* ------------------------------------------------------------ lanes */
 
 /* A stage's item is run by `lanes` lanes at once: a group of 1 to 32
- * lanes of a warp on the device (a power of two; for the parse 1 or 32),
- * one lane on the host. Every lane computes the same control flow,
- * splitting only the loops over rows and bytes, joined by these (the
- * parse's only; with one lane they are the identity). */
+ * lanes of a warp on the device (a power of two), one lane on the host.
+ * Every lane computes the same control flow, splitting only the loops over
+ * rows and bytes. The parse's loops are joined by these, which join a
+ * whole warp: the parse runs with 1 lane (the kernels') or 32, never
+ * between (with one lane they are the identity). */
 #if defined(__CUDA_ARCH__)
 FUNNEL_DP bool dp_all(bool v, int lanes) { return lanes == 1 ? v : __all_sync(0xFFFFFFFFu, v); }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) {

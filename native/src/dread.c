@@ -68,12 +68,27 @@ static int32_t column_kind(const struct funnel__field *f) {
   return f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED;
 }
 
+/* Whether AUTO's read of partitions like parts[first] (parsed into `pv`)
+ * would be left to the host by the device: one writer's partitions look
+ * alike, so one that the device would leave sends the read to the host
+ * path now, not after a round trip. */
+static bool left_alike(const struct funnel_partition *part, const struct funnel__partition *pv,
+                       const struct funnel__schema *known) {
+  static const uint8_t magic[6] = {'A', 'R', 'R', 'O', 'W', '1'};
+  const uint8_t *b = part->data;
+  if (part->length >= 8 && memcmp(b, magic, 6) == 0) return true; /* an IPC file */
+  if (part->length >= 4 && funnel__ld32(b) != 0xFFFFFFFFu) return true; /* legacy framing */
+  if (pv->n_batches > 1) return true;
+  return known != NULL && pv->schema != NULL && pv->schema != known; /* written otherwise */
+}
+
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
                           const struct funnel__schema *known,
                           const struct funnel__schema **schema) {
   *schema = NULL;
   if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
+  const bool automatic = o->parse == FUNNEL_PARSE_AUTO;
   int64_t bytes = 0, first = -1;
   for (size_t i = 0; i < count; i++) {
     if (parts[i].length == 0) continue;
@@ -82,16 +97,24 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
     bytes += (int64_t)parts[i].length;
     if (first < 0) first = (int64_t)i;
   }
-  if (o->parse == FUNNEL_PARSE_AUTO &&
+  if (automatic &&
       ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
     return false;
-  if (known == NULL && first >= 0) {
+  if (first >= 0 && (known == NULL || automatic)) {
     struct funnel__partition pv;
-    if (funnel__partition_parse(parts[first].data, (int64_t)parts[first].length, first,
-                                &t->arena, &pv, NULL) == FUNNEL_OK)
-      known = pv.schema;
+    if (funnel__partition_parse_known(parts[first].data, (int64_t)parts[first].length, first,
+                                      known, &t->arena, &pv, NULL) != FUNNEL_OK)
+      return false; /* the host path says what is wrong */
+    if (automatic && left_alike(&parts[first], &pv, known)) return false;
+    if (known == NULL) known = pv.schema;
   }
   if (known == NULL || known->n_fields == 0) return false;
+  /* what only the device path would need: its tables of pieces, a scan
+   * launch's grid of string columns */
+  int n_var = 0;
+  for (int c = 0; c < known->n_fields; c++) n_var += known->fields[c].offset_width != 0;
+  if ((int64_t)count > FUNNEL__DPATH_MAX_PIECES / known->n_fields || n_var >= FUNNEL__CONCAT_MAX_BLOCKS)
+    return false;
   *schema = known;
   return true;
 }

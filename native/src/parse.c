@@ -82,7 +82,6 @@ int funnel__parse_all(const struct funnel_partition *parts, size_t count,
                       struct funnel__partition **out, struct funnel_error *error) {
   struct funnel__partition *pv = funnel__arena_calloc(&t->arena, count ? count : 1, sizeof(*pv));
   if (pv == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-  for (size_t i = 0; i < count; i++) t->stats.empty_partitions += parts[i].length == 0;
   /* without the reader's schema, the first partition that has one gives it
    * (the others repeat it, which parse_known then checks with a memcmp) */
   size_t i = 0;

@@ -36,8 +36,7 @@ int64_t funnel__reader_reads_in_flight(struct funnel_reader *reader);
 
 /* ---------------------------------------------------------------- parse.c */
 
-/* Parses every partition into views allocated in t->arena (counting the
- * empty ones in t->stats); the error, if any, is the first bad partition's
+/* Parses every partition into views allocated in t->arena; the error, if any, is the first bad partition's
  * in partition order, as one thread going through them would find. */
 int funnel__parse_all(const struct funnel_partition *parts, size_t count,
                       const struct funnel__schema *known, struct funnel_table *t,

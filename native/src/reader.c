@@ -168,6 +168,7 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   struct funnel_table *t = funnel__table_new(reader->dev, error);
   if (t == NULL) return FUNNEL_ERR_HOST_OUT_OF_MEMORY;
   t->stats.partitions = (int64_t)count;
+  for (size_t i = 0; i < count; i++) t->stats.empty_partitions += parts[i].length == 0;
   t->schema = funnel__shared_schema_ref(reader->schema); /* the table may outlive the reader */
   const struct funnel__schema *schema = t->schema ? &t->schema->schema : NULL;
   const struct funnel__read_options *o = &reader->options;

@@ -37,6 +37,10 @@
  * at most */
 #define FUNNEL__DPATH_MIN_PARTS 128
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
+/* The device path keeps 40 bytes a (partition, column) piece on the device
+ * (dread.c): above this many pieces (640 MiB of them) a read takes the
+ * host path, which keeps none */
+#define FUNNEL__DPATH_MAX_PIECES ((int64_t)1 << 24)
 #define FUNNEL__CONCAT_MAX_BLOCKS 65535
 
 /* The pinned pool, allocated once per device. cuda: cuMemHostAlloc costs

@@ -60,6 +60,9 @@ static int read_all(struct funnel_device *dev, const struct funnel_partition *pa
   struct funnel_read_stats s;
   CHECK_OK(funnel_table_stats(r->table, &s, &err), &err);
   CHECK_READ_INVARIANTS(&s);
+  int64_t empty = 0;
+  for (size_t p = 0; p < n; p++) empty += parts[p].length == 0;
+  CHECK_EQ_I64(s.empty_partitions, empty);
   if (parse == FUNNEL_PARSE_DEVICE) {
     CHECK_EQ_I64(s.device_parsed, (int64_t)n);
     CHECK_EQ_I64(check_on_device(&s), on_device);
