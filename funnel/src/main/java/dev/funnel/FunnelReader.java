@@ -20,7 +20,9 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * the schema. A zero-length partition is an empty shuffle block and contributes no rows.
  *
  * <p>Reads are asynchronous: {@code read} parses and plans on the calling thread, enqueues the
- * copies and the concat, and returns. The partitions' memory must stay valid and unchanged until
+ * copies and the concat, and returns. A read whose headers the device parses ({@link #setParse})
+ * waits once inside, on its stream, for the parse's sums (and so for what was enqueued on that
+ * stream before it), then enqueues the concat and returns. The partitions' memory must stay valid and unchanged until
  * the table is ready ({@link DeviceTable#waitReady()}) or closed; the table keeps the ByteBuffers
  * it was given reachable until then, but memory passed as raw addresses is the caller's to keep.
  *
