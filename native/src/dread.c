@@ -32,32 +32,26 @@ struct dp_layout {
   int64_t summary_bytes;
 };
 
-static int64_t carve(int64_t *cursor, int64_t size) {
-  const int64_t at = *cursor;
-  *cursor = funnel__align_up(at + size, FUNNEL__ALIGN);
-  return at;
-}
-
 static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int64_t schema_length) {
   struct dp_layout l;
   int64_t at = 0;
-  l.args = carve(&at, (int64_t)sizeof(struct funnel__dp_args));
-  l.columns = carve(&at, n_cols * (int64_t)sizeof(struct funnel__dp_column));
-  l.bitbufs = carve(&at, 2 * n_cols * (int64_t)sizeof(struct funnel__dp_bitbuf));
+  l.args = funnel__carve(&at, (int64_t)sizeof(struct funnel__dp_args));
+  l.columns = funnel__carve(&at, n_cols * (int64_t)sizeof(struct funnel__dp_column));
+  l.bitbufs = funnel__carve(&at, 2 * n_cols * (int64_t)sizeof(struct funnel__dp_bitbuf));
   l.head2 = at;
-  l.inputs = carve(&at, n * (int64_t)sizeof(struct funnel__dp_input));
-  l.schema = carve(&at, schema_length);
+  l.inputs = funnel__carve(&at, n * (int64_t)sizeof(struct funnel__dp_input));
+  l.schema = funnel__carve(&at, schema_length);
   l.summary_bytes = (int64_t)sizeof(struct funnel__dp_summary) + 8 * (int64_t)(n_cols + n_var);
-  l.summary = carve(&at, l.summary_bytes);
+  l.summary = funnel__carve(&at, l.summary_bytes);
   l.head1 = at;
   int64_t host = at;
-  l.summary_back = carve(&host, l.summary_bytes);
+  l.summary_back = funnel__carve(&host, l.summary_bytes);
   l.host = host;
-  l.pieces = carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
-  l.rows = carve(&at, (n + 1) * 8);
-  l.chars = carve(&at, n_var * (n + 1) * 8);
+  l.pieces = funnel__carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
+  l.rows = funnel__carve(&at, (n + 1) * 8);
+  l.chars = funnel__carve(&at, n_var * (n + 1) * 8);
   l.n_tiles = (n + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS;
-  l.tiles = carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
+  l.tiles = funnel__carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
   l.device = at;
   return l;
 }

@@ -52,6 +52,13 @@ static inline bool funnel__mul_overflows(int64_t a, int64_t b, int64_t *out) {
 static inline int64_t funnel__align_up(int64_t n, int64_t a) {
   return (n + a - 1) / a * a;
 }
+/* Reserves `size` bytes of a layout at a FUNNEL__ALIGN boundary: returns
+ * where they start; *cursor moves past them. */
+static inline int64_t funnel__carve(int64_t *cursor, int64_t size) {
+  const int64_t at = *cursor;
+  *cursor = funnel__align_up(at + size, FUNNEL__ALIGN);
+  return at;
+}
 
 int64_t funnel__now_ns(void);
 

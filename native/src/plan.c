@@ -63,14 +63,6 @@ int funnel__plan_check_pieces(const struct funnel__plan *plan, struct funnel_err
 
 static int64_t bitmap_bytes(int64_t rows) { return (rows + 7) / 8; }
 
-/* Reserves `size` bytes at a 64-byte boundary of a layout; returns the
- * offset. */
-static int64_t carve(int64_t *cursor, int64_t size) {
-  int64_t at = *cursor;
-  *cursor = funnel__align_up(at + size, FUNNEL__ALIGN);
-  return at;
-}
-
 static int pick_schema(const struct funnel__schema **schema, struct funnel__partition *parts,
                        int64_t n_parts, struct funnel_error *error) {
   for (int64_t p = 0; p < n_parts && *schema == NULL; p++) {
@@ -179,7 +171,7 @@ static int layout_column(const struct funnel__field *f, int c, struct funnel__ou
   oc->validity = oc->offsets = oc->data = -1;
   if (oc->null_count > 0) {
     oc->validity_size = bitmap_bytes(rows);
-    oc->validity = carve(size, oc->validity_size);
+    oc->validity = funnel__carve(size, oc->validity_size);
   }
   if (f->offset_width != 0) {
     if (f->offset_width == 4 && chars > INT32_MAX)
@@ -189,7 +181,7 @@ static int layout_column(const struct funnel__field *f, int c, struct funnel__ou
                                c, f->name, (long long)chars, funnel_type_name(f->type_id),
                                f->type_id == FUNNEL_TYPE_UTF8 ? "large_utf8" : "large_binary");
     oc->offsets_size = (rows + 1) * f->offset_width;
-    oc->offsets = carve(size, oc->offsets_size);
+    oc->offsets = funnel__carve(size, oc->offsets_size);
     oc->data_size = chars;
   } else if (f->type_id == FUNNEL_TYPE_BOOL) {
     oc->data_size = bitmap_bytes(rows);
@@ -197,7 +189,7 @@ static int layout_column(const struct funnel__field *f, int c, struct funnel__ou
     return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
                              "column %d '%s': %lld rows overflow", c, f->name, (long long)rows);
   }
-  oc->data = carve(size, oc->data_size);
+  oc->data = funnel__carve(size, oc->data_size);
   if (*size > FUNNEL__MAX_OUTPUT_BYTES)
     return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
                              "column %d '%s': the table of %lld rows would need more than "

@@ -39,11 +39,17 @@ static int64_t add_run(struct funnel__run *runs, int64_t *nr, int64_t *scratch,
 int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
                          size_t count, int transfer, void *stream, struct funnel_error *error) {
   if (transfer == FUNNEL_TRANSFER_DIRECT || count == 0) return FUNNEL_OK;
+  const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
+  /* a read whose first partition is pageable allocates nothing here */
+  size_t first = 0;
+  while (first < count && parts[first].length == 0) first++;
+  if (first == count || parts[first].data == NULL || parts[first].length > INT64_MAX ||
+      !funnel__span_contains(span, parts[first].data, (int64_t)parts[first].length))
+    return FUNNEL_OK;
   int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   struct funnel__run *runs = funnel__arena_alloc(&t->arena, count * sizeof(*runs));
   if (in == NULL || runs == NULL) return OUT_OF_MEMORY(error);
   /* one pass: every non-empty partition in the pinned pool, laid out */
-  const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
   int64_t nr = 0, scratch = 0;
   for (size_t i = 0; i < count; i++) {
     const struct funnel_partition *p = &parts[i];
