@@ -138,6 +138,17 @@ static void stage_task(void *ctx, int64_t i) {
   stream_fence();
 }
 
+/* Runs tasks [sp->first, sp->first + n): on the host threads, or on the
+ * calling thread when the read stages too few bytes to pay for waking
+ * them (FUNNEL__STAGE_INLINE_BYTES). */
+static void stage_tasks(const struct funnel__stage_plan *sp, int64_t n) {
+  if (sp->bytes > FUNNEL__STAGE_INLINE_BYTES) {
+    funnel__parallel_for(n, stage_task, (void *)sp);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) stage_task((void *)sp, i);
+}
+
 /* The end, in the staging block, of the bytes that tasks [0, end_task)
  * have written (the gaps between partitions come along in the copies). */
 static const uint8_t *staged_upto(const struct funnel__stage_plan *sp, int64_t end_task) {
@@ -303,7 +314,7 @@ static int enqueue_staged_rounds(struct funnel_table *t, const struct funnel__tr
   for (int64_t first = 0; first < sp->tasks && st == FUNNEL_OK; first += per_round) {
     const int64_t end = first + per_round < sp->tasks ? first + per_round : sp->tasks;
     sp->first = first;
-    funnel__parallel_for(end - first, stage_task, sp);
+    stage_tasks(sp, end - first);
     const uint8_t *upto = staged_upto(sp, end);
     while (st == FUNNEL_OK && r < tr->n_runs && sent < upto) {
       const struct funnel__run *run = &tr->runs[r];
@@ -335,7 +346,7 @@ static int enqueue_runs(struct funnel_table *t, struct funnel__transfer *tr,
     /* no room for one block: the partitions were staged into blocks of
      * their own, which go up like any pinned partition once filled */
     sp->first = 0;
-    funnel__parallel_for(sp->tasks, stage_task, sp);
+    stage_tasks(sp, sp->tasks);
     sp->tasks = 0;
   }
   const uint8_t *lo = sp->block, *hi = sp->block ? sp->block + sp->block_size : NULL;

@@ -1,12 +1,18 @@
 package dev.funnel.spark;
 
+import dev.funnel.DeviceStream;
 import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelReader;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.resource.ResourceInformation;
@@ -33,6 +39,23 @@ public final class FunnelExecutor {
 
   /** Open devices by the kind they were opened with ("cpu", "cuda:1", ...). */
   private static final Map<String, FunnelDevice> DEVICES = new HashMap<>();
+
+  /**
+   * Readers by device and schema, shared by the tasks (a reader is thread-safe): opening one
+   * serializes the schema and parses it again natively, which a task of small frames would
+   * otherwise pay each time.
+   */
+  private static final Map<FunnelDevice, Map<Schema, FunnelReader>> READERS = new HashMap<>();
+
+  /** Schemas a device keeps readers for; a task of another schema opens and closes its own. */
+  static final int MAX_READERS = 64;
+
+  /**
+   * Streams no task holds, by device: a task reads on a stream of its own (the reads of
+   * concurrent tasks run side by side, and a read that waits inside waits for no other task's
+   * work) without creating one each time.
+   */
+  private static final Map<FunnelDevice, ArrayDeque<DeviceStream>> IDLE_STREAMS = new HashMap<>();
 
   /** Staging memory when the pinned pool is full (Arrow's allocator: no JVM flag needed). */
   private static final BufferAllocator OFF_HEAP = new RootAllocator();
@@ -91,14 +114,91 @@ public final class FunnelExecutor {
   }
 
   /**
-   * Closes this JVM's devices, if open; the next {@link #device()} opens them again. Every table
+   * The device's reader of {@code schema}, shared by the tasks and closed by {@link
+   * #closeDevices()}; null when the device keeps {@link #MAX_READERS} readers of other schemas
+   * already (the caller opens and closes its own).
+   */
+  static synchronized FunnelReader sharedReader(FunnelDevice device, Schema schema) {
+    Map<Schema, FunnelReader> readers = READERS.computeIfAbsent(device, d -> new HashMap<>());
+    FunnelReader r = readers.get(schema);
+    if (r == null && readers.size() < MAX_READERS) {
+      r = new FunnelReader(device, schema);
+      readers.put(schema, r);
+    }
+    return r;
+  }
+
+  /** A stream of the device for one task's read: give it back with {@link #giveBack}. */
+  static DeviceStream takeStream(FunnelDevice device) {
+    synchronized (FunnelExecutor.class) {
+      ArrayDeque<DeviceStream> idle = IDLE_STREAMS.get(device);
+      if (idle != null && !idle.isEmpty()) {
+        return idle.pop();
+      }
+    }
+    return device.createStream();
+  }
+
+  /**
+   * Gives back a stream from {@link #takeStream} once nothing of the task runs on it any more
+   * (its table closed); closes it when its device has been closed since.
+   */
+  static void giveBack(DeviceStream stream) {
+    synchronized (FunnelExecutor.class) {
+      if (DEVICES.containsValue(stream.device())) {
+        IDLE_STREAMS.computeIfAbsent(stream.device(), d -> new ArrayDeque<>()).push(stream);
+        return;
+      }
+    }
+    stream.close();
+  }
+
+  /**
+   * Closes this JVM's devices, if open, with the readers and idle streams the tasks shared; the
+   * next {@link #device()} opens them again. Every table
    * read from them must be closed first (tasks close theirs as they end). For tests and for
    * embedders that stop Spark and go on.
    */
   public static synchronized void closeDevices() {
-    for (FunnelDevice d : DEVICES.values()) {
-      d.close();
-    }
+    List<AutoCloseable> all = shared();
+    all.addAll(DEVICES.values()); // last: readers and streams first let go of them
     DEVICES.clear();
+    closeEach(all);
+  }
+
+  /**
+   * Closes the readers and idle streams the tasks shared, keeping the devices open (tests count
+   * the handles a job leaves). Tasks that run after open them again.
+   */
+  static synchronized void closeShared() {
+    closeEach(shared());
+  }
+
+  /** The shared readers and idle streams, forgotten. */
+  private static List<AutoCloseable> shared() {
+    List<AutoCloseable> all = new ArrayList<>();
+    READERS.values().forEach(m -> all.addAll(m.values()));
+    IDLE_STREAMS.values().forEach(all::addAll);
+    READERS.clear();
+    IDLE_STREAMS.clear();
+    return all;
+  }
+
+  private static void closeEach(List<AutoCloseable> all) {
+    RuntimeException first = null;
+    for (AutoCloseable c : all) {
+      try {
+        c.close();
+      } catch (Exception e) {
+        if (first == null) {
+          first = e instanceof RuntimeException r ? r : new RuntimeException(e);
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
   }
 }

@@ -125,6 +125,12 @@ public final class FunnelShuffle implements Serializable {
     Iterator<T> apply(int partition, DeviceTable table) throws Exception;
   }
 
+  /** A {@link TableFunction} that is also told where its task's read went. */
+  @FunctionalInterface
+  public interface TimedTableFunction<T> extends Serializable {
+    Iterator<T> apply(int partition, DeviceTable table, ReduceTimes times) throws Exception;
+  }
+
   /**
    * Runs the shuffle: each reduce task reads all its frames into one table and hands it to {@code
    * fn}, whose iterator it consumes before the table is closed.
@@ -142,9 +148,28 @@ public final class FunnelShuffle implements Serializable {
       int numPartitions,
       StructType sparkSchema,
       TableFunction<T> fn) {
+    return mapTablesWithTimes(
+        frames, numPartitions, sparkSchema, (partition, table, times) -> fn.apply(partition, table));
+  }
+
+  /**
+   * {@link #mapTables(TableFunction)}, {@code fn} also given the task's {@link ReduceTimes}: the
+   * time it waited for frames, staged them and read them.
+   */
+  public <T> JavaRDD<T> mapTablesWithTimes(TimedTableFunction<T> fn) {
+    return mapTablesWithTimes(frames, numPartitions, sparkSchema, fn);
+  }
+
+  /** {@link #mapTablesWithTimes(TimedTableFunction)} over any (reduce partition, frame) pairs. */
+  public static <T> JavaRDD<T> mapTablesWithTimes(
+      JavaPairRDD<Integer, byte[]> frames,
+      int numPartitions,
+      StructType sparkSchema,
+      TimedTableFunction<T> fn) {
     return exchange(frames, numPartitions)
         .mapPartitionsWithIndex(
             (partition, it) -> {
+              ReduceTimes times = new ReduceTimes();
               DeviceTable table =
                   ShuffleReads.read(
                       new Iterator<byte[]>() {
@@ -158,8 +183,9 @@ public final class FunnelShuffle implements Serializable {
                           return it.next()._2();
                         }
                       },
-                      ArrowFrames.arrowSchema(sparkSchema));
-              return fn.apply(partition, table);
+                      ArrowFrames.arrowSchema(sparkSchema),
+                      times);
+              return fn.apply(partition, table, times);
             },
             false);
   }

@@ -1,5 +1,6 @@
 package dev.funnel.spark;
 
+import dev.funnel.DeviceStream;
 import dev.funnel.DeviceTable;
 import dev.funnel.FunnelDevice;
 import dev.funnel.FunnelException;
@@ -34,7 +35,9 @@ public final class ShuffleReads {
    * pinned pool (of direct memory when the pool is full), so that no more than one fetched frame
    * is held on the heap, and read in one call; each frame is one partition of the read, so an
    * error names the frame by its index in {@code frames}. The blocks are given back as soon as
-   * the read's work has completed, off the task's thread. The table is the task's: it is closed
+   * the read's work has completed, off the task's thread. In a task, the read is made by the
+   * executor's reader of {@code schema}, shared by its tasks, on a stream the task holds until it
+   * ends ({@link FunnelExecutor}). The table is the task's: it is closed
    * when the task ends, by a task completion listener, and must not be used after. Without a task
    * (outside Spark) the caller closes the table.
    *
@@ -43,27 +46,76 @@ public final class ShuffleReads {
    *     task fails with funnel's message)
    */
   public static DeviceTable read(Iterator<byte[]> frames, Schema schema) {
+    return read(frames, schema, null);
+  }
+
+  /**
+   * {@link #read(Iterator, Schema)}, recording into {@code times} (when not null) where the
+   * task's time went: waiting for frames, staging them, and funnel's read.
+   */
+  public static DeviceTable read(Iterator<byte[]> frames, Schema schema, ReduceTimes times) {
     FunnelDevice device = FunnelExecutor.device();
     Staging staging = new Staging(device);
-    FunnelReader reader = null;
+    TaskContext task = TaskContext.get();
+    FunnelReader own = null; // a reader of this read alone, when none is shared
+    DeviceStream stream = null; // the task's, from the executor's idle ones
     DeviceTable table;
     try {
-      while (frames.hasNext()) {
-        staging.add(frames.next());
+      long t0 = System.nanoTime();
+      long fetch = 0;
+      long staged = 0;
+      long bytes = 0;
+      if (times != null) {
+        times.startNanos = t0;
       }
-      reader = new FunnelReader(device, schema);
-      table = reader.read(staging.addresses(), staging.lengths());
+      while (frames.hasNext()) {
+        byte[] frame = frames.next();
+        long t1 = System.nanoTime();
+        staging.add(frame);
+        long t2 = System.nanoTime();
+        fetch += t1 - t0;
+        staged += t2 - t1;
+        bytes += frame.length;
+        t0 = t2;
+      }
+      long t1 = System.nanoTime();
+      fetch += t1 - t0; // the last hasNext
+      FunnelReader reader = task != null ? FunnelExecutor.sharedReader(device, schema) : null;
+      if (reader == null) {
+        reader = own = new FunnelReader(device, schema);
+      } else {
+        stream = FunnelExecutor.takeStream(device);
+      }
+      table = reader.read(stream, staging.addresses(), staging.lengths());
+      if (times != null) {
+        times.fetchNanos = fetch;
+        times.stagingNanos = staged;
+        times.readNanos = System.nanoTime() - t1;
+        times.frames = staging.frames;
+        times.bytes = bytes;
+      }
     } catch (RuntimeException | Error e) {
-      closeAll(e, null, reader, staging.blocks());
+      closeAll(e, null, own, staging.blocks());
+      if (stream != null) {
+        FunnelExecutor.giveBack(stream); // nothing of this read runs on it
+      }
       throw e;
     }
-    TaskContext task = TaskContext.get();
     if (task != null) {
-      FunnelReader r = reader;
+      FunnelReader r = own;
+      DeviceStream s = stream;
       task.addTaskCompletionListener(
-          (TaskCompletionListener) c -> closeAll(null, table, r, staging.blocks()));
+          (TaskCompletionListener) c -> {
+            try {
+              closeAll(null, table, r, staging.blocks());
+            } finally {
+              if (s != null) {
+                FunnelExecutor.giveBack(s); // the table closed: no work of the task on it
+              }
+            }
+          });
     } else {
-      reader.close(); // its tables stay valid
+      own.close(); // its tables stay valid
       if (!staging.offHeap.isEmpty()) { // no task to free them: once the work is done
         FunnelExecutor.RELEASER.execute(() -> {
           try {

@@ -17,6 +17,7 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerJobStart;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
@@ -35,7 +36,9 @@ import org.apache.spark.storage.StorageLevel;
  * mvn -q -f funnel-spark exec:exec@spark-example -Dexample.args="--rows 2000000 --bench"
  * </pre>
  *
- * <p>Options: {@code --rows N} (2,000,000), {@code --partitions P} (200), {@code --master M}
+ * <p>Options: {@code --rows N} (2,000,000), {@code --partitions P} (200), {@code --maps M} (map
+ * tasks, each writing one frame per reduce partition: Spark's default parallelism, at least 2),
+ * {@code --master M}
  * (spark-submit's {@code --master}; local[*] when there is none), {@code --backend
  * auto|cpu|cuda} (spark-submit's {@code --conf spark.funnel.backend}; auto when there is none), {@code --bench} with {@code --reps N} (5) and {@code --warmup N} (2).
  * The device is opened on the executors only: the driver needs no GPU.
@@ -46,6 +49,7 @@ public final class SparkExample {
   public static void main(String[] args) throws Exception {
     long rows = 2_000_000;
     int partitions = 200;
+    int maps = 0; // Spark's default parallelism
     int reps = 5;
     int warmup = 2;
     String master = null;
@@ -55,6 +59,7 @@ public final class SparkExample {
       switch (args[i]) {
         case "--rows" -> rows = Long.parseLong(value(args, ++i));
         case "--partitions" -> partitions = Integer.parseInt(value(args, ++i));
+        case "--maps" -> maps = Integer.parseInt(value(args, ++i));
         case "--reps" -> reps = Integer.parseInt(value(args, ++i));
         case "--warmup" -> warmup = Integer.parseInt(value(args, ++i));
         case "--master" -> master = value(args, ++i);
@@ -62,7 +67,7 @@ public final class SparkExample {
         case "--bench" -> bench = true;
         default -> {
           System.err.println("spark-example: unknown option '" + args[i] + "'\nusage: "
-              + "[--rows N] [--partitions P] [--master M] [--backend auto|cpu|cuda] [--bench"
+              + "[--rows N] [--partitions P] [--maps M] [--master M] [--backend auto|cpu|cuda] [--bench"
               + " [--reps N] [--warmup N]]");
           System.exit(2);
         }
@@ -83,7 +88,7 @@ public final class SparkExample {
     SparkSession spark = builder.getOrCreate();
     int status = 0;
     try {
-      Dataset<Row> df = table(spark, rows);
+      Dataset<Row> df = table(spark, rows, maps);
       if (bench) {
         bench(spark, df, partitions, reps, warmup);
       } else {
@@ -127,10 +132,11 @@ public final class SparkExample {
   }
 
   /** id, key, and an int, a long, a double, a boolean, a string and a date column, with nulls. */
-  static Dataset<Row> table(SparkSession spark, long rows) {
+  static Dataset<Row> table(SparkSession spark, long rows, int maps) {
     Column id = col("id");
     return spark
-        .range(0, rows, 1, Math.max(2, spark.sparkContext().defaultParallelism()))
+        .range(0, rows, 1,
+            maps > 0 ? maps : Math.max(2, spark.sparkContext().defaultParallelism()))
         .select(
             id,
             id.multiply(7919).mod(100_003).cast("int").as("key"),
@@ -198,38 +204,48 @@ public final class SparkExample {
     spark.sparkContext().addSparkListener(times);
     List<long[]> spark_ = new ArrayList<>();
     List<long[]> funnel = new ArrayList<>();
+    List<TaskTimes> funnelTasks = new ArrayList<>(); // every reduce task of the timed runs
+    List<long[]> sparkTasks = new ArrayList<>(); // {rows, ns iterating them}
     for (int r = 0; r < warmup + reps; r++) {
       String tag = "spark-" + r;
       spark.sparkContext().setJobGroup(tag, tag, false);
-      JavaRDD<Long> sparkCounts =
+      JavaRDD<long[]> sparkCounts =
           ((org.apache.spark.sql.classic.Dataset<Row>) df.repartition(partitions, col("key")))
               .queryExecution()
               .toRdd()
               .toJavaRDD()
               .mapPartitions(
                   it -> {
+                    long t0 = System.nanoTime();
                     long n = 0;
                     while (it.hasNext()) {
                       it.next();
                       n++;
                     }
-                    return List.of(n).iterator();
+                    return List.of(new long[] {n, System.nanoTime() - t0}).iterator();
                   });
-      long[] a = counts(sparkCounts.collect());
+      List<long[]> sparkRun = sparkCounts.collect();
+      long[] a = sparkRun.stream().mapToLong(t -> t[0]).toArray();
       long[] sparkStages = times.await(tag);
       tag = "funnel-" + r;
       spark.sparkContext().setJobGroup(tag, tag, false);
-      List<TaskRead> reads =
+      List<TaskTimes> reads =
           FunnelShuffle.repartition(df, partitions, col("key"))
-              .mapTables(
-                  (p, table) -> {
+              .mapTablesWithTimes(
+                  (p, table, t) -> {
+                    long w = System.nanoTime();
                     table.waitReady();
-                    return List.of(new TaskRead(p, table.numRows(), 0,
-                        FunnelExecutor.device().backend(), "")).iterator();
+                    long end = System.nanoTime();
+                    return List.of(new TaskTimes(table.numRows(),
+                        FunnelExecutor.device().backend(), t.fetchNanos(), t.stagingNanos(),
+                        t.readNanos(), end - w, end - t.startNanos(), t.frames(), t.bytes(),
+                        table.stats().parsedOnDevice(), table.stats().parseNanos(),
+                        table.stats().planNanos(), table.stats().submitNanos()))
+                        .iterator();
                   })
               .collect();
       backend = reads.isEmpty() ? backend : reads.get(0).device();
-      long[] b = reads.stream().mapToLong(TaskRead::rows).toArray();
+      long[] b = reads.stream().mapToLong(TaskTimes::rows).toArray();
       long[] funnelStages = times.await(tag);
       if (!Arrays.equals(a, b)) {
         throw new IllegalStateException("the two shuffles put different row counts in partitions");
@@ -237,6 +253,8 @@ public final class SparkExample {
       if (r >= warmup) {
         spark_.add(sparkStages);
         funnel.add(funnelStages);
+        funnelTasks.addAll(reads);
+        sparkTasks.addAll(sparkRun);
       }
     }
     spark.sparkContext().clearJobGroup();
@@ -253,15 +271,78 @@ public final class SparkExample {
         median(funnel, 0), median(funnel, 1), median(funnel, 2));
     System.out.printf(Locale.ROOT, "reduce stage, each run (ms): Spark %s, funnel %s%n",
         runs(spark_, 1), runs(funnel, 1));
+    printBreakdown(funnelTasks, funnel.stream().mapToLong(r -> r[3]).sum(), sparkTasks);
     df.unpersist();
+  }
+
+  /** Where one funnel reduce task's time went, nanoseconds (see {@link ReduceTimes}). */
+  record TaskTimes(long rows, String device, long fetch, long staging, long read, long waitReady,
+      long total, int frames, long bytes, boolean parsedOnDevice, long parse, long plan,
+      long submit)
+      implements java.io.Serializable {}
+
+  /**
+   * The funnel shuffle's reduce tasks, part by part: each part's median over the tasks and its
+   * share of their summed time; Spark's row shuffle's tasks (iterating their rows) beside them.
+   */
+  static void printBreakdown(List<TaskTimes> tasks, long sparkRunMillis, List<long[]> sparkTasks) {
+    if (tasks.isEmpty()) {
+      return;
+    }
+    double all = tasks.stream().mapToLong(TaskTimes::total).sum();
+    System.out.printf(Locale.ROOT,
+        "funnel shuffle, reduce tasks (%d: every task of the timed runs), on the task's thread;"
+            + " median %d frames, %,d bytes a task; headers parsed on the device in %d:%n",
+        tasks.size(),
+        (long) medianOf(tasks.stream().mapToLong(TaskTimes::frames).toArray()),
+        (long) medianOf(tasks.stream().mapToLong(TaskTimes::bytes).toArray()),
+        tasks.stream().filter(TaskTimes::parsedOnDevice).count());
+    System.out.printf(Locale.ROOT, "  %-40s %10s %10s %8s%n", "part", "median ms", "mean ms",
+        "share");
+    String[] names = {"fetch and deserialize (Spark's shuffle)", "staging into pinned blocks",
+        "funnel's read (the call)", "  of which parse (host or device)", "  of which plan",
+        "  of which submit", "waiting for the table"};
+    List<java.util.function.ToLongFunction<TaskTimes>> parts = List.of(TaskTimes::fetch,
+        TaskTimes::staging, TaskTimes::read, TaskTimes::parse, TaskTimes::plan, TaskTimes::submit,
+        TaskTimes::waitReady);
+    for (int i = 0; i < names.length; i++) {
+      long[] v = tasks.stream().mapToLong(parts.get(i)).toArray();
+      System.out.printf(Locale.ROOT, "  %-40s %10.3f %10.3f %7.1f%%%n", names[i],
+          medianOf(v) / 1e6, Arrays.stream(v).sum() / 1e6 / v.length,
+          100 * Arrays.stream(v).sum() / all);
+    }
+    System.out.printf(Locale.ROOT, "  %-40s %10.3f %10.3f %7.1f%%%n",
+        "task (first frame to table ready)",
+        medianOf(tasks.stream().mapToLong(TaskTimes::total).toArray()) / 1e6,
+        all / 1e6 / tasks.size(), 100.0);
+    long[] other = tasks.stream()
+        .mapToLong(t -> t.total() - t.fetch() - t.staging() - t.read() - t.waitReady()).toArray();
+    System.out.printf(Locale.ROOT, "  %-40s %10.3f %10.3f %7.1f%%%n",
+        "other (the task's thread between parts)", medianOf(other) / 1e6,
+        Arrays.stream(other).sum() / 1e6 / other.length, 100 * Arrays.stream(other).sum() / all);
+    double own = tasks.stream().mapToLong(t -> t.read() + t.waitReady()).sum();
+    System.out.printf(Locale.ROOT,
+        "  funnel's own share (read + wait): %.1f%% of the tasks' time above; %.1f%% of their"
+            + " run time as Spark's executors count it (%.3f ms a task, mean)%n",
+        100 * own / all, sparkRunMillis == 0 ? 0.0 : 100 * own / 1e6 / sparkRunMillis,
+        (double) sparkRunMillis / tasks.size());
+    if (!sparkTasks.isEmpty()) {
+      System.out.printf(Locale.ROOT,
+          "Spark row shuffle, reduce tasks (%d): iterating their rows (fetch and deserialize),"
+              + " median %.3f ms a task%n", sparkTasks.size(),
+          medianOf(sparkTasks.stream().mapToLong(t -> t[1]).toArray()) / 1e6);
+    }
+  }
+
+  private static double medianOf(long[] v) {
+    long[] s = v.clone();
+    Arrays.sort(s);
+    return s.length == 0 ? 0
+        : s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2.0;
   }
 
   private static String runs(List<long[]> runs, int which) {
     return Arrays.toString(runs.stream().mapToLong(r -> r[which]).toArray());
-  }
-
-  private static long[] counts(List<Long> perPartition) {
-    return perPartition.stream().mapToLong(Long::longValue).toArray();
   }
 
   private static double median(List<long[]> runs, int which) {
@@ -278,6 +359,14 @@ public final class SparkExample {
     private final Map<String, int[]> stagesOfGroup = new ConcurrentHashMap<>();
     private final Map<Integer, Long> millis = new ConcurrentHashMap<>();
     private final Map<Integer, Long> shuffleBytes = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> taskRunMillis = new ConcurrentHashMap<>();
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd end) {
+      if (end.taskMetrics() != null) {
+        taskRunMillis.merge(end.stageId(), end.taskMetrics().executorRunTime(), Long::sum);
+      }
+    }
 
     @Override
     public void onJobStart(SparkListenerJobStart job) {
@@ -306,8 +395,9 @@ public final class SparkExample {
     }
 
     /**
-     * {map stage ms, reduce stage ms, shuffle bytes written} of the group's job, once the listener
-     * has both stages.
+     * {map stage ms, reduce stage ms, shuffle bytes written, the reduce tasks' summed run time
+     * in ms as Spark's executors measure it} of the group's job, once the listener has both
+     * stages.
      */
     long[] await(String group) {
       long deadline = System.nanoTime() + 60_000_000_000L;
@@ -315,7 +405,8 @@ public final class SparkExample {
         int[] ids = stagesOfGroup.get(group);
         if (ids != null && ids.length == 2 && millis.containsKey(ids[0])
             && millis.containsKey(ids[1])) {
-          return new long[] {millis.get(ids[0]), millis.get(ids[1]), shuffleBytes.get(ids[0])};
+          return new long[] {millis.get(ids[0]), millis.get(ids[1]), shuffleBytes.get(ids[0]),
+              taskRunMillis.getOrDefault(ids[1], 0L)};
         }
         try {
           Thread.sleep(10);

@@ -76,6 +76,7 @@ class FunnelShuffleTest {
 
   @AfterEach
   void everyTableAndReaderClosed() {
+    FunnelExecutor.closeShared(); // the readers and streams tasks share stay for the next job
     assertArrayEquals(
         handlesBefore, LiveHandles.live(), "devices, readers, tables alive after the job");
   }
@@ -225,6 +226,36 @@ class FunnelShuffleTest {
       }
       return sum;
     }
+  }
+
+  @Test
+  void tasksShareOneReaderOfASchemaAndReuseStreams() {
+    FunnelDevice device = FunnelExecutor.device();
+    org.apache.arrow.vector.types.pojo.Schema longs = ArrowFrames.arrowSchema(LONGS);
+    FunnelReader reader = FunnelExecutor.sharedReader(device, longs);
+    assertTrue(reader == FunnelExecutor.sharedReader(device, ArrowFrames.arrowSchema(LONGS)),
+        "an equal schema gets the same reader");
+    dev.funnel.DeviceStream a = FunnelExecutor.takeStream(device);
+    dev.funnel.DeviceStream b = FunnelExecutor.takeStream(device);
+    assertTrue(a != b, "two tasks at once hold two streams");
+    FunnelExecutor.giveBack(a);
+    assertTrue(a == FunnelExecutor.takeStream(device), "a stream given back is taken again");
+    FunnelExecutor.giveBack(a);
+    FunnelExecutor.giveBack(b);
+    // each task's table reads right through the shared reader, on its own stream
+    JavaPairRDD<Integer, byte[]> frames =
+        new org.apache.spark.api.java.JavaSparkContext(spark.sparkContext()).parallelizePairs(
+            List.of(new Tuple2<>(0, longFrames(100).get(0)), new Tuple2<>(1, longFrames(50).get(0))),
+            2);
+    List<long[]> got =
+        FunnelShuffle.mapTablesWithTimes(frames, 2, LONGS,
+                (p, table, t) -> List.of(new long[] {table.numRows(), t.frames(), t.bytes(),
+                    t.fetchNanos() >= 0 && t.stagingNanos() >= 0 && t.readNanos() > 0 ? 1 : 0})
+                    .iterator())
+            .collect();
+    assertEquals(2, got.size());
+    assertArrayEquals(new long[] {100, 1, longFrames(100).get(0).length, 1}, got.get(0));
+    assertArrayEquals(new long[] {50, 1, longFrames(50).get(0).length, 1}, got.get(1));
   }
 
   @Test
