@@ -9,7 +9,6 @@ import dev.funnel.tools.Main;
 import dev.funnel.tools.ResultsCsv;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -43,8 +42,7 @@ class BenchCommandTest {
   @TempDir Path dir;
   private Path dump;
   private BufferAllocator allocator;
-  private final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
-  private final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+  private final CliCapture cli = new CliCapture();
 
   @BeforeEach
   void makeDumpDirectory() throws IOException {
@@ -59,20 +57,15 @@ class BenchCommandTest {
   }
 
   private int run(String... args) {
-    stdout.reset();
-    stderr.reset();
-    try (PrintStream out = new PrintStream(stdout, true, StandardCharsets.UTF_8);
-        PrintStream err = new PrintStream(stderr, true, StandardCharsets.UTF_8)) {
-      return Main.run(args, out, err);
-    }
+    return cli.run(args);
   }
 
   private String out() {
-    return stdout.toString(StandardCharsets.UTF_8);
+    return cli.out();
   }
 
   private String err() {
-    return stderr.toString(StandardCharsets.UTF_8);
+    return cli.err();
   }
 
   private String[] bench(Path csv, String... more) {

@@ -9,10 +9,7 @@ import dev.funnel.tools.Main;
 import dev.funnel.tools.ResultsCsv;
 import dev.funnel.tools.Chart;
 import java.awt.image.BufferedImage;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -26,20 +23,14 @@ import org.junit.jupiter.api.io.TempDir;
 /** {@code funnel chart} through Main.run, on small results files in the C driver's layout. */
 class ChartCommandTest {
   @TempDir Path dir;
-  private final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
-  private final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+  private final CliCapture cli = new CliCapture();
 
   private int run(String... args) {
-    stdout.reset();
-    stderr.reset();
-    try (PrintStream out = new PrintStream(stdout, true, StandardCharsets.UTF_8);
-        PrintStream err = new PrintStream(stderr, true, StandardCharsets.UTF_8)) {
-      return Main.run(args, out, err);
-    }
+    return cli.run(args);
   }
 
   private String out() {
-    return stdout.toString(StandardCharsets.UTF_8);
+    return cli.out();
   }
 
   /**
@@ -64,7 +55,7 @@ class ChartCommandTest {
   }
 
   private String err() {
-    return stderr.toString(StandardCharsets.UTF_8);
+    return cli.err();
   }
 
   /** A row in the C driver's layout plus one appended column. */

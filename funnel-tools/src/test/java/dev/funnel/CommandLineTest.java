@@ -9,10 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.funnel.tools.Main;
 import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -41,8 +38,7 @@ class CommandLineTest {
   private Path in;
   private Path outDir;
   private BufferAllocator allocator;
-  private final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
-  private final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+  private final CliCapture cli = new CliCapture();
 
   @BeforeEach
   void makeDirectories() throws IOException {
@@ -59,20 +55,15 @@ class CommandLineTest {
   }
 
   private int run(String... args) {
-    stdout.reset();
-    stderr.reset();
-    try (PrintStream out = new PrintStream(stdout, true, StandardCharsets.UTF_8);
-        PrintStream err = new PrintStream(stderr, true, StandardCharsets.UTF_8)) {
-      return Main.run(args, out, err);
-    }
+    return cli.run(args);
   }
 
   private String out() {
-    return stdout.toString(StandardCharsets.UTF_8);
+    return cli.out();
   }
 
   private String err() {
-    return stderr.toString(StandardCharsets.UTF_8);
+    return cli.err();
   }
 
   private static List<String> lines(String s) {

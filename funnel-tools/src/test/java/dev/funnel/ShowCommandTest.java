@@ -5,9 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.funnel.tools.Main;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -41,8 +39,7 @@ class ShowCommandTest {
 
   @TempDir Path dir;
   private BufferAllocator allocator;
-  private final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
-  private final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+  private final CliCapture cli = new CliCapture();
 
   @BeforeEach
   void openAllocator() {
@@ -56,20 +53,15 @@ class ShowCommandTest {
   }
 
   private int run(String... args) {
-    stdout.reset();
-    stderr.reset();
-    try (PrintStream out = new PrintStream(stdout, true, StandardCharsets.UTF_8);
-        PrintStream err = new PrintStream(stderr, true, StandardCharsets.UTF_8)) {
-      return Main.run(args, out, err);
-    }
+    return cli.run(args);
   }
 
   private String out() {
-    return stdout.toString(StandardCharsets.UTF_8);
+    return cli.out();
   }
 
   private String err() {
-    return stderr.toString(StandardCharsets.UTF_8);
+    return cli.err();
   }
 
   private static List<String> lines(String s) {

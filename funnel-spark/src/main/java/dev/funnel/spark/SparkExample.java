@@ -346,8 +346,7 @@ public final class SparkExample {
   }
 
   private static double median(List<long[]> runs, int which) {
-    double[] v = runs.stream().mapToDouble(r -> r[which]).sorted().toArray();
-    return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    return medianOf(runs.stream().mapToLong(r -> r[which]).toArray());
   }
 
   /**
