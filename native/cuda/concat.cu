@@ -164,9 +164,9 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
 
 // ------------------------------------------------------------ device path
 // The stages of dpath.h (launched by cuda_backend.c with the block sizes
-// of tuning.h, which the launch bounds repeat): the parse a thread a partition (a warp's lanes
-// then walk 32 partitions at once, which for a shuffle's partitions of one
-// writer take the same path), the pieces a group of m lanes a piece (m
+// of tuning.h, which the launch bounds repeat): the parse a warp a partition
+// (its lanes split the loops over bytes and rows; the flatbuffer walked in
+// shared memory), the pieces a group of m lanes a piece (m
 // from the pieces' mean size), the bits a thread a word, the scan a block
 // an array.
 
@@ -221,39 +221,69 @@ __device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
 
 }  // namespace
 
-// A thread a partition; then each block sums its tile of every scan array
-// (the first half of the scan, while the values are in cache), or, when
-// one block holds every partition, scans them.
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(const funnel__dp_args *a,
+// A warp a partition, its metadata walked in shared memory (or, over
+// FUNNEL__DP_WARP_PARSE_MAX partitions, a thread a partition); then each
+// block sums its tile of every scan array, or, when the partitions fit one
+// tile of the scan, the block that finishes last scans them and lays the
+// output out.
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_args *a,
                                                                     int64_t n, int64_t m) {
-  const int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < n) funnel__dp_parse(a, p, 0, 1);
+  __shared__ uint64_t stage[FUNNEL__DPATH_THREADS / 32][FUNNEL__DP_STAGE_BYTES / 8];
+  const int64_t tile = FUNNEL__DP_PARSE_TILE(n), first = (int64_t)blockIdx.x * tile;
   int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
+  if (tile == FUNNEL__DPATH_THREADS) {  // a thread a partition, never a single tile
+    const int64_t p = first + threadIdx.x;
+    if (p < n) funnel__dp_parse(a, p, 0, 1, NULL, 0);
+    for (int64_t k = 0; k <= m; k++) {
+      const int64_t sum = block_sum(p < n ? scan_array(a, k)[p] : 0);
+      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
+    }
+    return;
+  }
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  if (first + warp < n)
+    funnel__dp_parse(a, first + warp, (int)lane, 32, (uint8_t *)stage[warp], FUNNEL__DP_STAGE_BYTES);
+  __syncthreads();
+  if (!FUNNEL__DP_PARSE_SCANS(n)) {
+    for (int64_t k = threadIdx.x; k <= m; k += blockDim.x) {
+      const int64_t *v = scan_array(a, k);
+      int64_t sum = 0;
+      for (int64_t q = first; q < first + tile && q < n; q++) sum += v[q];
+      tiles[k * a->n_tiles + blockIdx.x] = sum;
+    }
+    return;
+  }
+  // the last block to finish sees every block's values
+  funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    last = atomicAdd((unsigned long long *)&s->blocks_done, 1ull) == gridDim.x - 1ull;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int64_t q = threadIdx.x;  // one tile: a thread a partition
   for (int64_t k = 0; k <= m; k++) {
     int64_t *v = scan_array(a, k);
-    const int64_t x = p < n ? v[p] : 0;
-    if (!FUNNEL__DP_PARSE_SCANS(n)) {
-      const int64_t sum = block_sum(x);
-      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
-      continue;
-    }
-    // one tile: the whole scan, and no FUNNEL_DP_SCAN launch
+    const int64_t x = q < n ? v[q] : 0;
     int64_t total;
     const int64_t before = block_exclusive_scan(x, &total);
-    if (p < n) v[p] = before;
+    if (q < n) v[q] = before;
     if (threadIdx.x == 0) {
       v[n] = total;
-      funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
       if (k == 0) s->rows = total;
       else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = total;
     }
   }
+  if (threadIdx.x == 0) funnel__dp_layout(a);
 }
 
 // The pieces, m lanes a piece, then the bit buffers' words, a thread a
 // word: one launch for the whole concat.
 extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel__dp_args *a,
                                                                      int64_t n, int64_t m) {
+  if (!funnel__dp_laid_out(a)) return;
   const int lanes = (int)m;
   const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t threads = (int64_t)gridDim.x * blockDim.x;
@@ -267,14 +297,17 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel_
 
 // Block (b, k) scans tile b of array k: the tiles before it give its
 // carry (their sums, from the parse), the block scans its values. The last
-// tile writes the total to [n_parts] and to the summary.
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(const funnel__dp_args *a,
+// tile writes the total to [n_parts] and to the summary. The block that
+// finishes last lays the output out.
+extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(funnel__dp_args *a,
                                                                    int64_t n, int64_t m) {
   (void)n;
   const int64_t count = m, k = blockIdx.y, b = blockIdx.x;
   const int64_t *tiles = (const int64_t *)(uintptr_t)a->tiles + k * a->n_tiles;
+  // the parse's tiles before this one's partitions
+  const int64_t before_tiles = b * (FUNNEL__DPATH_THREADS / FUNNEL__DP_PARSE_TILE(a->n_parts));
   int64_t part = 0;
-  for (int64_t j = threadIdx.x; j < b; j += blockDim.x) part += tiles[j];
+  for (int64_t j = threadIdx.x; j < before_tiles; j += blockDim.x) part += tiles[j];
   const int64_t carry = block_sum(part);
   int64_t *v = scan_array(a, k);
   const int64_t p = b * blockDim.x + threadIdx.x;
@@ -282,10 +315,23 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(const funnel__d
   int64_t total;
   const int64_t before = block_exclusive_scan(x, &total);
   if (p < count) v[p] = carry + before;
+  funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
   if (b == gridDim.x - 1 && threadIdx.x == 0) {
     v[count] = carry + total;
-    funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
     if (k == 0) s->rows = carry + total;
     else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = carry + total;
+  }
+  // the last block to finish sees every block's totals
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
+    last = atomicAdd((unsigned long long *)&s->blocks_done, 1ull) == blocks - 1;
+  }
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    __threadfence();
+    funnel__dp_layout(a);
   }
 }

@@ -349,9 +349,12 @@ enum funnel_parse {
    * concat launch follow: no wait inside the read */
   FUNNEL_PARSE_HOST = 1,
   /* the partitions go up as raw bytes and the device parses them: no host
-   * work per partition. The read waits once inside (for the sums that size
-   * the output: stats.syncs_in_read is 1), then enqueues the concat and
-   * returns. The device takes partitions that repeat the read's Schema
+   * work per partition. The output is allocated from an upper bound of its
+   * size (at most about twice the partitions' bytes; the table's buffers
+   * lie in it), the device lays it out from its own sums, and the parse and
+   * the concat are enqueued at once; the read then waits once inside, for
+   * the sums that give the table's shape (stats.syncs_in_read is 1), while
+   * the concat runs, and returns. The device takes partitions that repeat the read's Schema
    * message byte for byte (or have none) and hold at most one RecordBatch;
    * any other partition, and any partition the device finds malformed,
    * sends the whole read to the host path (stats.device_left), which gives
@@ -411,12 +414,12 @@ struct funnel_partition {
  * pinned memory go up in one copy; a large staged read adds up to 16, one
  * per staging round), one copy of the segment table and one concat launch,
  * records an event and returns without waiting. The device path (AUTO's
- * choice for many small partitions) enqueues the same copies, two small
- * uploads and the parse, then WAITS once, on an event recorded on the
- * stream after them, for the parse's sums (so also for whatever was
+ * choice for many small partitions) enqueues the same copies, one small
+ * upload, the parse and the concat, then WAITS once, on an event recorded
+ * on the stream after the parse, for its sums (so also for whatever was
  * enqueued on that stream before the read: a caller's stream must not hold
  * work that waits on something the caller does after the read returns),
- * then enqueues the concat and returns without waiting again. On cuda, partitions that are not in the pinned pool are
+ * and returns while the concat runs. On cuda, partitions that are not in the pinned pool are
  * first copied into it (staging) by the calling thread and the shared host
  * threads, in rounds, each round's bytes going up while the next is
  * staged. String offsets and null counts (against the validity bits) are

@@ -80,7 +80,7 @@ static void *worker(void *arg) {
         funnel__concat_segments(t->src, t->count);
         break;
       case TASK_DPATH:
-        funnel__dp_run_cpu(t->stage, t->src, t->count, t->count2);
+        funnel__dp_run_cpu(t->stage, t->dst, t->count, t->count2);
         break;
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);
@@ -216,7 +216,8 @@ static int cpu_launch(struct funnel_backend *be, uint64_t segments, int64_t coun
 static int cpu_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                             int64_t m, void *stream, struct funnel_error *error) {
   (void)be;
-  struct task t = {.kind = TASK_DPATH, .stage = stage, .src = (const void *)(uintptr_t)args,
+  /* the stages write their args (the layout) */
+  struct task t = {.kind = TASK_DPATH, .stage = stage, .dst = (void *)(uintptr_t)args,
                    .count = n, .count2 = m};
   return enqueue(stream, &t, error);
 }

@@ -1,12 +1,12 @@
 /* dpath.h: the device path of a read. The partitions go up as raw bytes
  * with a table of (address, length); the device parses every partition's
- * IPC headers, sums rows, null counts and string bytes, and, once the host
- * has laid the output out from those sums, concatenates from what it
- * parsed. The host does nothing per partition but place its bytes. Plain C
- * that nvcc compiles too: native/cuda/concat.cu runs the parse a thread a
- * partition and the concat a group of lanes a piece, the cpu backend both
- * one lane at a time, so both backends run the same parser and the same
- * concat.
+ * IPC headers, sums rows, null counts and string bytes, lays the output
+ * out from those sums, and concatenates from what it parsed, with no step
+ * of the host between. The host does nothing per partition but place its
+ * bytes. Plain C that nvcc compiles too: native/cuda/concat.cu runs the
+ * parse a warp a partition and the concat a group of lanes a piece, the
+ * cpu backend both one lane at a time, so both backends run the same
+ * parser, layout and concat.
  *
  * The device parser is strict where the host parser (format.c) is
  * general: it takes a partition only when every message is a Schema
@@ -45,18 +45,22 @@ enum funnel__dp_kind {
   FUNNEL_DP_VAR64 = 3  /* 64-bit offsets and bytes */
 };
 
-/* What the stages are (funnel_backend.launch_dpath). */
+/* What the stages are (funnel_backend.launch_dpath). The stage that
+ * completes the scan (the parse when it scans, else the scan) lays the
+ * output out (funnel__dp_layout), so the concat follows with no host step
+ * between. */
 enum funnel__dp_stage {
   /* n partitions: parse each (funnel__dp_parse); m: the string columns
    * (the cuda kernel sums the tiles of the scan's arrays); it scans them
-   * too when FUNNEL__DP_PARSE_SCANS(n). */
+   * too, and lays the output out, when FUNNEL__DP_PARSE_SCANS(n). */
   FUNNEL_DP_PARSE = 0,
   /* n arrays (rows, then string bytes per string column) of m values:
-   * exclusive scan of each, totals into the summary */
+   * exclusive scan of each, totals into the summary; then the layout */
   FUNNEL_DP_SCAN = 1,
   /* n items: every (partition, column) piece, then one per column
    * (funnel__dp_piece_copy), m lanes an item (1 to 32, a power of two);
-   * then every 32-bit word of the args' bit buffers (funnel__dp_bits_word) */
+   * then every 32-bit word of the args' bit buffers (funnel__dp_bits_word);
+   * nothing unless the layout laid the output out */
   FUNNEL_DP_CONCAT = 2
 };
 
@@ -64,6 +68,21 @@ enum funnel__dp_stage {
  * scan (FUNNEL__DPATH_THREADS, a block of the kernels), and no
  * FUNNEL_DP_SCAN follows. */
 #define FUNNEL__DP_PARSE_SCANS(n_parts) ((n_parts) <= FUNNEL__DPATH_THREADS)
+
+/* Partitions a block of the cuda parse of n partitions, and so of each of
+ * its tile sums (the args' `tiles`): a warp a partition (8 a block) up to
+ * FUNNEL__DP_WARP_PARSE_MAX, whose lanes shorten a partition's chain of
+ * loads (and never more than a tile of the scan, so the parse scans when
+ * FUNNEL__DP_PARSE_SCANS); a thread a partition (256) above, where the
+ * partitions alone fill the device. */
+#define FUNNEL__DP_PARSE_TILE(n_parts) \
+  ((n_parts) <= FUNNEL__DP_WARP_PARSE_MAX ? FUNNEL__DPATH_THREADS / 32 : FUNNEL__DPATH_THREADS)
+
+/* Bytes of a message's metadata the cuda parse copies to shared memory (a
+ * warp's) before it walks the flatbuffer: walked there, its chain of
+ * dependent loads costs tens of cycles a step, not a trip to memory. A
+ * longer metadata is walked where it lies. */
+#define FUNNEL__DP_STAGE_BYTES 2048
 
 /* Words of each bit buffer: 32 rows a word. */
 #define FUNNEL__DP_WORDS(rows) (((rows) + 31) / 32)
@@ -73,7 +92,7 @@ struct funnel__dp_column {
   int32_t width; /* FIXED: bytes a value */
   int32_t n_buffers;
   int32_t var;   /* index among the string columns, or -1 */
-  /* output buffers (written by the host after the parse), 0 when absent */
+  /* output buffers (written by funnel__dp_layout), 0 when absent */
   uint64_t validity, offsets, data;
 };
 
@@ -106,6 +125,11 @@ struct funnel__dp_summary {
   int64_t first_left; /* the lowest of them (n_parts when none) */
   int64_t batches;
   int64_t rows;
+  int64_t laid_out;   /* 1: funnel__dp_layout laid the output out, and the
+                         concat runs; 0: the read goes to the host path */
+  int64_t out_size;   /* the output's bytes, as laid out */
+  int64_t blocks_done; /* the cuda scan's blocks that have finished */
+  int64_t pad;
 };
 
 /* Everything a stage reads, in device memory. Addresses are uint64_t so
@@ -118,15 +142,17 @@ struct funnel__dp_args {
   uint64_t rows;    /* int64_t[n_parts + 1]: rows, scanned into first rows */
   uint64_t chars;   /* int64_t[n_var * (n_parts + 1)]: string bytes, scanned likewise */
   uint64_t summary; /* struct funnel__dp_summary, then int64_t[n_cols + n_var] */
-  uint64_t bitbufs; /* struct funnel__dp_bitbuf[n_bitbufs] */
+  uint64_t bitbufs; /* struct funnel__dp_bitbuf[n_bitbufs]: up to 2 a column */
+  uint64_t out;     /* the output allocation */
+  int64_t out_capacity; /* its bytes */
   /* the cuda kernels' scan: per array (as `rows`, then `chars`) the sum of
-   * each tile of FUNNEL__DPATH_THREADS partitions, n_tiles a row */
+   * each tile of FUNNEL__DP_PARSE_TILE(n_parts) partitions, n_tiles a row */
   uint64_t tiles;
   int64_t n_tiles;
   int64_t n_parts;
   int64_t schema_length;
   int64_t max_rows;
-  int64_t n_bitbufs;
+  int64_t n_bitbufs; /* written by funnel__dp_layout */
   int32_t n_cols, n_var, n_buffers, pad;
 };
 
@@ -136,8 +162,8 @@ struct funnel__dp_args {
  * lanes of a warp on the device (a power of two), one lane on the host.
  * Every lane computes the same control flow, splitting only the loops over
  * rows and bytes. The parse's loops are joined by these, which join a
- * whole warp: the parse runs with 1 lane (the kernels') or 32, never
- * between (with one lane they are the identity). */
+ * whole warp: the parse runs with 32 lanes (the kernel's) or 1 (the cpu
+ * backend's), never between (with one lane they are the identity). */
 #if defined(__CUDA_ARCH__)
 FUNNEL_DP bool dp_all(bool v, int lanes) { return lanes == 1 ? v : __all_sync(0xFFFFFFFFu, v); }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) {
@@ -148,6 +174,8 @@ FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
   atomicAdd((unsigned long long *)p, (unsigned long long)v);
 }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long long)v); }
+/* the lanes' writes to shared memory seen by every lane */
+FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(); }
 #define DP_POPC64(x) __popcll(x)
 /* a thread issues the loads of 8 iterations before it uses the first */
 #define DP_UNROLL _Pragma("unroll 8")
@@ -157,6 +185,7 @@ FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
 /* the cpu backend runs a stage on its stream's one thread */
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) { *p += v; }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
+FUNNEL_DP void dp_sync(int lanes) { (void)lanes; }
 #define DP_POPC64(x) __builtin_popcountll(x)
 #define DP_UNROLL
 #endif
@@ -292,10 +321,28 @@ FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, struct funne
   return true;
 }
 
+/* Copies n bytes to `dst`, the lanes taking 8-byte words where the source
+ * allows, and joins the lanes. */
+FUNNEL_DP void dp_stage(uint8_t *dst, const uint8_t *src, int64_t n, int lane, int lanes) {
+  if (((uintptr_t)src & 7) == 0) {
+    const int64_t words = n / 8;
+    DP_UNROLL
+    for (int64_t i = lane; i < words; i += lanes) ((uint64_t *)dst)[i] = ((const uint64_t *)src)[i];
+    for (int64_t k = words * 8 + lane; k < n; k += lanes) dst[k] = src[k];
+  } else {
+    DP_UNROLL
+    for (int64_t k = lane; k < n; k += lanes) dst[k] = src[k];
+  }
+  dp_sync(lanes);
+}
+
 /* Parses partition p: its rows, pieces, string bytes; its null counts and
  * batch added to the summary, or the partition counted among those left
- * to the host. Every lane writes the same values. */
-FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int lane, int lanes) {
+ * to the host. Every lane writes the same values. `stage` (8-byte
+ * aligned, `stage_bytes` long, or NULL) is where a message's metadata is
+ * copied to be walked. */
+FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int lane, int lanes,
+                                uint8_t *stage, int64_t stage_bytes) {
   const struct funnel__dp_input in = ((const struct funnel__dp_input *)(uintptr_t)a->inputs)[p];
   const uint8_t *bytes = (const uint8_t *)(uintptr_t)in.addr;
   const uint8_t *schema = (const uint8_t *)(uintptr_t)a->schema;
@@ -330,7 +377,12 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
       ok = false;
       break;
     }
-    struct funnel__fb r = {bytes + pos + 8, (uint32_t)meta_len, pos + 8, false};
+    const uint8_t *meta = bytes + pos + 8;
+    if (stage != NULL && meta_len <= stage_bytes) {
+      dp_stage(stage, meta, meta_len, lane, lanes);
+      meta = stage;
+    }
+    struct funnel__fb r = {meta, (uint32_t)meta_len, pos + 8, false};
     struct funnel__fb_table msg = {0, 0, 0, 0};
     if (funnel__fb_in(&r, 0, 4)) msg = funnel__fb_table_at(&r, funnel__ld32(r.p));
     const int32_t version = funnel__fb_i16(&r, msg, 0, 0);
@@ -363,6 +415,63 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
     for (int c = 0; c < a->n_cols; c++)
       if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
   if (ok && batches > 0) dp_add(&s->batches, batches);
+}
+
+/* ------------------------------------------------------------ layout */
+
+/* Reserves `size` bytes at a FUNNEL__ALIGN boundary, as funnel__carve. */
+FUNNEL_DP int64_t dp_carve(int64_t *at, int64_t size) {
+  const int64_t start = *at;
+  *at = (start + size + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
+  return start;
+}
+
+/* Once the scan's totals are in the summary (one lane, after every
+ * partition's parse): lays the output out in a->out as the host lays out
+ * a read's (plan.c, layout_column; dread.c checks that the two agree),
+ * writes the columns' output addresses and the bit buffers the concat
+ * makes, and sets summary.laid_out. Leaves it 0, and the concat copies
+ * nothing, when the host path is to read: partitions left, too many rows,
+ * 32-bit string offsets that would overflow, or an output larger than the
+ * allocation made for it before the parse. */
+FUNNEL_DP void funnel__dp_layout(struct funnel__dp_args *a) {
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  struct funnel__dp_column *cols = (struct funnel__dp_column *)(uintptr_t)a->columns;
+  struct funnel__dp_bitbuf *bits = (struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs;
+  const int64_t *nulls = (const int64_t *)(s + 1), *chars = nulls + a->n_cols;
+  const int64_t rows = s->rows, bitmap = (rows + 7) / 8;
+  if (s->left > 0 || rows > a->max_rows) return;
+  int64_t size = 0, nb = 0;
+  for (int c = 0; c < a->n_cols; c++) {
+    struct funnel__dp_column *col = &cols[c];
+    const int64_t validity = nulls[c] > 0 ? dp_carve(&size, bitmap) : -1;
+    int64_t offsets = -1, data;
+    if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
+      const int64_t w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8, bytes = chars[col->var];
+      if (w == 4 && bytes > INT32_MAX) return;
+      offsets = dp_carve(&size, (rows + 1) * w);
+      data = dp_carve(&size, bytes);
+    } else if (col->kind == FUNNEL_DP_BOOL) {
+      data = dp_carve(&size, bitmap);
+    } else {
+      if (col->width > 0 && rows > a->out_capacity / col->width) return;
+      data = dp_carve(&size, rows * col->width);
+    }
+    if (size > a->out_capacity) return;
+    col->validity = validity >= 0 ? a->out + (uint64_t)validity : 0;
+    col->offsets = offsets >= 0 ? a->out + (uint64_t)offsets : 0;
+    col->data = a->out + (uint64_t)data;
+    if (validity >= 0) bits[nb++] = (struct funnel__dp_bitbuf){col->validity, c, 1};
+    if (col->kind == FUNNEL_DP_BOOL) bits[nb++] = (struct funnel__dp_bitbuf){col->data, c, 0};
+  }
+  a->n_bitbufs = nb;
+  s->out_size = size;
+  s->laid_out = 1;
+}
+
+/* Whether the concat runs: the layout laid the output out. */
+FUNNEL_DP bool funnel__dp_laid_out(const struct funnel__dp_args *a) {
+  return ((const struct funnel__dp_summary *)(uintptr_t)a->summary)->laid_out != 0;
 }
 
 /* ------------------------------------------------------------ concat */

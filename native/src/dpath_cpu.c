@@ -25,16 +25,25 @@ static void scan_all(const struct funnel__dp_args *a, int64_t arrays) {
   }
 }
 
-void funnel__dp_run_cpu(int stage, const struct funnel__dp_args *a, int64_t n, int64_t m) {
+void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t m) {
   switch (stage) {
-    case FUNNEL_DP_PARSE:
-      for (int64_t p = 0; p < n; p++) funnel__dp_parse(a, p, 0, 1);
-      if (FUNNEL__DP_PARSE_SCANS(n)) scan_all(a, 1 + m); /* as the kernel does */
+    case FUNNEL_DP_PARSE: {
+      /* the metadata walked in a copy, as the kernel walks it */
+      uint64_t stage[FUNNEL__DP_STAGE_BYTES / 8];
+      for (int64_t p = 0; p < n; p++)
+        funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
+      if (FUNNEL__DP_PARSE_SCANS(n)) { /* as the kernel does */
+        scan_all(a, 1 + m);
+        funnel__dp_layout(a);
+      }
       break;
+    }
     case FUNNEL_DP_SCAN:
       scan_all(a, n);
+      funnel__dp_layout(a);
       break;
     case FUNNEL_DP_CONCAT: {
+      if (!funnel__dp_laid_out(a)) break;
       for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1);
       const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
       for (int64_t b = 0; b < a->n_bitbufs; b++)

@@ -8,6 +8,6 @@ struct funnel__dp_args;
 
 /* Runs stage `stage` (enum funnel__dp_stage) over n items, as dpath.h
  * says of each. */
-void funnel__dp_run_cpu(int stage, const struct funnel__dp_args *a, int64_t n, int64_t m);
+void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t m);
 
 #endif

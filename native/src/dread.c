@@ -1,18 +1,22 @@
 /* dread.c: a read by the device path (dpath.h). The host places every
  * partition's bytes (transfer.c: runs of pinned partitions, staging for
- * pageable ones), uploads one small table of (address, length) a partition
- * with the read's schema, and has the device parse every partition and sum
- * rows, null counts and string bytes. It waits for those sums (a few dozen
- * bytes), lays the output out as the host path does (funnel__plan_layout),
- * and enqueues the concat, which takes every piece from where the parse
- * found it. Per partition the host only writes its address and length.
+ * pageable ones), allocates the output from an upper bound of its size
+ * (output_bound), uploads one small table of (address, length) a partition
+ * with the read's schema, and enqueues it all at once: the parse, which
+ * sums rows, null counts and string bytes, the layout of the output from
+ * those sums (funnel__dp_layout, on the device), the copy back of the sums,
+ * and the concat, which takes every piece from where the parse found it.
+ * Then it waits for the sums (a few dozen bytes) while the concat runs,
+ * and lays the output out on the host as well (funnel__plan_layout), which
+ * must agree with the device's. Per partition the host only writes its
+ * address and length.
  *
  * Device memory of the attempt (t->dp_scratch) and the pinned host block
  * that mirrors its head:
  *
- *   args | columns | bit buffers            uploaded again before the concat
- *   inputs | schema | summary (zeroed)      uploaded before the parse
- *   pieces | rows | string bytes | tiles    device only
+ *   args | columns | bit buffers | inputs | schema | summary (zeroed)
+ *                                                uploaded before the parse
+ *   pieces | rows | string bytes | tiles         device only
  *
  * and, in the host block only, the summary the device sends back. */
 #include <string.h>
@@ -24,8 +28,7 @@
 
 /* Offsets of the attempt's tables (the layout above). */
 struct dp_layout {
-  int64_t args, columns, bitbufs, head2; /* head2: bytes uploaded before the concat */
-  int64_t inputs, schema, summary, head1; /* head1: bytes uploaded before the parse */
+  int64_t args, columns, bitbufs, inputs, schema, summary, head; /* head: bytes uploaded */
   int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
   int64_t n_tiles;
   int64_t summary_back, host;             /* host: the host block's size */
@@ -38,22 +41,47 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int64_t schema
   l.args = funnel__carve(&at, (int64_t)sizeof(struct funnel__dp_args));
   l.columns = funnel__carve(&at, n_cols * (int64_t)sizeof(struct funnel__dp_column));
   l.bitbufs = funnel__carve(&at, 2 * n_cols * (int64_t)sizeof(struct funnel__dp_bitbuf));
-  l.head2 = at;
   l.inputs = funnel__carve(&at, n * (int64_t)sizeof(struct funnel__dp_input));
   l.schema = funnel__carve(&at, schema_length);
   l.summary_bytes = (int64_t)sizeof(struct funnel__dp_summary) + 8 * (int64_t)(n_cols + n_var);
   l.summary = funnel__carve(&at, l.summary_bytes);
-  l.head1 = at;
+  l.head = at;
   int64_t host = at;
   l.summary_back = funnel__carve(&host, l.summary_bytes);
   l.host = host;
   l.pieces = funnel__carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
   l.rows = funnel__carve(&at, (n + 1) * 8);
   l.chars = funnel__carve(&at, n_var * (n + 1) * 8);
-  l.n_tiles = (n + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS;
+  l.n_tiles = (n + FUNNEL__DP_PARSE_TILE(n) - 1) / FUNNEL__DP_PARSE_TILE(n);
   l.tiles = funnel__carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
   l.device = at;
   return l;
+}
+
+/* The most bytes the output of `bytes` bytes of partitions can take, so it
+ * is allocated before the device has counted anything. Every row of a
+ * partition holds its value in every column's buffers, W/8 bytes a row
+ * counted in eighths of a byte (w8: 8 a byte of a fixed-width value or of
+ * a string offset, 1 for a boolean), so the rows are at most 8 * bytes / W;
+ * the output's values, offsets and string bytes are at most the
+ * partitions' own (bodies included in their bytes), plus one offset a
+ * string column; a validity bitmap is at most rows / 8 + 1 bytes a column;
+ * and every buffer is padded to FUNNEL__ALIGN. */
+static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) {
+  int64_t w8 = 0;
+  const int n_cols = schema->n_fields;
+  for (int c = 0; c < n_cols; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    w8 += f->offset_width != 0 ? 8 * f->offset_width
+          : f->type_id == FUNNEL_TYPE_BOOL ? 1 : 8 * (int64_t)f->byte_width;
+  }
+  /* each column counts at least 1, so n_cols * rows / 8 <= bytes + 2 * n_cols */
+  if (bytes > FUNNEL__MAX_OUTPUT_BYTES || w8 < n_cols) return FUNNEL__MAX_OUTPUT_BYTES;
+  const int64_t rows = bytes / w8 * 8 + 8; /* 8 * bytes / w8, rounded up, without overflow */
+  const int64_t bitmaps = n_cols * (rows / 8 + 1);
+  const int64_t pads = n_cols * (3 * (int64_t)FUNNEL__ALIGN + 8);
+  const int64_t bound = bytes + bitmaps + pads;
+  return bound > FUNNEL__MAX_OUTPUT_BYTES ? FUNNEL__MAX_OUTPUT_BYTES : bound;
 }
 
 static int32_t column_kind(const struct funnel__field *f) {
@@ -117,7 +145,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
 static void write_head(const struct funnel_table *t, const struct funnel__transfer *tr,
                        const struct funnel_partition *parts, int64_t n,
                        const struct funnel__schema *schema, const struct dp_layout *l,
-                       uint64_t dev, uint8_t *host) {
+                       int64_t out_capacity, uint64_t dev, uint8_t *host) {
   const int n_cols = schema->n_fields;
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
   int n_var = 0, n_buffers = 0;
@@ -146,24 +174,28 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .rows = dev + (uint64_t)l->rows, .chars = dev + (uint64_t)l->chars,
       .summary = dev + (uint64_t)l->summary, .bitbufs = dev + (uint64_t)l->bitbufs,
       .tiles = dev + (uint64_t)l->tiles, .n_tiles = l->n_tiles,
+      .out = t->out, .out_capacity = out_capacity,
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
 }
 
-/* Enqueues the copies, the upload, the parse and the scan, and waits for
- * the summary to come back. */
-static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
-                           const struct dp_layout *l, const uint8_t *host, int n_var,
-                           void *stream, struct funnel_error *error) {
+/* Enqueues the whole read: the copies, the upload, the parse, the scan
+ * (which lay the output out), the copy back of the sums, then the concat
+ * (timed when asked) and the table's event; then waits for the sums, which
+ * the concat follows on the device. */
+static int run_on_device(struct funnel_table *t, const struct funnel__read_options *o,
+                         struct funnel__transfer *tr, const struct dp_layout *l,
+                         const uint8_t *host, int n_var, int64_t lanes, void *stream,
+                         struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   w.enqueued = t->early_in != NULL;
-  const int64_t n = t->plan.n_parts;
+  const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
   int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
-                                                              (size_t)l->head1, stream, error));
+                                                              (size_t)l->head, stream, error));
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
                                                             n_var, stream, error));
@@ -175,67 +207,44 @@ static int parse_on_device(struct funnel_table *t, struct funnel__transfer *tr,
         &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
                                        t->dp_scratch + (uint64_t)l->summary,
                                        (size_t)l->summary_bytes, stream, error));
-  bool abandoned;
-  st = funnel__work_finish(&w, st, true, &abandoned, error);
-  if (abandoned) funnel__table_abandon(t);
-  return st;
-}
-
-/* With the output laid out: the columns' addresses and the bit buffers
- * into the host block's head. */
-static void write_outputs(const struct funnel_table *t, const struct dp_layout *l,
-                             uint8_t *host) {
-  const struct funnel__plan *plan = &t->plan;
-  struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
-  struct funnel__dp_bitbuf *bits = (struct funnel__dp_bitbuf *)(host + l->bitbufs);
-  int64_t nb = 0;
-  for (int c = 0; c < plan->schema->n_fields; c++) {
-    const struct funnel__out_column *oc = &plan->columns[c];
-    cols[c].validity = oc->validity >= 0 ? t->out + (uint64_t)oc->validity : 0;
-    cols[c].offsets = oc->offsets >= 0 ? t->out + (uint64_t)oc->offsets : 0;
-    cols[c].data = oc->data >= 0 ? t->out + (uint64_t)oc->data : 0;
-    if (cols[c].validity != 0) bits[nb++] = (struct funnel__dp_bitbuf){cols[c].validity, c, 1};
-    if (cols[c].kind == FUNNEL_DP_BOOL) bits[nb++] = (struct funnel__dp_bitbuf){cols[c].data, c, 0};
-  }
-  ((struct funnel__dp_args *)(host + l->args))->n_bitbufs = nb;
-}
-
-/* Enqueues the upload of the outputs, the concat (timed when asked) and
- * records the table's event. */
-static int concat_on_device(struct funnel_table *t, const struct funnel__read_options *o,
-                            const struct dp_layout *l, const uint8_t *host, void *stream,
-                            struct funnel_error *error) {
-  struct funnel_backend *be = &t->dev->be;
-  const struct funnel__plan *plan = &t->plan;
-  const int64_t n_cols = plan->schema->n_fields;
-  struct funnel__work w;
-  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
-  int st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
-                                                               (size_t)l->head2, stream, error));
+  if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_create(be, &t->ev_sums, error);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_sums, stream, error));
   if (st == FUNNEL_OK && o->time_kernel) {
     st = funnel__dev_event_create_timed(be, &t->ev_start, error);
     if (st == FUNNEL_OK) st = funnel__dev_event_create_timed(be, &t->ev_end, error);
     if (st == FUNNEL_OK)
       st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_start, stream, error));
   }
-  /* lanes a piece: about one per 16 bytes of a mean piece, 1 to 32 */
-  const int64_t pieces = plan->n_parts * n_cols + n_cols;
-  const int64_t mean = plan->out_size / (pieces > 0 ? pieces : 1);
-  int64_t lanes = 1;
-  while (lanes < 32 && lanes * 16 < mean) lanes *= 2;
+  /* every piece, then one item a column (the last string offset) */
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_CONCAT, t->dp_scratch,
-                                                            pieces, lanes, stream, error));
+                                                            n * n_cols + n_cols, lanes, stream,
+                                                            error));
   if (st == FUNNEL_OK && t->ev_end != NULL)
     st = funnel__dev_event_record(be, t->ev_end, stream, error);
   bool abandoned;
   st = funnel__work_finish(&w, st, false, &abandoned, error);
+  if (st == FUNNEL_OK) {
+    st = funnel__dev_event_wait(be, t->ev_sums, error);
+    /* the rest of the work must be over before anything it touches goes */
+    abandoned = st != FUNNEL_OK && funnel__dev_event_wait(be, t->event, NULL) != FUNNEL_OK;
+  }
   if (abandoned) funnel__table_abandon(t);
   return st;
 }
 
+/* Lanes a piece of the concat: about one per 16 bytes of a mean piece, 1 to
+ * 32; the partitions' bytes stand for the pieces'. */
+static int64_t concat_lanes(int64_t bytes, int64_t pieces) {
+  const int64_t mean = bytes / (pieces > 0 ? pieces : 1);
+  int64_t lanes = 1;
+  while (lanes < 32 && lanes * 16 < mean) lanes *= 2;
+  return lanes;
+}
+
 /* The attempt in progress, between funnel__dpath_parse and
- * funnel__dpath_submit: kept in the table's arena. */
+ * funnel__dpath_plan: kept in the table's arena. */
 struct funnel__dpath {
   struct dp_layout l;
   uint8_t *host;
@@ -260,6 +269,8 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   *plan = (struct funnel__plan){.schema = schema, .raw = parts, .n_parts = n};
   t->stats.device_parsed = n;
 
+  int64_t bytes = 0;
+  for (int64_t p = 0; p < n; p++) bytes += (int64_t)parts[p].length;
   struct funnel__transfer tr;
   FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
   d->l = lay_out(n, n_cols, n_var, schema->ipc_length);
@@ -269,19 +280,27 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   else d->host = funnel__arena_alloc(&t->arena, (size_t)l->host);
   if (d->host == NULL) return OUT_OF_MEMORY(error);
   struct funnel_backend *be = &t->dev->be;
-  int st = FUNNEL_OK;
-  if (!tr.early && tr.scratch_size > 0)
+  const int64_t capacity = output_bound(schema, bytes);
+  int st = funnel__alloc_out(t, o, capacity, stream, error);
+  if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
     st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
   if (st != FUNNEL_OK) return st;
-  write_head(t, &tr, parts, n, schema, l, t->dp_scratch, d->host);
+  write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
-  FUNNEL_RETURN_NOT_OK(parse_on_device(t, &tr, l, d->host, n_var, stream, error));
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var,
+                                     concat_lanes(bytes, n * n_cols + n_cols), stream, error));
 
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
-  if (s->left > 0 || s->rows > FUNNEL__MAX_ROWS) {
-    /* the host path reads them all, and says what is wrong if anything is */
+  if (!s->laid_out) {
+    /* the host path reads them all, and says what is wrong if anything
+     * is; the concat (which copied nothing) is over first */
     t->stats.device_left = s->left > 0 ? s->left : n;
+    st = funnel__dev_event_wait(be, t->event, error);
+    if (st != FUNNEL_OK) {
+      funnel__table_abandon(t);
+      return st;
+    }
     funnel__table_drop_attempt(t, t->early_in != NULL);
     memset(plan, 0, sizeof(*plan));
     return FUNNEL_OK;
@@ -290,8 +309,8 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   return FUNNEL_OK;
 }
 
-int funnel__dpath_submit(struct funnel_table *t, const struct funnel__read_options *o,
-                         struct funnel__dpath *d, void *stream, struct funnel_error *error) {
+int funnel__dpath_plan(struct funnel_table *t, struct funnel__dpath *d,
+                       struct funnel_error *error) {
   struct funnel__plan *plan = &t->plan;
   const struct funnel__schema *schema = plan->schema;
   const int n_cols = schema->n_fields;
@@ -308,7 +327,9 @@ int funnel__dpath_submit(struct funnel_table *t, const struct funnel__read_optio
   }
   FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, plan->columns, chars, plan->rows,
                                            &plan->out_size, error));
-  FUNNEL_RETURN_NOT_OK(funnel__alloc_out(t, o, stream, error));
-  write_outputs(t, &d->l, d->host);
-  return concat_on_device(t, o, &d->l, d->host, stream, error);
+  if (plan->out_size != s->out_size)
+    return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT,
+                      "internal error: the device laid out %lld bytes of output, the host %lld",
+                      (long long)s->out_size, (long long)plan->out_size);
+  return FUNNEL_OK;
 }

@@ -8,7 +8,8 @@
  *   submit.c    allocations, copies, segment table, launch, event
  *
  * or, for many small partitions, the device path (dread.c, dpath.h):
- * transfer.c's copies, then the parse and the concat on the device.
+ * transfer.c's copies, then the parse, the layout and the concat on the
+ * device, enqueued at once.
  *
  * Only transfer.c and submit.c call the backend. */
 #ifndef FUNNEL_READ_H
@@ -110,9 +111,9 @@ int funnel__enqueue_transfer(struct funnel_table *t, struct funnel__transfer *tr
 int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
                    struct funnel_error *error);
 
-/* The output allocation (t->plan.out_size bytes; shareable when asked). */
-int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
-                      struct funnel_error *error);
+/* The output allocation, `size` bytes (t->out_bytes; shareable when asked). */
+int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options *o, int64_t size,
+                      void *stream, struct funnel_error *error);
 
 /* ---------------------------------------------------------------- dread.c */
 
@@ -124,20 +125,21 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
                           const struct funnel__schema *known,
                           const struct funnel__schema **schema);
 
-/* The device path's first half: places the partitions (transfer.c), has
- * the device parse them, and waits for its sums. *out is the attempt for
- * funnel__dpath_submit, or NULL when the device left partitions to the
- * host: the table then holds nothing of the attempt (device work, memory)
- * but the early copies, and the caller reads it by the host path. */
+/* The device path: places the partitions (transfer.c), allocates the
+ * output from an upper bound of its size, enqueues the parse, the layout,
+ * the concat and records t->event, and waits for the parse's sums. *out is
+ * the attempt for funnel__dpath_plan, or NULL when the device left
+ * partitions to the host: the table then holds nothing of the attempt
+ * (device work, memory) but the early copies, and the caller reads it by
+ * the host path. */
 struct funnel__dpath;
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count,
                         const struct funnel__schema *schema, void *stream,
                         struct funnel__dpath **out, struct funnel_error *error);
 
-/* The second half: lays the output out from the sums and enqueues the
- * concat, recording t->event. */
-int funnel__dpath_submit(struct funnel_table *t, const struct funnel__read_options *o,
-                         struct funnel__dpath *d, void *stream, struct funnel_error *error);
+/* The table's plan from the sums: what the device laid out, laid out again
+ * on the host (funnel__plan_layout), which must agree. Enqueues nothing. */
+int funnel__dpath_plan(struct funnel_table *t, struct funnel__dpath *d, struct funnel_error *error);
 
 #endif

@@ -180,16 +180,17 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   int st = funnel__pinned_hold(pinned, t, parts, count, error);
   if (st == FUNNEL_OK) st = funnel__early_copies(t, parts, count, o->transfer, stream, error);
   m[1] = mark_now();
-  /* the device path: parse (on the device, then the wait for its sums),
-   * plan nothing, submit the concat; or, when the device leaves
-   * partitions to the host, the host path after it */
+  /* the device path: everything enqueued, then the wait for the parse's
+   * sums, and the plan from them; or, when the device leaves partitions
+   * to the host, the host path after it */
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
   if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, schema, &on_device))
     st = funnel__dpath_parse(t, o, parts, count, on_device, stream, &d, error);
   if (d != NULL) {
-    m[2] = m[3] = mark_now();
-    if (st == FUNNEL_OK) st = funnel__dpath_submit(t, o, d, stream, error);
+    m[2] = mark_now();
+    if (st == FUNNEL_OK) st = funnel__dpath_plan(t, d, error);
+    m[3] = mark_now();
   } else {
     if (on_device != NULL) m[1] = mark_now(); /* the attempt counts as submitting */
     struct funnel__partition *pv = NULL;

@@ -38,17 +38,17 @@ static void segment_table_place(struct funnel_table *t, struct funnel__transfer 
   }
 }
 
-int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options *o, void *stream,
-                      struct funnel_error *error) {
+int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options *o, int64_t size,
+                      void *stream, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
-  const int64_t out_size = t->plan.out_size;
   int st = FUNNEL_OK;
-  if (out_size > 0 && o->shareable) {
-    st = funnel__dev_shared_alloc(be, (size_t)out_size, &t->out, &t->out_handle, error);
+  if (size > 0 && o->shareable) {
+    st = funnel__dev_shared_alloc(be, (size_t)size, &t->out, &t->out_handle, error);
     t->out_shared = st == FUNNEL_OK;
-  } else if (out_size > 0) {
-    st = funnel__dev_alloc(be, (size_t)out_size, stream, &t->out, error);
+  } else if (size > 0) {
+    st = funnel__dev_alloc(be, (size_t)size, stream, &t->out, error);
   }
+  if (st == FUNNEL_OK) t->out_bytes = size;
   return st;
 }
 
@@ -58,7 +58,7 @@ static int alloc_device(struct funnel_table *t, const struct funnel__read_option
                         const struct funnel__transfer *tr, const struct segment_table *s,
                         void *stream, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
-  int st = funnel__alloc_out(t, o, stream, error);
+  int st = funnel__alloc_out(t, o, t->plan.out_size, stream, error);
   if (st == FUNNEL_OK && tr->scratch_size > 0)
     st = funnel__dev_alloc(be, (size_t)tr->scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK && tr->early && !s->in_place)

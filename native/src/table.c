@@ -56,10 +56,26 @@ static void release_inputs(struct funnel_table *t) {
   release_staged(t);
 }
 
+static void release_out(struct funnel_table *t) {
+  struct funnel_backend *be = &t->dev->be;
+  if (t->out_shared)
+    funnel__dev_shared_free(be, t->out, (size_t)t->out_bytes, &t->out_handle);
+  else
+    funnel__dev_free(be, t->out, t->dev->stream);
+  t->out = 0;
+  t->out_bytes = 0;
+  t->out_shared = false;
+}
+
 void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
   struct funnel_backend *be = &t->dev->be;
   funnel__dev_free(be, t->dp_scratch, t->dev->stream);
   t->dp_scratch = 0;
+  release_out(t);
+  /* the host path times its own launch */
+  funnel__dev_event_destroy(be, t->ev_start);
+  funnel__dev_event_destroy(be, t->ev_end);
+  t->ev_start = t->ev_end = NULL;
   release_staged(t);
   /* where the partitions are read from is the host path's to say */
   t->stats.staged_partitions = t->stats.bytes_staged = 0;
@@ -78,12 +94,10 @@ static void table_release(struct funnel_table *t) {
   }
   funnel__dev_event_destroy(be, t->ev_start);
   funnel__dev_event_destroy(be, t->ev_end);
+  funnel__dev_event_destroy(be, t->ev_sums);
   release_inputs(t);
   funnel__pinned_unhold(&t->dev->pinned, t);
-  if (t->out_shared)
-    funnel__dev_shared_free(be, t->out, (size_t)t->plan.out_size, &t->out_handle);
-  else
-    funnel__dev_free(be, t->out, t->dev->stream);
+  release_out(t);
   if (t->release_import != NULL) t->release_import(t);
   funnel__inflight_destroy(&t->calls);
   pthread_mutex_destroy(&t->mu);

@@ -41,6 +41,8 @@ struct funnel_table {
   struct funnel__arena arena; /* schema, partitions, plan, host segments */
   struct funnel__plan plan;
   uint64_t out;     /* device: the columns' buffers */
+  int64_t out_bytes; /* the allocation's size: plan.out_size, or on the
+                        device path an upper bound of it */
   bool out_shared;  /* `out` is shareable memory (FUNNEL_OPTION_SHAREABLE) */
   struct funnel__ipc_handle out_handle; /* and its handle */
   uint64_t scratch; /* device: partition copies and the segment table */
@@ -51,6 +53,7 @@ struct funnel_table {
   void *event;      /* NULL when nothing was enqueued; kept until the table
                        is freed (an export may point a consumer at it) */
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
+  void *ev_sums;    /* the device path: after the copy back of the sums */
   pthread_mutex_t mu;
   int done;         /* the event has completed and scratch is freed */
   /* callers' calls on the table in progress (funnel__table_enter), which
@@ -90,8 +93,8 @@ void funnel__table_unref(struct funnel_table *t);
 void funnel__table_hold_staged(struct funnel_table *t, void *ptr, int64_t size);
 
 /* A device-path attempt whose work has completed is given up (dread.c):
- * frees its device tables, its staging blocks and, unless `keep_early`,
- * the partitions' copies, so the host path starts afresh. */
+ * frees its device tables, its output, its staging blocks and, unless
+ * `keep_early`, the partitions' copies, so the host path starts afresh. */
 void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early);
 
 /* The work enqueued for the table could not be waited for: forgets (leaks)

@@ -41,6 +41,12 @@
  * (dread.c): above this many pieces (640 MiB of them) a read takes the
  * host path, which keeps none */
 #define FUNNEL__DPATH_MAX_PIECES ((int64_t)1 << 24)
+/* The cuda parse gives a partition a warp up to this many partitions, a
+ * thread above (dpath.h, FUNNEL__DP_PARSE_TILE). Measured on the H100 with
+ * ncu (mixed columns, 10 rows a partition): a warp a partition 24, 35 and
+ * 400 us for 200, 1,000 and 50,000 partitions, a thread a partition 37, 82
+ * and 177 us; the lines cross near 9,000. */
+#define FUNNEL__DP_WARP_PARSE_MAX 8192
 #define FUNNEL__CONCAT_MAX_BLOCKS 65535
 
 /* The pinned pool, allocated once per device. cuda: cuMemHostAlloc costs

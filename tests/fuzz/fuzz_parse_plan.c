@@ -375,11 +375,14 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   struct funnel__dp_summary *s =
       zalloc(sizeof(*s) + (size_t)(n_cols + n_var) * sizeof(int64_t));
   s->first_left = n;
-  const struct funnel__dp_args a = {
+  struct funnel__dp_bitbuf *bits = zalloc((size_t)(2 * n_cols) * sizeof(*bits));
+  const uint64_t out = (uint64_t)1 << 20; /* where the output would lie: never dereferenced */
+  struct funnel__dp_args a = {
       .inputs = (uint64_t)(uintptr_t)inputs, .columns = (uint64_t)(uintptr_t)cols,
       .schema = (uint64_t)(uintptr_t)schema->ipc, .pieces = (uint64_t)(uintptr_t)pieces,
       .rows = (uint64_t)(uintptr_t)rows, .chars = (uint64_t)(uintptr_t)chars,
-      .summary = (uint64_t)(uintptr_t)s, .n_parts = n, .schema_length = schema->ipc_length,
+      .summary = (uint64_t)(uintptr_t)s, .bitbufs = (uint64_t)(uintptr_t)bits, .out = out,
+      .out_capacity = FUNNEL__MAX_OUTPUT_BYTES, .n_parts = n, .schema_length = schema->ipc_length,
       .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
   funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
   if (!FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
@@ -399,6 +402,22 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
         fail("device parser: column %d has %lld string bytes, the host path %lld", c,
              (long long)var_bytes[cols[c].var], (long long)plan->columns[c].data_size);
     }
+    /* the device's layout of the output is the host's */
+    if (!s->laid_out || s->out_size != plan->out_size)
+      fail("device layout: %s, %lld bytes; the host path %lld", s->laid_out ? "laid out" : "not laid out",
+           (long long)s->out_size, (long long)plan->out_size);
+    int64_t n_bits = 0;
+    for (int c = 0; c < n_cols; c++) {
+      const struct funnel__out_column *oc = &plan->columns[c];
+      const uint64_t v = oc->validity >= 0 ? out + (uint64_t)oc->validity : 0;
+      const uint64_t o = oc->offsets >= 0 ? out + (uint64_t)oc->offsets : 0;
+      if (cols[c].validity != v || cols[c].offsets != o || cols[c].data != out + (uint64_t)oc->data)
+        fail("device layout: column %d's buffers lie elsewhere than the host path lays them", c);
+      n_bits += (v != 0) + (cols[c].kind == FUNNEL_DP_BOOL);
+    }
+    if (a.n_bitbufs != n_bits)
+      fail("device layout: %lld bit buffers, the host path's layout has %lld", (long long)a.n_bitbufs,
+           (long long)n_bits);
     for (int p = 0; p < n; p++) {
       if (rows[p + 1] - rows[p] != pv[p].rows)
         fail("device parser: partition %d has %lld rows, the host path %lld", p,
@@ -421,6 +440,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
          (long long)s->first_left, n);
   }
   free(cols);
+  free(bits);
   free(pieces);
   free(rows);
   free(chars);

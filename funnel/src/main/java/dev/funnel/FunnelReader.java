@@ -21,8 +21,9 @@ import org.apache.arrow.vector.types.pojo.Schema;
  *
  * <p>Reads are asynchronous: {@code read} parses and plans on the calling thread, enqueues the
  * copies and the concat, and returns. A read whose headers the device parses ({@link #setParse})
- * waits once inside, on its stream, for the parse's sums (and so for what was enqueued on that
- * stream before it), then enqueues the concat and returns. The partitions' memory must stay valid and unchanged until
+ * enqueues the parse and the concat at once, then waits once inside, on its stream, for the
+ * parse's sums, which give the table's shape (and so for what was enqueued on that stream before
+ * it), and returns while the concat runs. The partitions' memory must stay valid and unchanged until
  * the table is ready ({@link DeviceTable#waitReady()}) or closed; the table keeps the ByteBuffers
  * it was given reachable until then, but memory passed as raw addresses is the caller's to keep.
  *
@@ -237,7 +238,9 @@ public final class FunnelReader implements AutoCloseable {
     HOST,
     /**
      * The partitions go up as raw bytes and the device parses them: no host work per partition.
-     * The read waits once inside (for the sums that size the output), then enqueues the concat.
+     * The read enqueues the parse and the concat at once and waits once inside, for the sums that
+     * give the table's shape. The output is allocated from an upper bound of its size (at most
+     * about twice the partitions' bytes), in which the table's buffers lie.
      * Partitions that repeat the schema message byte for byte (or have none) and hold at most
      * one record batch stay on the device; any other, and any the device finds malformed, sends
      * the whole read to the host path, which gives the same table or the same exception as

@@ -8,13 +8,16 @@ package dev.funnel;
  * {@code h2dCopies <= partitions + 1}, {@code concatLaunches <= columnSets}, {@code
  * deviceCallsParse == 0}, {@code deviceCallsPlan == 0}, {@code syncsInRead == 0}. A read the
  * device parsed ({@code deviceParsed > 0 && deviceLeft == 0}, {@link FunnelReader#setParse}):
- * {@code h2dCopies <= partitions + 2} (the partitions and two small tables), {@code
+ * {@code h2dCopies <= partitions + 1} (the partitions and one small table), {@code
  * concatLaunches <= 3} (parse, scan over 256 partitions, concat), {@code syncsInRead == 1} (the
- * wait for the sums that size the output), {@code deviceCallsPlan == 0}.
+ * wait for the parse's sums, which give the table's shape; the concat is already enqueued behind
+ * them), {@code deviceCallsPlan == 0}.
  *
  * <p>{@code deviceParsed} partitions went up as raw bytes for the device to parse; {@code
  * deviceLeft} of them it left to the host (a schema written differently, several batches, a
- * malformed partition), which then read them all.
+ * malformed partition), which then read them all: such a read counts the attempt's copies, its
+ * three launches and two waits (for the sums, and for the attempt's work before its memory goes)
+ * on top of the host path's.
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link

@@ -163,13 +163,23 @@ class StatsInvariantsTest extends DeviceTestCase {
       assertThrows(AssertionError.class, () -> assertStatsInvariants(s, 10), v.toString());
     }
     assertThrows(AssertionError.class, () -> assertStatsInvariants(ok, 9), "partitions");
-    // the device path: two more copies, three launches, device calls while parsing, one wait
-    Map<String, Long> device = Map.of("deviceParsed", 10L, "h2dCopies", 12L, "concatLaunches", 3L,
+    // the device path: one more copy, three launches, device calls while parsing, one wait
+    Map<String, Long> device = Map.of("deviceParsed", 10L, "h2dCopies", 11L, "concatLaunches", 3L,
         "deviceCallsParse", 6L, "syncsInRead", 1L);
     assertStatsInvariants(stats(device), 10);
-    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 13L), Map.of("concatLaunches", 4L),
-        Map.of("deviceCallsPlan", 1L), Map.of("syncsInRead", 0L))) {
+    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 12L), Map.of("concatLaunches", 4L),
+        Map.of("deviceCallsPlan", 1L), Map.of("syncsInRead", 0L), Map.of("syncsInRead", 2L))) {
       Map<String, Long> bad = new HashMap<>(device);
+      bad.putAll(v);
+      assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
+    }
+    // the host path after an attempt: the attempt's copies, three launches and two waits more
+    Map<String, Long> left = Map.of("deviceParsed", 10L, "deviceLeft", 1L, "h2dCopies", 22L,
+        "concatLaunches", 4L, "syncsInRead", 2L);
+    assertStatsInvariants(stats(left), 10);
+    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 23L), Map.of("concatLaunches", 5L),
+        Map.of("syncsInRead", 1L), Map.of("deviceCallsParse", 1L))) {
+      Map<String, Long> bad = new HashMap<>(left);
       bad.putAll(v);
       assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
     }
