@@ -213,6 +213,21 @@ __device__ int64_t block_exclusive_scan(int64_t x, int64_t *total) {
   return before + v - x;
 }
 
+// Whether this block is the grid's last to get here (counted in the
+// summary); if so, it sees what every other block wrote before.
+__device__ bool last_block_to_finish(funnel__dp_summary *s) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
+    last = atomicAdd((unsigned long long *)&s->blocks_done, 1ull) == blocks - 1;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
 // Value p of scan array k: rows (k == 0), else string column k - 1's bytes.
 __device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
   return k == 0 ? (int64_t *)(uintptr_t)a->rows
@@ -253,16 +268,8 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_arg
     }
     return;
   }
-  // the last block to finish sees every block's values
   funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    last = atomicAdd((unsigned long long *)&s->blocks_done, 1ull) == gridDim.x - 1ull;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_block_to_finish(s)) return;
   const int64_t q = threadIdx.x;  // one tile: a thread a partition
   for (int64_t k = 0; k <= m; k++) {
     int64_t *v = scan_array(a, k);
@@ -321,17 +328,5 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(funnel__dp_args
     if (k == 0) s->rows = carry + total;
     else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = carry + total;
   }
-  // the last block to finish sees every block's totals
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
-    last = atomicAdd((unsigned long long *)&s->blocks_done, 1ull) == blocks - 1;
-  }
-  __syncthreads();
-  if (last && threadIdx.x == 0) {
-    __threadfence();
-    funnel__dp_layout(a);
-  }
+  if (last_block_to_finish(s) && threadIdx.x == 0) funnel__dp_layout(a);
 }

@@ -107,7 +107,7 @@ static bool left_alike(const struct funnel_partition *part, const struct funnel_
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
                           const struct funnel__schema *known,
-                          const struct funnel__schema **schema) {
+                          const struct funnel__schema **schema, int64_t *total) {
   *schema = NULL;
   if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
   const bool automatic = o->parse == FUNNEL_PARSE_AUTO;
@@ -138,6 +138,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
   if ((int64_t)count > FUNNEL__DPATH_MAX_PIECES / known->n_fields || n_var >= FUNNEL__CONCAT_MAX_BLOCKS)
     return false;
   *schema = known;
+  *total = bytes;
   return true;
 }
 
@@ -251,7 +252,7 @@ struct funnel__dpath {
 };
 
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
-                        const struct funnel_partition *parts, size_t count,
+                        const struct funnel_partition *parts, size_t count, int64_t bytes,
                         const struct funnel__schema *schema, void *stream,
                         struct funnel__dpath **out, struct funnel_error *error) {
   *out = NULL;
@@ -269,8 +270,6 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   *plan = (struct funnel__plan){.schema = schema, .raw = parts, .n_parts = n};
   t->stats.device_parsed = n;
 
-  int64_t bytes = 0;
-  for (int64_t p = 0; p < n; p++) bytes += (int64_t)parts[p].length;
   struct funnel__transfer tr;
   FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
   d->l = lay_out(n, n_cols, n_var, schema->ipc_length);

@@ -118,12 +118,13 @@ int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options 
 /* ---------------------------------------------------------------- dread.c */
 
 /* Whether the read goes by the device path (FUNNEL_OPTION_PARSE; under
- * AUTO, many small partitions), and with which schema: the reader's
- * (`known`), or the first non-empty partition's, parsed here. */
+ * AUTO, many small partitions), with which schema: the reader's
+ * (`known`), or the first non-empty partition's, parsed here; and the
+ * partitions' bytes, for funnel__dpath_parse. */
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
                           const struct funnel__schema *known,
-                          const struct funnel__schema **schema);
+                          const struct funnel__schema **schema, int64_t *bytes);
 
 /* The device path: places the partitions (transfer.c), allocates the
  * output from an upper bound of its size, enqueues the parse, the layout,
@@ -134,7 +135,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
  * the host path. */
 struct funnel__dpath;
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
-                        const struct funnel_partition *parts, size_t count,
+                        const struct funnel_partition *parts, size_t count, int64_t bytes,
                         const struct funnel__schema *schema, void *stream,
                         struct funnel__dpath **out, struct funnel_error *error);
 

@@ -185,8 +185,9 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
    * to the host, the host path after it */
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
-  if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, schema, &on_device))
-    st = funnel__dpath_parse(t, o, parts, count, on_device, stream, &d, error);
+  int64_t bytes = 0;
+  if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, schema, &on_device, &bytes))
+    st = funnel__dpath_parse(t, o, parts, count, bytes, on_device, stream, &d, error);
   if (d != NULL) {
     m[2] = mark_now();
     if (st == FUNNEL_OK) st = funnel__dpath_plan(t, d, error);
