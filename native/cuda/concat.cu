@@ -234,6 +234,49 @@ __device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
                 : (int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1);
 }
 
+// Lays the output out (dpath.h) with the whole block: a thread a column,
+// the columns' footprints scanned, so no thread walks a chain of loads
+// through every column.
+__device__ void layout_block(funnel__dp_args *a) {
+  __syncthreads();  // the scan's totals, written by thread 0, seen by all
+  int64_t rows;
+  if (!funnel__dp_layout_begin(a, &rows)) return;  // the same for every thread
+  const int n_cols = a->n_cols;
+  int64_t at = 0, nb = 0;
+  for (int base = 0; base < n_cols; base += (int)blockDim.x) {
+    const int c = base + (int)threadIdx.x;
+    int64_t size[3] = {-1, -1, -1};
+    int bits = 0;
+    bool ok = true;
+    if (c < n_cols) {
+      ok = funnel__dp_column_sizes(a, c, rows, size, &bits);
+      // each at most the allocation, so the block's sum cannot overflow
+      ok = ok && funnel__dp_footprint(size) <= a->out_capacity;
+    }
+    if (!__syncthreads_and(ok)) return;
+    int64_t foot_total, bits_total;
+    const int64_t foot = block_exclusive_scan(c < n_cols ? funnel__dp_footprint(size) : 0, &foot_total);
+    const int64_t bit = block_exclusive_scan(bits, &bits_total);
+    if (at + foot_total > a->out_capacity) return;
+    if (c < n_cols) funnel__dp_place_column(a, c, at + foot, size, nb + bit);
+    at += foot_total;
+    nb += bits_total;
+  }
+  if (threadIdx.x == 0) funnel__dp_layout_end(a, at, nb);
+}
+
+// The concat's n items (the pieces, then one a column), `lanes` lanes an
+// item, then the bit buffers' words, a thread a word.
+__device__ void concat_items(const funnel__dp_args *a, int64_t n, int lanes, int64_t thread,
+                             int64_t threads) {
+  const int lane = (int)(thread % lanes);
+  for (int64_t i = thread / lanes; i < n; i += threads / lanes)
+    funnel__dp_piece_copy(a, i, lane, lanes);
+  const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
+  for (int64_t k = thread; k < a->n_bitbufs * words; k += threads)
+    funnel__dp_bits_word(a, k / words, k % words);
+}
+
 }  // namespace
 
 // A warp a partition, its metadata walked in shared memory (or, over
@@ -283,7 +326,7 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_arg
       else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = total;
     }
   }
-  if (threadIdx.x == 0) funnel__dp_layout(a);
+  layout_block(a);
 }
 
 // The pieces, m lanes a piece, then the bit buffers' words, a thread a
@@ -291,15 +334,8 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_arg
 extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel__dp_args *a,
                                                                      int64_t n, int64_t m) {
   if (!funnel__dp_laid_out(a)) return;
-  const int lanes = (int)m;
-  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-  const int lane = (int)(threadIdx.x % (unsigned)lanes);
-  for (int64_t i = thread / lanes; i < n; i += threads / lanes)
-    funnel__dp_piece_copy(a, i, lane, lanes);
-  const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
-  for (int64_t k = thread; k < a->n_bitbufs * words; k += threads)
-    funnel__dp_bits_word(a, k / words, k % words);
+  concat_items(a, n, (int)m, (int64_t)blockIdx.x * blockDim.x + threadIdx.x,
+               (int64_t)gridDim.x * blockDim.x);
 }
 
 // Block (b, k) scans tile b of array k: the tiles before it give its
@@ -328,5 +364,5 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(funnel__dp_args
     if (k == 0) s->rows = carry + total;
     else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = carry + total;
   }
-  if (last_block_to_finish(s) && threadIdx.x == 0) funnel__dp_layout(a);
+  if (last_block_to_finish(s)) layout_block(a);
 }

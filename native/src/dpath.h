@@ -27,14 +27,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "flatbuf.h"
 #include "tuning.h"
 
 #if defined(__CUDACC__)
 #define FUNNEL_DP static __device__ __forceinline__
+/* a function with more than one caller, compiled once: the parse is
+ * bound by fetching its instructions, a kernel running once per SM */
+#define FUNNEL_DP_ONCE static __device__ __noinline__
 #else
 #define FUNNEL_DP static inline
+#define FUNNEL_DP_ONCE static inline
 #endif
 
 /* how a column's values lie */
@@ -129,7 +134,26 @@ struct funnel__dp_summary {
                          concat runs; 0: the read goes to the host path */
   int64_t out_size;   /* the output's bytes, as laid out */
   int64_t blocks_done; /* the cuda scan's blocks that have finished */
-  int64_t pad;
+  int64_t templated;  /* partitions read by the read's template */
+};
+
+/* A message layout most partitions of a read share (one writer, one
+ * schema): the bytes of the first partition that has one, up to its batch's
+ * body (the schema message if it starts with one, the batch message's
+ * prefix and metadata), and where the batch's values lie among them. A
+ * partition whose bytes match the template's everywhere but at those
+ * values has the same flatbuffer, so the parse reads the values where the
+ * template says instead of walking it (funnel__dp_template builds it with
+ * the walk the parse makes). */
+/* Where a template of n bytes has its mask, after its bytes (8-aligned). */
+#define FUNNEL__DP_MASK_AT(n) (((n) + 7) / 8 * 8)
+
+struct funnel__dp_template {
+  int64_t length;      /* 0: no template */
+  int64_t body_length; /* where Message.bodyLength lies (8 bytes) */
+  int64_t rows;        /* RecordBatch.length (8 bytes) */
+  int64_t nodes;       /* the field nodes, 16 bytes each */
+  int64_t buffers;     /* the buffers, 16 bytes each */
 };
 
 /* Everything a stage reads, in device memory. Addresses are uint64_t so
@@ -154,6 +178,11 @@ struct funnel__dp_args {
   int64_t max_rows;
   int64_t n_bitbufs; /* written by funnel__dp_layout */
   int32_t n_cols, n_var, n_buffers, pad;
+  struct funnel__dp_template tmpl;
+  /* the template's bytes (tmpl.length), then from FUNNEL__DP_MASK_AT of
+   * that its mask: 0xFF where a partition's byte must equal the
+   * template's, 0 at the values */
+  uint64_t tmpl_bytes;
 };
 
 /* ------------------------------------------------------------ lanes */
@@ -177,8 +206,9 @@ FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long l
 /* the lanes' writes to shared memory seen by every lane */
 FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(); }
 #define DP_POPC64(x) __popcll(x)
-/* a thread issues the loads of 8 iterations before it uses the first */
-#define DP_UNROLL _Pragma("unroll 8")
+/* loops left rolled: the parse of a small partition runs each a few
+ * times, and unrolled copies are instructions to fetch */
+#define DP_UNROLL _Pragma("unroll 1")
 #else
 FUNNEL_DP bool dp_all(bool v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
@@ -267,7 +297,8 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes
   if (col->kind == FUNNEL_DP_FIXED || col->kind == FUNNEL_DP_BOOL) {
     int64_t need = bitmap;
     if (col->kind == FUNNEL_DP_FIXED) {
-      if (length > INT64_MAX / col->width) return false;
+      /* rows are at most INT64_MAX / 64: only a wider value can overflow */
+      if (col->width > 64 && length > INT64_MAX / col->width) return false;
       need = length * col->width;
     }
     if (len[1] < need) return false;
@@ -290,21 +321,15 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes
   return true;
 }
 
-/* The RecordBatch of the message whose flatbuffer `r` holds, body at
- * `body`: bound column by column into the partition's pieces. */
-FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, struct funnel__fb *r,
-                        struct funnel__fb_table h, const uint8_t *bytes, uint64_t addr, int64_t body,
-                        int64_t body_length, int64_t *rows_out, struct funnel__dp_piece *pieces,
-                        int lane, int lanes) {
-  const int64_t rows = funnel__fb_i64(r, h, 0, 0);
-  uint32_t n_nodes = 0, n_buffers = 0;
-  const uint32_t nodes = funnel__fb_vector(r, h, 1, 16, &n_nodes);
-  const uint32_t buffers = funnel__fb_vector(r, h, 2, 16, &n_buffers);
-  const uint32_t compression = funnel__fb_ref(r, h, 3);
-  if (r->bad || compression != 0 || rows < 0 || rows > a->max_rows) return false;
-  if ((int64_t)n_nodes != a->n_cols || (int64_t)n_buffers != a->n_buffers) return false;
-  const uint8_t *buf = r->p + buffers;
-  for (uint32_t i = 0; i < n_buffers; i++) {
+/* The values of a RecordBatch of `rows` rows whose field nodes and
+ * buffers lie at `nodes` and `buf`, body at `body` in the partition:
+ * bound column by column into the partition's pieces. */
+FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, int64_t rows,
+                               const uint8_t *nodes, const uint8_t *buf, const uint8_t *bytes,
+                               uint64_t addr, int64_t body, int64_t body_length,
+                               struct funnel__dp_piece *pieces, int lane, int lanes) {
+  if (rows < 0 || rows > a->max_rows) return false;
+  for (int32_t i = 0; i < a->n_buffers; i++) {
     const int64_t off = (int64_t)funnel__ld64(buf + 16 * i), len = (int64_t)funnel__ld64(buf + 16 * i + 8);
     if (off < 0 || len < 0 || off > body_length || len > body_length - off) return false;
   }
@@ -312,13 +337,29 @@ FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, struct funne
   int64_t *chars = (int64_t *)(uintptr_t)a->chars;
   for (int c = 0; c < a->n_cols; c++) {
     int64_t *ch = cols[c].var >= 0 ? &chars[cols[c].var * (a->n_parts + 1) + p] : NULL;
-    if (!dp_bind(&cols[c], bytes, addr, rows, r->p + nodes + 16 * c, buf, body, &pieces[c], ch,
-                 lane, lanes))
+    if (!dp_bind(&cols[c], bytes, addr, rows, nodes + 16 * c, buf, body, &pieces[c], ch, lane,
+                 lanes))
       return false;
     buf += 16 * cols[c].n_buffers;
   }
-  *rows_out = rows;
   return true;
+}
+
+/* The RecordBatch of the message whose flatbuffer `r` holds, body at
+ * `body`: its rows, field nodes and buffers, where they lie in `r` (any 0
+ * when absent); r->bad unless it is one the parse can take (no
+ * compression, a node a column and the schema's buffers). */
+FUNNEL_DP int64_t dp_batch_fields(const struct funnel__dp_args *a, struct funnel__fb *r,
+                                  struct funnel__fb_table h, uint32_t *rows_at, uint32_t *nodes,
+                                  uint32_t *buffers) {
+  uint32_t n_nodes = 0, n_buffers = 0;
+  *rows_at = funnel__fb_field(r, h, 0, 8);
+  *nodes = funnel__fb_vector(r, h, 1, 16, &n_nodes);
+  *buffers = funnel__fb_vector(r, h, 2, 16, &n_buffers);
+  if (funnel__fb_ref(r, h, 3) != 0 || (int64_t)n_nodes != a->n_cols ||
+      (int64_t)n_buffers != a->n_buffers)
+    r->bad = true;
+  return *rows_at != 0 ? (int64_t)funnel__ld64(r->p + *rows_at) : 0;
 }
 
 /* Copies n bytes to `dst`, the lanes taking 8-byte words where the source
@@ -336,12 +377,86 @@ FUNNEL_DP void dp_stage(uint8_t *dst, const uint8_t *src, int64_t n, int lane, i
   dp_sync(lanes);
 }
 
+/* Whether n bytes at `b` equal the template's `t` wherever its mask `m`
+ * is set, the lanes taking 8 bytes each (t and m are 8-byte aligned). */
+FUNNEL_DP bool dp_masked_equal(const uint8_t *b, const uint8_t *t, const uint8_t *m, int64_t n,
+                               int lane, int lanes) {
+  uint64_t diff = 0;
+  const int64_t words = n / 8;
+  if (((uintptr_t)b & 7) == 0) {
+    for (int64_t i = lane; i < words; i += lanes)
+      diff |= (((const uint64_t *)b)[i] ^ ((const uint64_t *)t)[i]) & ((const uint64_t *)m)[i];
+  } else {
+    for (int64_t i = lane; i < words; i += lanes)
+      diff |= (funnel__ld64(b + 8 * i) ^ ((const uint64_t *)t)[i]) & ((const uint64_t *)m)[i];
+  }
+  for (int64_t k = words * 8 + lane; k < n; k += lanes) diff |= (uint64_t)((b[k] ^ t[k]) & m[k]);
+  return dp_all(diff == 0, lanes);
+}
+
+/* Partition p by its template (a->tmpl), when its bytes match it: 1 if it
+ * is taken (rows in *rows), 0 if it is one the host would refuse, -1 if it
+ * does not match (the full walk decides). */
+FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, const uint8_t *bytes,
+                                uint64_t addr, int64_t len, struct funnel__dp_piece *pieces,
+                                int64_t *rows, int lane, int lanes) {
+  const struct funnel__dp_template t = a->tmpl;
+  if (t.length == 0 || len < t.length) return -1;
+  const uint8_t *ref = (const uint8_t *)(uintptr_t)a->tmpl_bytes;
+  if (!dp_masked_equal(bytes, ref, ref + FUNNEL__DP_MASK_AT(t.length), t.length, lane, lanes))
+    return -1;
+  const int64_t body = t.length, body_length = (int64_t)funnel__ld64(bytes + t.body_length);
+  if (body_length < 0 || body_length > len - body) return 0;
+  /* after the body, nothing or an end-of-stream marker; anything else
+   * (another batch, another schema) is the full walk's */
+  const int64_t end = body + body_length;
+  if (end != len && !(len - end == 8 && funnel__ld32(bytes + end) == 0xFFFFFFFFu &&
+                      funnel__ld32(bytes + end + 4) == 0))
+    return -1;
+  *rows = (int64_t)funnel__ld64(bytes + t.rows);
+  return dp_batch_values(a, p, *rows, bytes + t.nodes, bytes + t.buffers, bytes, addr, body,
+                         body_length, pieces, lane, lanes);
+}
+
+/* The message at `pos` of a partition's `len` bytes: its metadata's
+ * length, checked to lie in the partition (0: end of stream; -1: not a
+ * message this parse reads). */
+FUNNEL_DP int64_t dp_message(const uint8_t *bytes, int64_t len, int64_t pos) {
+  /* a message with the continuation marker (the host reads the older
+   * framing too) */
+  if (len - pos < 8 || funnel__ld32(bytes + pos) != 0xFFFFFFFFu) return -1;
+  const int32_t meta_len = (int32_t)funnel__ld32(bytes + pos + 4);
+  return meta_len < 0 || meta_len > len - pos - 8 ? -1 : meta_len;
+}
+
+/* The Message table of metadata `r`, its header table in *h, and the
+ * header's position (0 when absent); r->bad unless it is a V4 or V5
+ * RecordBatch whose body lies inside the partition's `len` bytes. */
+FUNNEL_DP uint32_t dp_batch_message(struct funnel__fb *r, int64_t body, int64_t len,
+                                    struct funnel__fb_table *h, uint32_t *body_at) {
+  struct funnel__fb_table msg = {0, 0, 0, 0};
+  if (funnel__fb_in(r, 0, 4)) msg = funnel__fb_table_at(r, funnel__ld32(r->p));
+  const int32_t version = funnel__fb_i16(r, msg, 0, 0);
+  const uint32_t type = funnel__fb_u8(r, msg, 1, 0);
+  const uint32_t header = funnel__fb_ref(r, msg, 2);
+  *body_at = funnel__fb_field(r, msg, 3, 8);
+  const int64_t body_length = *body_at != 0 ? (int64_t)funnel__ld64(r->p + *body_at) : 0;
+  struct funnel__fb_table none = {0, 0, 0, 0};
+  *h = none;
+  if (!r->bad && header != 0) *h = funnel__fb_table_at(r, header);
+  if (header == 0 || version < 3 || version > 4 || type != 3 || body_length < 0 ||
+      body_length > len - body)
+    r->bad = true;
+  return header;
+}
+
 /* Parses partition p: its rows, pieces, string bytes; its null counts and
  * batch added to the summary, or the partition counted among those left
- * to the host. Every lane writes the same values. `stage` (8-byte
- * aligned, `stage_bytes` long, or NULL) is where a message's metadata is
- * copied to be walked. */
-FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int lane, int lanes,
+ * to the host. Every lane writes the same values. A partition that
+ * matches the read's template is read by it; any other is walked message
+ * by message, its metadata copied to `stage` (8-byte aligned,
+ * `stage_bytes` long, or NULL) to be walked there. */
+FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int lane, int lanes,
                                 uint8_t *stage, int64_t stage_bytes) {
   const struct funnel__dp_input in = ((const struct funnel__dp_input *)(uintptr_t)a->inputs)[p];
   const uint8_t *bytes = (const uint8_t *)(uintptr_t)in.addr;
@@ -354,26 +469,23 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
   if (lane == 0)
     for (int v = 0; v < a->n_var; v++) char_count[v * (a->n_parts + 1) + p] = 0;
   int64_t rows = 0, batches = 0, pos = 0;
+  const int by_template = dp_parse_template(a, p, bytes, in.addr, len, pieces, &rows, lane, lanes);
   /* an IPC file: the host reads its footer */
-  bool ok = !(len >= 8 && bytes[0] == 'A' && bytes[1] == 'R' && bytes[2] == 'R' &&
-              bytes[3] == 'O' && bytes[4] == 'W' && bytes[5] == '1');
+  bool ok = by_template >= 0 ? by_template == 1
+            : !(len >= 8 && bytes[0] == 'A' && bytes[1] == 'R' && bytes[2] == 'R' &&
+                bytes[3] == 'O' && bytes[4] == 'W' && bytes[5] == '1');
+  if (by_template >= 0) batches = 1, pos = len;
   while (ok && pos < len) {
     if (len - pos >= L && dp_equal(bytes + pos, schema, L, lane, lanes)) {
       pos += L;
       continue;
     }
-    /* a message with the continuation marker (the host reads the older
-     * framing too) */
-    if (len - pos < 8 || funnel__ld32(bytes + pos) != 0xFFFFFFFFu) {
-      ok = false;
-      break;
-    }
-    const int32_t meta_len = (int32_t)funnel__ld32(bytes + pos + 4);
+    const int64_t meta_len = dp_message(bytes, len, pos);
     if (meta_len == 0) { /* end of stream; another may follow */
       pos += 8;
       continue;
     }
-    if (meta_len < 0 || meta_len > len - pos - 8 || batches > 0) {
+    if (meta_len < 0 || batches > 0) {
       ok = false;
       break;
     }
@@ -383,22 +495,18 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
       meta = stage;
     }
     struct funnel__fb r = {meta, (uint32_t)meta_len, pos + 8, false};
-    struct funnel__fb_table msg = {0, 0, 0, 0};
-    if (funnel__fb_in(&r, 0, 4)) msg = funnel__fb_table_at(&r, funnel__ld32(r.p));
-    const int32_t version = funnel__fb_i16(&r, msg, 0, 0);
-    const uint32_t type = funnel__fb_u8(&r, msg, 1, 0);
-    const uint32_t header = funnel__fb_ref(&r, msg, 2);
-    const int64_t body_length = funnel__fb_i64(&r, msg, 3, 0);
-    struct funnel__fb_table h = {0, 0, 0, 0};
-    if (!r.bad && header != 0) h = funnel__fb_table_at(&r, header);
+    struct funnel__fb_table h;
+    uint32_t body_at, rows_at, nodes, buffers;
     const int64_t body = pos + 8 + meta_len;
-    /* V4 or V5, a RecordBatch (3), its body inside the partition */
-    if (r.bad || header == 0 || version < 3 || version > 4 || type != 3 || body_length < 0 ||
-        body_length > len - body) {
+    dp_batch_message(&r, body, len, &h, &body_at);
+    rows = r.bad ? 0 : dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers);
+    if (r.bad) {
       ok = false;
       break;
     }
-    ok = dp_batch(a, p, &r, h, bytes, in.addr, body, body_length, &rows, pieces, lane, lanes);
+    const int64_t body_length = body_at != 0 ? (int64_t)funnel__ld64(r.p + body_at) : 0;
+    ok = dp_batch_values(a, p, rows, r.p + nodes, r.p + buffers, bytes, in.addr, body,
+                         body_length, pieces, lane, lanes);
     batches++;
     pos = body + body_length;
   }
@@ -415,58 +523,165 @@ FUNNEL_DP void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p, int 
     for (int c = 0; c < a->n_cols; c++)
       if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
   if (ok && batches > 0) dp_add(&s->batches, batches);
+  if (by_template == 1) dp_add(&s->templated, 1);
+}
+
+/* Room for a read's template: its bytes and mask, for a schema message
+ * then a batch's metadata of up to FUNNEL__DP_TEMPLATE_SLACK bytes besides
+ * its field nodes and buffers. */
+static inline int64_t funnel__dp_template_max(int64_t schema_length, int n_cols, int n_buffers) {
+  return 2 * FUNNEL__DP_MASK_AT(schema_length + 8 + 16 * (int64_t)(n_cols + n_buffers) +
+                                FUNNEL__DP_TEMPLATE_SLACK);
+}
+
+/* The read's template (a->tmpl) from partition bytes `bytes` (host
+ * memory), walked as funnel__dp_parse walks them: a->tmpl gets the
+ * positions, `ref` (funnel__dp_template_max bytes) the template's bytes
+ * then its mask.
+ * False, and no template, when this partition has none to give: it does
+ * not start with the read's schema then a RecordBatch the parse takes, the
+ * batch has 0 rows or an empty body (their fields left out of the
+ * flatbuffer), or its bytes before the body take more than half of `max`.
+ * A partition that matches the template then starts as this one: the
+ * schema, then (not a second copy of the schema: the template differs from
+ * it where a partition cannot) this batch's metadata, so the walk would
+ * take the same steps through it. */
+static inline bool funnel__dp_template_of(struct funnel__dp_args *a, const uint8_t *schema,
+                                          const uint8_t *bytes, int64_t len, uint8_t *ref) {
+  struct funnel__dp_template *t = &a->tmpl;
+  const int64_t L = a->schema_length;
+  const int64_t max = funnel__dp_template_max(L, a->n_cols, a->n_buffers);
+  if (len < L || memcmp(bytes, schema, (size_t)L) != 0) return false;
+  const int64_t meta_len = dp_message(bytes, len, L);
+  if (meta_len <= 0) return false;
+  struct funnel__fb r = {bytes + L + 8, (uint32_t)meta_len, L + 8, false};
+  struct funnel__fb_table h;
+  uint32_t body_at, rows_at, nodes, buffers;
+  const int64_t body = L + 8 + meta_len;
+  dp_batch_message(&r, body, len, &h, &body_at);
+  if (!r.bad) dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers);
+  if (r.bad || body_at == 0 || rows_at == 0 || 2 * FUNNEL__DP_MASK_AT(body) > max) return false;
+  const int64_t at = L + 8; /* the metadata in the partition */
+  *t = (struct funnel__dp_template){.length = body, .body_length = at + body_at,
+                                    .rows = at + rows_at, .nodes = at + nodes,
+                                    .buffers = at + buffers};
+  memcpy(ref, bytes, (size_t)body);
+  uint8_t *mask = ref + FUNNEL__DP_MASK_AT(body);
+  memset(mask, 0xFF, (size_t)body);
+  memset(mask + t->body_length, 0, 8);
+  memset(mask + t->rows, 0, 8);
+  memset(mask + t->nodes, 0, 16 * (size_t)a->n_cols);
+  memset(mask + t->buffers, 0, 16 * (size_t)a->n_buffers);
+  /* the parse compares what follows the schema with the schema first: no
+   * partition that matches the template may match the schema there */
+  bool differs = false;
+  for (int64_t i = L; i < body && i < 2 * L && !differs; i++)
+    differs = ((bytes[i] ^ schema[i - L]) & mask[i]) != 0;
+  if (!differs) t->length = 0;
+  return differs;
 }
 
 /* ------------------------------------------------------------ layout */
 
-/* Reserves `size` bytes at a FUNNEL__ALIGN boundary, as funnel__carve. */
-FUNNEL_DP int64_t dp_carve(int64_t *at, int64_t size) {
-  const int64_t start = *at;
-  *at = (start + size + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
-  return start;
+/* The output is laid out as the host lays out a read's (plan.c,
+ * layout_column; dread.c checks that the two agree): column after column,
+ * each its validity (when it has nulls), its offsets (strings) and its
+ * data, every buffer starting at a FUNNEL__ALIGN boundary. The cpu backend
+ * places the columns one after the other (funnel__dp_layout); the kernels
+ * give each column a thread and scan the columns' footprints. */
+
+/* Whether the output can be laid out at all, once the scan's totals are in
+ * the summary: no partition left to the host, not too many rows. */
+FUNNEL_DP bool funnel__dp_layout_begin(const struct funnel__dp_args *a, int64_t *rows) {
+  const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(uintptr_t)a->summary;
+  *rows = s->rows;
+  return s->left == 0 && *rows <= a->max_rows;
 }
 
-/* Once the scan's totals are in the summary (one lane, after every
- * partition's parse): lays the output out in a->out as the host lays out
- * a read's (plan.c, layout_column; dread.c checks that the two agree),
- * writes the columns' output addresses and the bit buffers the concat
- * makes, and sets summary.laid_out. Leaves it 0, and the concat copies
- * nothing, when the host path is to read: partitions left, too many rows,
- * 32-bit string offsets that would overflow, or an output larger than the
- * allocation made for it before the parse. */
-FUNNEL_DP void funnel__dp_layout(struct funnel__dp_args *a) {
-  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
-  struct funnel__dp_column *cols = (struct funnel__dp_column *)(uintptr_t)a->columns;
-  struct funnel__dp_bitbuf *bits = (struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs;
+/* Column c's output buffers: the bytes of its validity, offsets and data
+ * (-1: absent), and how many bit buffers the concat makes for it; false
+ * when the output cannot hold it (32-bit string offsets that would
+ * overflow, a column larger than the allocation). */
+FUNNEL_DP bool funnel__dp_column_sizes(const struct funnel__dp_args *a, int c, int64_t rows,
+                                       int64_t size[3], int *bitbufs) {
+  const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(uintptr_t)a->summary;
+  const struct funnel__dp_column *col = &((const struct funnel__dp_column *)(uintptr_t)a->columns)[c];
   const int64_t *nulls = (const int64_t *)(s + 1), *chars = nulls + a->n_cols;
-  const int64_t rows = s->rows, bitmap = (rows + 7) / 8;
-  if (s->left > 0 || rows > a->max_rows) return;
-  int64_t size = 0, nb = 0;
-  for (int c = 0; c < a->n_cols; c++) {
-    struct funnel__dp_column *col = &cols[c];
-    const int64_t validity = nulls[c] > 0 ? dp_carve(&size, bitmap) : -1;
-    int64_t offsets = -1, data;
-    if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
-      const int64_t w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8, bytes = chars[col->var];
-      if (w == 4 && bytes > INT32_MAX) return;
-      offsets = dp_carve(&size, (rows + 1) * w);
-      data = dp_carve(&size, bytes);
-    } else if (col->kind == FUNNEL_DP_BOOL) {
-      data = dp_carve(&size, bitmap);
-    } else {
-      if (col->width > 0 && rows > a->out_capacity / col->width) return;
-      data = dp_carve(&size, rows * col->width);
-    }
-    if (size > a->out_capacity) return;
-    col->validity = validity >= 0 ? a->out + (uint64_t)validity : 0;
-    col->offsets = offsets >= 0 ? a->out + (uint64_t)offsets : 0;
-    col->data = a->out + (uint64_t)data;
-    if (validity >= 0) bits[nb++] = (struct funnel__dp_bitbuf){col->validity, c, 1};
-    if (col->kind == FUNNEL_DP_BOOL) bits[nb++] = (struct funnel__dp_bitbuf){col->data, c, 0};
+  const int64_t bitmap = (rows + 7) / 8;
+  size[0] = nulls[c] > 0 ? bitmap : -1;
+  size[1] = -1;
+  *bitbufs = nulls[c] > 0;
+  if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
+    const int64_t w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8, bytes = chars[col->var];
+    if (w == 4 && bytes > INT32_MAX) return false;
+    size[1] = (rows + 1) * w;
+    size[2] = bytes;
+  } else if (col->kind == FUNNEL_DP_BOOL) {
+    size[2] = bitmap;
+    *bitbufs += 1;
+  } else {
+    if (col->width > 0 && rows > a->out_capacity / col->width) return false;
+    size[2] = rows * col->width;
   }
-  a->n_bitbufs = nb;
+  for (int k = 0; k < 3; k++)
+    if (size[k] > a->out_capacity) return false;
+  return true;
+}
+
+/* The bytes column c's buffers take, each padded to FUNNEL__ALIGN. */
+FUNNEL_DP int64_t funnel__dp_footprint(const int64_t size[3]) {
+  int64_t bytes = 0;
+  for (int k = 0; k < 3; k++)
+    if (size[k] >= 0) bytes += (size[k] + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
+  return bytes;
+}
+
+/* Places column c's buffers from output offset `at` (aligned) on: its
+ * output addresses, and its bit buffers from entry `bit` on. */
+FUNNEL_DP void funnel__dp_place_column(struct funnel__dp_args *a, int c, int64_t at,
+                                       const int64_t size[3], int64_t bit) {
+  struct funnel__dp_column *col = &((struct funnel__dp_column *)(uintptr_t)a->columns)[c];
+  struct funnel__dp_bitbuf *bits = (struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs;
+  uint64_t addr[3] = {0, 0, 0};
+  for (int k = 0; k < 3; k++) {
+    if (size[k] < 0) continue;
+    addr[k] = a->out + (uint64_t)at;
+    at += (size[k] + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
+  }
+  col->validity = addr[0];
+  col->offsets = addr[1];
+  col->data = addr[2];
+  if (addr[0] != 0) bits[bit++] = (struct funnel__dp_bitbuf){addr[0], c, 1};
+  if (col->kind == FUNNEL_DP_BOOL) bits[bit] = (struct funnel__dp_bitbuf){addr[2], c, 0};
+}
+
+/* Marks the output laid out: `size` bytes, `bitbufs` bit buffers. */
+FUNNEL_DP void funnel__dp_layout_end(struct funnel__dp_args *a, int64_t size, int64_t bitbufs) {
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  a->n_bitbufs = bitbufs;
   s->out_size = size;
   s->laid_out = 1;
+}
+
+/* Lays the output out in a->out, one lane, column after column: the
+ * columns' output addresses, the bit buffers the concat makes, and
+ * summary.laid_out. Leaves it 0, and the concat copies nothing, when the
+ * host path is to read: partitions left, too many rows, 32-bit string
+ * offsets that would overflow, or an output larger than the allocation
+ * made for it before the parse. */
+FUNNEL_DP void funnel__dp_layout(struct funnel__dp_args *a) {
+  int64_t rows, size = 0, nb = 0;
+  if (!funnel__dp_layout_begin(a, &rows)) return;
+  for (int c = 0; c < a->n_cols; c++) {
+    int64_t sz[3];
+    int bits;
+    if (!funnel__dp_column_sizes(a, c, rows, sz, &bits)) return;
+    funnel__dp_place_column(a, c, size, sz, nb);
+    size += funnel__dp_footprint(sz);
+    nb += bits;
+    if (size > a->out_capacity) return;
+  }
+  funnel__dp_layout_end(a, size, nb);
 }
 
 /* Whether the concat runs: the layout laid the output out. */

@@ -14,8 +14,8 @@
  * Device memory of the attempt (t->dp_scratch) and the pinned host block
  * that mirrors its head:
  *
- *   args | columns | bit buffers | inputs | schema | summary (zeroed)
- *                                                uploaded before the parse
+ *   args | columns | bit buffers | inputs | schema | template | summary (zeroed)
+ *                                                           uploaded before the parse
  *   pieces | rows | string bytes | tiles         device only
  *
  * and, in the host block only, the summary the device sends back. */
@@ -28,14 +28,16 @@
 
 /* Offsets of the attempt's tables (the layout above). */
 struct dp_layout {
-  int64_t args, columns, bitbufs, inputs, schema, summary, head; /* head: bytes uploaded */
+  int64_t args, columns, bitbufs, inputs, schema, tmpl, summary, head; /* head: bytes uploaded */
+  int64_t tmpl_max;
   int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
   int64_t n_tiles;
   int64_t summary_back, host;             /* host: the host block's size */
   int64_t summary_bytes;
 };
 
-static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int64_t schema_length) {
+static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
+                                int64_t schema_length) {
   struct dp_layout l;
   int64_t at = 0;
   l.args = funnel__carve(&at, (int64_t)sizeof(struct funnel__dp_args));
@@ -43,6 +45,8 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int64_t schema
   l.bitbufs = funnel__carve(&at, 2 * n_cols * (int64_t)sizeof(struct funnel__dp_bitbuf));
   l.inputs = funnel__carve(&at, n * (int64_t)sizeof(struct funnel__dp_input));
   l.schema = funnel__carve(&at, schema_length);
+  l.tmpl_max = funnel__dp_template_max(schema_length, n_cols, n_buffers);
+  l.tmpl = funnel__carve(&at, l.tmpl_max);
   l.summary_bytes = (int64_t)sizeof(struct funnel__dp_summary) + 8 * (int64_t)(n_cols + n_var);
   l.summary = funnel__carve(&at, l.summary_bytes);
   l.head = at;
@@ -169,7 +173,8 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
   struct funnel__dp_summary *s = (struct funnel__dp_summary *)(host + l->summary);
   memset(s, 0, (size_t)l->summary_bytes);
   s->first_left = n;
-  *(struct funnel__dp_args *)(host + l->args) = (struct funnel__dp_args){
+  struct funnel__dp_args *a = (struct funnel__dp_args *)(host + l->args);
+  *a = (struct funnel__dp_args){
       .inputs = dev + (uint64_t)l->inputs, .columns = dev + (uint64_t)l->columns,
       .schema = dev + (uint64_t)l->schema, .pieces = dev + (uint64_t)l->pieces,
       .rows = dev + (uint64_t)l->rows, .chars = dev + (uint64_t)l->chars,
@@ -177,7 +182,17 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .tiles = dev + (uint64_t)l->tiles, .n_tiles = l->n_tiles,
       .out = t->out, .out_capacity = out_capacity,
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
-      .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
+      .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
+      .tmpl_bytes = dev + (uint64_t)l->tmpl};
+  /* the template from the first of the first few non-empty partitions
+   * that gives one (one with no rows does not) */
+  for (int64_t p = 0, tries = 0; p < n && tries < FUNNEL__DP_TEMPLATE_TRIES; p++) {
+    if (parts[p].length == 0) continue;
+    tries++;
+    if (funnel__dp_template_of(a, schema->ipc, parts[p].data, (int64_t)parts[p].length,
+                               host + l->tmpl))
+      break;
+  }
 }
 
 /* Enqueues the whole read: the copies, the upload, the parse, the scan
@@ -258,8 +273,11 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   *out = NULL;
   const int64_t n = (int64_t)count;
   const int n_cols = schema->n_fields;
-  int n_var = 0;
-  for (int c = 0; c < n_cols; c++) n_var += schema->fields[c].offset_width != 0;
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < n_cols; c++) {
+    n_var += schema->fields[c].offset_width != 0;
+    n_buffers += schema->fields[c].n_buffers;
+  }
   struct funnel__plan *plan = &t->plan;
   struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
   /* room for a staging block each (pageable partitions when the pool has
@@ -272,7 +290,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
 
   struct funnel__transfer tr;
   FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
-  d->l = lay_out(n, n_cols, n_var, schema->ipc_length);
+  d->l = lay_out(n, n_cols, n_var, n_buffers, schema->ipc_length);
   const struct dp_layout *l = &d->l;
   d->host = funnel__pool_alloc(&t->dev->pool, l->host);
   if (d->host != NULL) funnel__table_hold_staged(t, d->host, l->host);
@@ -285,10 +303,10 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
   if (st != FUNNEL_OK) return st;
+  const int64_t lanes = concat_lanes(bytes, n * n_cols + n_cols);
   write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var,
-                                     concat_lanes(bytes, n * n_cols + n_cols), stream, error));
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var, lanes, stream, error));
 
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
   if (!s->laid_out) {

@@ -47,6 +47,13 @@
  * 400 us for 200, 1,000 and 50,000 partitions, a thread a partition 37, 82
  * and 177 us; the lines cross near 9,000. */
 #define FUNNEL__DP_WARP_PARSE_MAX 8192
+
+/* The device path's template of a read (dpath.h, struct
+ * funnel__dp_template): the bytes of a batch's metadata besides its field
+ * nodes and buffers that it has room for (Arrow Java writes about 100);
+ * and how many of the first non-empty partitions are tried for one. */
+#define FUNNEL__DP_TEMPLATE_SLACK 512
+#define FUNNEL__DP_TEMPLATE_TRIES 4
 #define FUNNEL__CONCAT_MAX_BLOCKS 65535
 
 /* The pinned pool, allocated once per device. cuda: cuMemHostAlloc costs

@@ -347,10 +347,12 @@ static void *zalloc(size_t n) {
 }
 
 /* The device parser over the partitions, with `schema` (the read's: the
- * reader's, or the first non-empty partition's); `plan` and `pv` are the
- * host path's when it took them (host_ok). */
+ * reader's, or the first non-empty partition's), and with the template a
+ * read would find in them when `with_template` (else every partition
+ * walked); `plan` and `pv` are the host path's when it took them
+ * (host_ok). */
 static void check_device_parse(const struct input *in, const struct funnel__schema *schema,
-                               int host_ok, const struct funnel__plan *plan,
+                               int with_template, int host_ok, const struct funnel__plan *plan,
                                const struct funnel__partition *pv) {
   const int n = in->n_parts, n_cols = schema->n_fields;
   if (n_cols == 0) return; /* a read takes the host path */
@@ -384,6 +386,12 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       .summary = (uint64_t)(uintptr_t)s, .bitbufs = (uint64_t)(uintptr_t)bits, .out = out,
       .out_capacity = FUNNEL__MAX_OUTPUT_BYTES, .n_parts = n, .schema_length = schema->ipc_length,
       .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
+  uint8_t *tmpl = zalloc((size_t)funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers));
+  a.tmpl_bytes = (uint64_t)(uintptr_t)tmpl;
+  /* as dread.c finds it: the first non-empty partition that gives one */
+  for (int p = 0; p < n && with_template; p++)
+    if (in->lengths[p] > 0 && funnel__dp_template_of(&a, schema->ipc, in->parts[p], in->lengths[p], tmpl))
+      break;
   funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
   if (!FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
     funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
@@ -439,6 +447,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
     fail("device parser: %lld partitions left, the first %lld of %d", (long long)s->left,
          (long long)s->first_left, n);
   }
+  free(tmpl);
   free(cols);
   free(bits);
   free(pieces);
@@ -503,7 +512,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
            (long long)err.partition, (long long)err.column, (long long)bad_part, bad_col, err.message);
   }
   if (device_schema != NULL && in.n_parts > 0 && !(first < 0 && schema == NULL))
-    check_device_parse(&in, device_schema, st == FUNNEL_OK, &plan, pv);
+    for (int with_template = 0; with_template < 2; with_template++)
+      check_device_parse(&in, device_schema, with_template, st == FUNNEL_OK, &plan, pv);
   funnel__arena_free(&arena);
   input_free(&in);
   return 0;

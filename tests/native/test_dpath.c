@@ -1,0 +1,280 @@
+/* test_dpath.c: the device path's parser (dpath.h) run as the cpu backend
+ * runs the kernels' code, on partitions of the tests' own writer: the
+ * read's template (funnel__dp_template_of) must take every partition that
+ * matches it, and only those, and must find in them exactly what the full
+ * walk of each message finds (rows, pieces, null counts, string bytes, the
+ * output's layout) or refuse what the walk refuses. The walk itself is
+ * held to the host parser by test_parity and the fuzz harness. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dpath.h"
+#include "dpath_cpu.h"
+#include "format.h"
+#include "internal.h"
+#include "ipc_writer.h"
+#include "tables.h"
+
+#define MAX_PARTS 64
+#define OUT_BYTES (1 << 20)
+
+/* What a run of the parse (and the scan and layout) found. */
+struct dp_result {
+  struct funnel__dp_summary s;
+  int64_t sums[64];                 /* null counts, then string bytes */
+  int64_t rows[MAX_PARTS + 1];      /* first rows, scanned */
+  struct funnel__dp_piece pieces[MAX_PARTS * 32];
+  struct funnel__dp_column cols[32];
+  int64_t tmpl_length;              /* the template's bytes (0: none) */
+  uint8_t out[OUT_BYTES];           /* the output, from offset 0 */
+};
+
+/* The read's schema: the first partition's, as a read takes it. */
+static const struct funnel__schema *schema_of(const struct funnel_partition *p,
+                                              struct funnel__arena *arena) {
+  struct funnel__partition pv;
+  struct funnel_error err;
+  CHECK_OK(funnel__partition_parse_known(p->data, (int64_t)p->length, 0, NULL, arena, &pv, &err),
+           &err);
+  return pv.schema;
+}
+
+/* Parses `n` partitions with `schema`, with the template a read finds in
+ * them when `with_template`, else walking every message. */
+static void run(const struct funnel_partition *parts, int n, const struct funnel__schema *schema,
+                int with_template, struct dp_result *r) {
+  const int n_cols = schema->n_fields;
+  if (n > MAX_PARTS || n_cols > 32) check_fail(__FILE__, __LINE__, "test too large");
+  memset(r, 0, sizeof(*r));
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < n_cols; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    r->cols[c] = (struct funnel__dp_column){
+        .kind = f->offset_width == 4   ? FUNNEL_DP_VAR32
+                : f->offset_width == 8 ? FUNNEL_DP_VAR64
+                : f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED,
+        .width = f->byte_width, .n_buffers = f->n_buffers, .var = f->offset_width ? n_var++ : -1};
+    n_buffers += f->n_buffers;
+  }
+  struct funnel__dp_input inputs[MAX_PARTS];
+  for (int p = 0; p < n; p++)
+    inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)parts[p].data, (int64_t)parts[p].length};
+  int64_t *chars = calloc((size_t)(n_var * (n + 1) + 1), sizeof(int64_t));
+  struct funnel__dp_summary *s = calloc(1, sizeof(*s) + 64 * sizeof(int64_t));
+  struct funnel__dp_bitbuf bits[64];
+  const int64_t tmax = funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers);
+  uint8_t *tmpl = calloc((size_t)tmax, 1), *out = calloc(OUT_BYTES, 1);
+  s->first_left = n;
+  struct funnel__dp_args a = {
+      .inputs = (uint64_t)(uintptr_t)inputs, .columns = (uint64_t)(uintptr_t)r->cols,
+      .schema = (uint64_t)(uintptr_t)schema->ipc, .pieces = (uint64_t)(uintptr_t)r->pieces,
+      .rows = (uint64_t)(uintptr_t)r->rows, .chars = (uint64_t)(uintptr_t)chars,
+      .summary = (uint64_t)(uintptr_t)s, .bitbufs = (uint64_t)(uintptr_t)bits,
+      .out = (uint64_t)(uintptr_t)out, .out_capacity = OUT_BYTES, .n_parts = n,
+      .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols,
+      .n_var = n_var, .n_buffers = n_buffers, .tmpl_bytes = (uint64_t)(uintptr_t)tmpl};
+  for (int p = 0; p < n && with_template; p++)
+    if (parts[p].length > 0 &&
+        funnel__dp_template_of(&a, schema->ipc, parts[p].data, (int64_t)parts[p].length, tmpl))
+      break;
+  r->tmpl_length = a.tmpl.length;
+  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
+  if (!FUNNEL__DP_PARSE_SCANS(n)) funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
+  funnel__dp_run_cpu(FUNNEL_DP_CONCAT, &a, n * n_cols + n_cols, 1);
+  memcpy(r->out, out, OUT_BYTES);
+  /* the columns' output addresses, from the output's start */
+  for (int c = 0; c < n_cols; c++) {
+    struct funnel__dp_column *col = &r->cols[c];
+    col->validity = col->validity ? col->validity - a.out : 0;
+    col->offsets = col->offsets ? col->offsets - a.out : 0;
+    col->data -= a.out;
+  }
+  r->s = *s;
+  memcpy(r->sums, s + 1, (size_t)(n_cols + n_var) * sizeof(int64_t));
+  free(tmpl);
+  free(out);
+  free(s);
+  free(chars);
+}
+
+/* The template's run found what the walk's found. */
+static void check_same(const struct dp_result *t, const struct dp_result *w, int n, int n_cols) {
+  CHECK_EQ_I64(t->s.left, w->s.left);
+  CHECK_EQ_I64(t->s.first_left, w->s.first_left);
+  if (w->s.left > 0) return; /* what a left read's tables hold is not used */
+  CHECK_EQ_I64(t->s.rows, w->s.rows);
+  CHECK_EQ_I64(t->s.batches, w->s.batches);
+  CHECK_EQ_I64(t->s.laid_out, w->s.laid_out);
+  CHECK_EQ_I64(t->s.out_size, w->s.out_size);
+  CHECK_MEM(t->sums, w->sums, sizeof(t->sums));
+  CHECK_MEM(t->rows, w->rows, (n + 1) * sizeof(int64_t));
+  CHECK_MEM(t->pieces, w->pieces, (size_t)(n * n_cols) * sizeof(struct funnel__dp_piece));
+  CHECK_MEM(t->cols, w->cols, (size_t)n_cols * sizeof(struct funnel__dp_column));
+  CHECK_MEM(t->out, w->out, t->s.out_size);
+}
+
+/* Partitions of one writer and one schema, every type funnel reads, with
+ * nulls: the template takes them all, and finds what the walk finds. */
+static void template_reads_one_writers_partitions(void) {
+  struct table_src src = table_random(&every_schema, 40 * 16, 100, 7);
+  struct funnel_partition *parts = table_partitions(&src, 40);
+  struct funnel__arena arena = {0};
+  const struct funnel__schema *schema = schema_of(&parts[0], &arena);
+  static struct dp_result t, w;
+  run(parts, 40, schema, 1, &t);
+  run(parts, 40, schema, 0, &w);
+  CHECK(t.tmpl_length > 0);
+  CHECK_EQ_I64(t.s.templated, 40);
+  CHECK_EQ_I64(w.s.templated, 0);
+  CHECK_EQ_I64(w.s.left, 0);
+  CHECK_EQ_I64(w.s.rows, 40 * 16);
+  CHECK_EQ_I64(t.s.laid_out, 1);
+  check_same(&t, &w, 40, schema->n_fields);
+  funnel__arena_free(&arena);
+  table_partitions_free(parts, 40);
+  table_src_free(&src);
+}
+
+/* The schema, rows [r0, r1) as one batch (written with `o`), then `eos`
+ * end-of-stream markers; a bare batch without `with_schema`. */
+static struct funnel_partition write_partition(const struct table_src *src, int64_t r0, int64_t r1,
+                                               int with_schema, int eos,
+                                               const struct iw_options *o,
+                                               struct iw_layout *layout) {
+  struct iw_buf b = {0};
+  if (with_schema) iw_schema_message(&b, src->schema, NULL, NULL);
+  const struct iw_encode e = {.layout = layout};
+  iw_batch_from_cols(&b, src->schema, src->cols, r0, r1, &e, o);
+  for (int k = 0; k < eos; k++) iw_eos(&b, o);
+  struct funnel_partition p = {iw_dup(b.data, b.len), b.len};
+  iw_buf_free(&b);
+  return p;
+}
+
+/* Partitions the walk takes but whose bytes differ from the template's
+ * outside the values (a bare batch, two end-of-stream markers, an older
+ * metadata version): the walk reads them, the template the others (no
+ * rows, no end marker: values and tail differ only), and together they
+ * find what the walk alone finds. */
+static void template_leaves_other_layouts_to_the_walk(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
+      {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 1},
+  };
+  static const struct iw_schema sch = {3, fields, 0};
+  struct table_src src = table_random(&sch, 80, 200, 11);
+  const struct iw_options v4 = {.version = 3};
+  struct funnel_partition parts[8];
+  parts[0] = write_partition(&src, 0, 10, 1, 1, NULL, NULL);
+  parts[1] = write_partition(&src, 10, 20, 0, 1, NULL, NULL); /* bare batch */
+  parts[2] = write_partition(&src, 20, 30, 1, 2, NULL, NULL); /* two end markers */
+  parts[3] = write_partition(&src, 30, 40, 1, 1, &v4, NULL);  /* a V4 batch */
+  parts[4] = write_partition(&src, 40, 40, 1, 1, NULL, NULL); /* no rows */
+  parts[5] = write_partition(&src, 40, 50, 1, 0, NULL, NULL); /* no end marker */
+  parts[6] = write_partition(&src, 50, 80, 1, 1, NULL, NULL);
+  parts[7] = (struct funnel_partition){NULL, 0};              /* empty */
+  struct funnel__arena arena = {0};
+  const struct funnel__schema *schema = schema_of(&parts[0], &arena);
+  static struct dp_result t, w;
+  run(parts, 8, schema, 1, &t);
+  run(parts, 8, schema, 0, &w);
+  CHECK_EQ_I64(w.s.first_left, 8);
+  CHECK_EQ_I64(w.s.left, 0);
+  CHECK_EQ_I64(w.s.rows, 80);
+  CHECK(t.tmpl_length > 0);
+  /* partitions 0, 4, 5 and 6: the rest differ outside the values */
+  CHECK_EQ_I64(t.s.templated, 4);
+  check_same(&t, &w, 8, 3);
+  for (int p = 0; p < 7; p++) free((void *)parts[p].data);
+  funnel__arena_free(&arena);
+  table_src_free(&src);
+}
+
+/* A partition that matches the template but whose values the host would
+ * refuse: the template refuses it too, as the walk does (the same
+ * partition left to the host). */
+static void template_checks_the_values(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT32, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
+  };
+  static const struct iw_schema sch = {2, fields, 0};
+  struct table_src src = table_random(&sch, 64, 300, 5);
+  enum { ROWS_NEG, NULLS_OVER, BUFFER_PAST_BODY, BODY_PAST_END, OFFSET_FALLS, CASES };
+  static const char *const names[CASES] = {"rows -1", "null count over length",
+                                           "buffer past body", "body past end", "offsets fall"};
+  for (int k = 0; k < CASES; k++) {
+    check_context("%s", names[k]);
+    struct funnel_partition parts[4];
+    struct iw_layout lay;
+    for (int p = 0; p < 4; p++)
+      parts[p] = write_partition(&src, 16 * p, 16 * p + 16, 1, 1, NULL, p == 2 ? &lay : NULL);
+    uint8_t *b = (uint8_t *)parts[2].data;
+    switch (k) {
+      case ROWS_NEG: memset(b + lay.length_field, 0xFF, 8); break;
+      case NULLS_OVER: b[lay.nodes + 8] = 17; break; /* node 0's null count */
+      case BUFFER_PAST_BODY: b[lay.buffers + 8 + 3] = 0x10; break; /* buffer 0's length */
+      case BODY_PAST_END: b[lay.body_length_field + 2] = 1; break;
+      case OFFSET_FALLS: {
+        /* column s's offsets: buffer 3 {offset, length} */
+        const int64_t at = (int64_t)lay.body + (int64_t)funnel__ld64(b + lay.buffers + 16 * 3);
+        memcpy(b + at + 4, "\xFF\xFF\xFF\x7F", 4);
+        break;
+      }
+    }
+    struct funnel__arena arena = {0};
+    const struct funnel__schema *schema = schema_of(&parts[0], &arena);
+    static struct dp_result t, w;
+    run(parts, 4, schema, 1, &t);
+    run(parts, 4, schema, 0, &w);
+    CHECK(t.tmpl_length > 0);
+    CHECK_EQ_I64(w.s.left, 1);
+    CHECK_EQ_I64(w.s.first_left, 2);
+    check_same(&t, &w, 4, 2);
+    /* the template did read the other three */
+    CHECK_EQ_I64(t.s.templated, 3);
+    for (int p = 0; p < 4; p++) free((void *)parts[p].data);
+    funnel__arena_free(&arena);
+  }
+  check_context("%s", "");
+  table_src_free(&src);
+}
+
+/* No template from a partition that does not start with the read's
+ * schema: the next one gives it, as a read tries the first few. */
+static void template_from_a_partition_that_gives_one(void) {
+  static const struct iw_field f = {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0};
+  static const struct iw_schema sch = {1, &f, 0};
+  struct table_src src = table_random(&sch, 30, 0, 3);
+  struct funnel_partition parts[3];
+  parts[0] = write_partition(&src, 0, 10, 0, 1, NULL, NULL); /* bare */
+  parts[1] = write_partition(&src, 10, 15, 0, 2, NULL, NULL); /* bare */
+  parts[2] = write_partition(&src, 10, 30, 1, 1, NULL, NULL);
+  struct funnel__arena arena = {0};
+  const struct funnel__schema *schema = schema_of(&parts[2], &arena);
+  static struct dp_result t, w;
+  run(parts, 3, schema, 1, &t);
+  run(parts, 3, schema, 0, &w);
+  CHECK(t.tmpl_length > 0);
+  CHECK_EQ_I64(t.s.templated, 1);
+  check_same(&t, &w, 3, 1);
+  run(parts, 2, schema, 1, &t); /* neither of the first two gives one */
+  CHECK_EQ_I64(t.tmpl_length, 0);
+  CHECK_EQ_I64(t.s.templated, 0);
+  CHECK_EQ_I64(t.s.left, 0);
+  for (int p = 0; p < 3; p++) free((void *)parts[p].data);
+  funnel__arena_free(&arena);
+  table_src_free(&src);
+}
+
+int main(int argc, char **argv) {
+  static const struct check_test tests[] = {
+      CHECK_TEST(template_reads_one_writers_partitions),
+      CHECK_TEST(template_leaves_other_layouts_to_the_walk),
+      CHECK_TEST(template_checks_the_values),
+      CHECK_TEST(template_from_a_partition_that_gives_one),
+  };
+  return CHECK_MAIN(argc, argv, tests);
+}
