@@ -97,6 +97,8 @@ struct funnel__dp_column {
   int32_t width; /* FIXED: bytes a value */
   int32_t n_buffers;
   int32_t var;   /* index among the string columns, or -1 */
+  int32_t buffer; /* its first buffer among a batch's */
+  int32_t pad;
   /* output buffers (written by funnel__dp_layout), 0 when absent */
   uint64_t validity, offsets, data;
 };
@@ -323,26 +325,37 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes
 
 /* The values of a RecordBatch of `rows` rows whose field nodes and
  * buffers lie at `nodes` and `buf`, body at `body` in the partition:
- * bound column by column into the partition's pieces. */
+ * bound column by column into the partition's pieces. A batch of up to
+ * FUNNEL__DP_LANE_COLUMN_ROWS rows gives each lane a column of its own
+ * (the columns' chains of loads side by side, each lane's loops over rows
+ * short); a longer one binds each column with all the lanes. */
 FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, int64_t rows,
-                               const uint8_t *nodes, const uint8_t *buf, const uint8_t *bytes,
-                               uint64_t addr, int64_t body, int64_t body_length,
-                               struct funnel__dp_piece *pieces, int lane, int lanes) {
+                                    const uint8_t *nodes, const uint8_t *buf, const uint8_t *bytes,
+                                    uint64_t addr, int64_t body, int64_t body_length,
+                                    struct funnel__dp_piece *pieces, int lane, int lanes) {
   if (rows < 0 || rows > a->max_rows) return false;
-  for (int32_t i = 0; i < a->n_buffers; i++) {
+  bool ok = true; /* no early exit: the lanes join below */
+  for (int32_t i = lane; i < a->n_buffers; i += lanes) {
     const int64_t off = (int64_t)funnel__ld64(buf + 16 * i), len = (int64_t)funnel__ld64(buf + 16 * i + 8);
-    if (off < 0 || len < 0 || off > body_length || len > body_length - off) return false;
+    ok &= !(off < 0 || len < 0 || off > body_length || len > body_length - off);
   }
+  if (!dp_all(ok, lanes)) return false;
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   int64_t *chars = (int64_t *)(uintptr_t)a->chars;
-  for (int c = 0; c < a->n_cols; c++) {
-    int64_t *ch = cols[c].var >= 0 ? &chars[cols[c].var * (a->n_parts + 1) + p] : NULL;
-    if (!dp_bind(&cols[c], bytes, addr, rows, nodes + 16 * c, buf, body, &pieces[c], ch, lane,
-                 lanes))
-      return false;
-    buf += 16 * cols[c].n_buffers;
+  const bool by_lane = lanes > 1 && rows <= FUNNEL__DP_LANE_COLUMN_ROWS;
+  const int step = by_lane ? lanes : 1;
+  for (int base = 0; base < a->n_cols; base += step) {
+    const int c = base + (by_lane ? lane : 0);
+    if (c < a->n_cols) {
+      const struct funnel__dp_column *col = &cols[c];
+      int64_t *ch = col->var >= 0 ? &chars[col->var * (a->n_parts + 1) + p] : NULL;
+      ok &= dp_bind(col, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
+                    &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
+    }
+    if (!by_lane && !ok) return false;
   }
-  return true;
+  dp_sync(lanes); /* the pieces each lane bound, seen by the others */
+  return dp_all(ok, lanes);
 }
 
 /* The RecordBatch of the message whose flatbuffer `r` holds, body at
@@ -796,5 +809,28 @@ FUNNEL_DP void funnel__dp_bits_word(const struct funnel__dp_args *a, int64_t b, 
   }
   ((uint32_t *)(uintptr_t)bb.dst)[w] = v;
 }
+
+#if !defined(__CUDACC__)
+#include "format.h"
+
+/* The device path's columns of `schema`, their output buffers 0: *n_var
+ * of them strings, *n_buffers IPC buffers a batch. */
+static inline void funnel__dp_columns_of(const struct funnel__schema *schema,
+                                         struct funnel__dp_column *cols, int *n_var,
+                                         int *n_buffers) {
+  *n_var = 0;
+  *n_buffers = 0;
+  for (int c = 0; c < schema->n_fields; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    cols[c] = (struct funnel__dp_column){
+        .kind = f->offset_width == 4   ? FUNNEL_DP_VAR32
+                : f->offset_width == 8 ? FUNNEL_DP_VAR64
+                : f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED,
+        .width = f->byte_width, .n_buffers = f->n_buffers,
+        .var = f->offset_width ? (*n_var)++ : -1, .buffer = *n_buffers};
+    *n_buffers += f->n_buffers;
+  }
+}
+#endif
 
 #endif

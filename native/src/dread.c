@@ -88,12 +88,6 @@ static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) 
   return bound > FUNNEL__MAX_OUTPUT_BYTES ? FUNNEL__MAX_OUTPUT_BYTES : bound;
 }
 
-static int32_t column_kind(const struct funnel__field *f) {
-  if (f->offset_width == 4) return FUNNEL_DP_VAR32;
-  if (f->offset_width == 8) return FUNNEL_DP_VAR64;
-  return f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED;
-}
-
 /* Whether AUTO's read of partitions like parts[first] (parsed into `pv`)
  * would be left to the host by the device: one writer's partitions look
  * alike, so one that the device would leave sends the read to the host
@@ -153,14 +147,8 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
                        int64_t out_capacity, uint64_t dev, uint8_t *host) {
   const int n_cols = schema->n_fields;
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
-  int n_var = 0, n_buffers = 0;
-  for (int c = 0; c < n_cols; c++) {
-    const struct funnel__field *f = &schema->fields[c];
-    cols[c] = (struct funnel__dp_column){.kind = column_kind(f), .width = f->byte_width,
-                                         .n_buffers = f->n_buffers,
-                                         .var = f->offset_width ? n_var++ : -1};
-    n_buffers += f->n_buffers;
-  }
+  int n_var, n_buffers;
+  funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
   struct funnel__dp_input *in = (struct funnel__dp_input *)(host + l->inputs);
   for (int64_t p = 0; p < n; p++) {
     const int64_t len = (int64_t)parts[p].length;

@@ -48,6 +48,12 @@
  * and 177 us; the lines cross near 9,000. */
 #define FUNNEL__DP_WARP_PARSE_MAX 8192
 
+/* A batch of at most this many rows is bound by the cuda parse a lane a
+ * column (dpath.h, dp_batch_values), not a column at a time by the whole
+ * warp: Spark's small partitions have tens of rows and ten or so columns,
+ * each column a chain of dependent loads. */
+#define FUNNEL__DP_LANE_COLUMN_ROWS 64
+
 /* The device path's template of a read (dpath.h, struct
  * funnel__dp_template): the bytes of a batch's metadata besides its field
  * nodes and buffers that it has room for (Arrow Java writes about 100);

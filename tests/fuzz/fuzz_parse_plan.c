@@ -357,17 +357,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   const int n = in->n_parts, n_cols = schema->n_fields;
   if (n_cols == 0) return; /* a read takes the host path */
   struct funnel__dp_column *cols = zalloc((size_t)n_cols * sizeof(*cols));
-  int n_var = 0, n_buffers = 0;
-  for (int c = 0; c < n_cols; c++) {
-    const struct funnel__field *f = &schema->fields[c];
-    cols[c].kind = f->offset_width == 4 ? FUNNEL_DP_VAR32
-                   : f->offset_width == 8 ? FUNNEL_DP_VAR64
-                   : f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED;
-    cols[c].width = f->byte_width;
-    cols[c].n_buffers = f->n_buffers;
-    cols[c].var = f->offset_width ? n_var++ : -1;
-    n_buffers += f->n_buffers;
-  }
+  int n_var, n_buffers;
+  funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
   struct funnel__dp_input inputs[MAX_PARTS];
   for (int p = 0; p < n; p++)
     inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)in->parts[p], in->lengths[p]};

@@ -47,16 +47,8 @@ static void run(const struct funnel_partition *parts, int n, const struct funnel
   const int n_cols = schema->n_fields;
   if (n > MAX_PARTS || n_cols > 32) check_fail(__FILE__, __LINE__, "test too large");
   memset(r, 0, sizeof(*r));
-  int n_var = 0, n_buffers = 0;
-  for (int c = 0; c < n_cols; c++) {
-    const struct funnel__field *f = &schema->fields[c];
-    r->cols[c] = (struct funnel__dp_column){
-        .kind = f->offset_width == 4   ? FUNNEL_DP_VAR32
-                : f->offset_width == 8 ? FUNNEL_DP_VAR64
-                : f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED,
-        .width = f->byte_width, .n_buffers = f->n_buffers, .var = f->offset_width ? n_var++ : -1};
-    n_buffers += f->n_buffers;
-  }
+  int n_var, n_buffers;
+  funnel__dp_columns_of(schema, r->cols, &n_var, &n_buffers);
   struct funnel__dp_input inputs[MAX_PARTS];
   for (int p = 0; p < n; p++)
     inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)parts[p].data, (int64_t)parts[p].length};
