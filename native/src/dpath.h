@@ -208,9 +208,10 @@ FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long l
 /* the lanes' writes to shared memory seen by every lane */
 FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(); }
 #define DP_POPC64(x) __popcll(x)
-/* loops left rolled: the parse of a small partition runs each a few
- * times, and unrolled copies are instructions to fetch */
-#define DP_UNROLL _Pragma("unroll 1")
+/* a thread issues the loads of 8 iterations before it uses the first
+ * (a small partition's few iterations run the rolled remainder, so its
+ * parse fetches none of the unrolled copy) */
+#define DP_UNROLL _Pragma("unroll 8")
 #else
 FUNNEL_DP bool dp_all(bool v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
