@@ -265,18 +265,6 @@ __device__ void layout_block(funnel__dp_args *a) {
   if (threadIdx.x == 0) funnel__dp_layout_end(a, at, nb);
 }
 
-// The concat's n items (the pieces, then one a column), `lanes` lanes an
-// item, then the bit buffers' words, a thread a word.
-__device__ void concat_items(const funnel__dp_args *a, int64_t n, int lanes, int64_t thread,
-                             int64_t threads) {
-  const int lane = (int)(thread % lanes);
-  for (int64_t i = thread / lanes; i < n; i += threads / lanes)
-    funnel__dp_piece_copy(a, i, lane, lanes);
-  const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
-  for (int64_t k = thread; k < a->n_bitbufs * words; k += threads)
-    funnel__dp_bits_word(a, k / words, k % words);
-}
-
 }  // namespace
 
 // A warp a partition, its metadata walked in shared memory (or, over
@@ -334,8 +322,15 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_arg
 extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel__dp_args *a,
                                                                      int64_t n, int64_t m) {
   if (!funnel__dp_laid_out(a)) return;
-  concat_items(a, n, (int)m, (int64_t)blockIdx.x * blockDim.x + threadIdx.x,
-               (int64_t)gridDim.x * blockDim.x);
+  const int lanes = (int)m;
+  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t threads = (int64_t)gridDim.x * blockDim.x;
+  const int lane = (int)(threadIdx.x % (unsigned)lanes);
+  for (int64_t i = thread / lanes; i < n; i += threads / lanes)
+    funnel__dp_piece_copy(a, i, lane, lanes);
+  const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
+  for (int64_t k = thread; k < a->n_bitbufs * words; k += threads)
+    funnel__dp_bits_word(a, k / words, k % words);
 }
 
 // Block (b, k) scans tile b of array k: the tiles before it give its

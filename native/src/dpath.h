@@ -20,7 +20,15 @@
  * to the host path, which reads the same bytes again and gives its own
  * answer or error. So a partition the device path takes is one the host
  * path takes, with the same table: test_parity and the fuzz harness hold
- * the two to that. */
+ * the two to that.
+ *
+ * Most partitions of a read come from one writer and look alike but for
+ * their values, so the parse first tries the read's template (struct
+ * funnel__dp_template, built on the host from the first partition that
+ * gives one, with the walk the parse makes): a partition whose bytes match
+ * it under its mask is read at the template's positions and its values
+ * checked as the walk checks them; any other is walked message by message.
+ * test_dpath holds the two ways to one answer. */
 #ifndef FUNNEL_DPATH_H
 #define FUNNEL_DPATH_H
 
@@ -139,17 +147,17 @@ struct funnel__dp_summary {
   int64_t templated;  /* partitions read by the read's template */
 };
 
-/* A message layout most partitions of a read share (one writer, one
- * schema): the bytes of the first partition that has one, up to its batch's
- * body (the schema message if it starts with one, the batch message's
- * prefix and metadata), and where the batch's values lie among them. A
- * partition whose bytes match the template's everywhere but at those
- * values has the same flatbuffer, so the parse reads the values where the
- * template says instead of walking it (funnel__dp_template builds it with
- * the walk the parse makes). */
 /* Where a template of n bytes has its mask, after its bytes (8-aligned). */
 #define FUNNEL__DP_MASK_AT(n) (((n) + 7) / 8 * 8)
 
+/* A message layout most partitions of a read share (one writer, one
+ * schema): the bytes of the first partition that gives one, up to its
+ * batch's body (the schema message, the batch message's prefix and
+ * metadata), and where the batch's values lie among them. A partition
+ * whose bytes match the template's everywhere but at those values has the
+ * same flatbuffer, so the parse reads the values where the template says
+ * instead of walking it (funnel__dp_template_of builds it with the walk
+ * the parse makes). */
 struct funnel__dp_template {
   int64_t length;      /* 0: no template */
   int64_t body_length; /* where Message.bodyLength lies (8 bytes) */
@@ -359,9 +367,9 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
   return dp_all(ok, lanes);
 }
 
-/* The RecordBatch of the message whose flatbuffer `r` holds, body at
- * `body`: its rows, field nodes and buffers, where they lie in `r` (any 0
- * when absent); r->bad unless it is one the parse can take (no
+/* The RecordBatch (header table `h`) of the message whose flatbuffer `r`
+ * holds: its rows, and where its rows, field nodes and buffers lie in `r`
+ * (any 0 when absent); r->bad unless it is one the parse can take (no
  * compression, a node a column and the schema's buffers). */
 FUNNEL_DP int64_t dp_batch_fields(const struct funnel__dp_args *a, struct funnel__fb *r,
                                   struct funnel__fb_table h, uint32_t *rows_at, uint32_t *nodes,

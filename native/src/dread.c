@@ -173,7 +173,7 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
       .tmpl_bytes = dev + (uint64_t)l->tmpl};
   /* the template from the first of the first few non-empty partitions
-   * that gives one (one with no rows does not) */
+   * that gives one (funnel__dp_template_of says which do not) */
   for (int64_t p = 0, tries = 0; p < n && tries < FUNNEL__DP_TEMPLATE_TRIES; p++) {
     if (parts[p].length == 0) continue;
     tries++;
@@ -291,10 +291,10 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
   if (st != FUNNEL_OK) return st;
-  const int64_t lanes = concat_lanes(bytes, n * n_cols + n_cols);
   write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var, lanes, stream, error));
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var,
+                                     concat_lanes(bytes, n * n_cols + n_cols), stream, error));
 
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
   if (!s->laid_out) {

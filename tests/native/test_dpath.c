@@ -90,6 +90,17 @@ static void run(const struct funnel_partition *parts, int n, const struct funnel
   free(chars);
 }
 
+/* The read's schema (partition `from`'s), and the parse of the n
+ * partitions with the template (t) and walking every one (w). */
+static const struct funnel__schema *run_both(const struct funnel_partition *parts, int n, int from,
+                                             struct funnel__arena *arena, struct dp_result *t,
+                                             struct dp_result *w) {
+  const struct funnel__schema *schema = schema_of(&parts[from], arena);
+  run(parts, n, schema, 1, t);
+  run(parts, n, schema, 0, w);
+  return schema;
+}
+
 /* The template's run found what the walk's found. */
 static void check_same(const struct dp_result *t, const struct dp_result *w, int n, int n_cols) {
   CHECK_EQ_I64(t->s.left, w->s.left);
@@ -112,10 +123,8 @@ static void template_reads_one_writers_partitions(void) {
   struct table_src src = table_random(&every_schema, 40 * 16, 100, 7);
   struct funnel_partition *parts = table_partitions(&src, 40);
   struct funnel__arena arena = {0};
-  const struct funnel__schema *schema = schema_of(&parts[0], &arena);
   static struct dp_result t, w;
-  run(parts, 40, schema, 1, &t);
-  run(parts, 40, schema, 0, &w);
+  const struct funnel__schema *schema = run_both(parts, 40, 0, &arena, &t, &w);
   CHECK(t.tmpl_length > 0);
   CHECK_EQ_I64(t.s.templated, 40);
   CHECK_EQ_I64(w.s.templated, 0);
@@ -168,10 +177,8 @@ static void template_leaves_other_layouts_to_the_walk(void) {
   parts[6] = write_partition(&src, 50, 80, 1, 1, NULL, NULL);
   parts[7] = (struct funnel_partition){NULL, 0};              /* empty */
   struct funnel__arena arena = {0};
-  const struct funnel__schema *schema = schema_of(&parts[0], &arena);
   static struct dp_result t, w;
-  run(parts, 8, schema, 1, &t);
-  run(parts, 8, schema, 0, &w);
+  run_both(parts, 8, 0, &arena, &t, &w);
   CHECK_EQ_I64(w.s.first_left, 8);
   CHECK_EQ_I64(w.s.left, 0);
   CHECK_EQ_I64(w.s.rows, 80);
@@ -217,10 +224,8 @@ static void template_checks_the_values(void) {
       }
     }
     struct funnel__arena arena = {0};
-    const struct funnel__schema *schema = schema_of(&parts[0], &arena);
     static struct dp_result t, w;
-    run(parts, 4, schema, 1, &t);
-    run(parts, 4, schema, 0, &w);
+    run_both(parts, 4, 0, &arena, &t, &w);
     CHECK(t.tmpl_length > 0);
     CHECK_EQ_I64(w.s.left, 1);
     CHECK_EQ_I64(w.s.first_left, 2);
@@ -245,10 +250,8 @@ static void template_from_a_partition_that_gives_one(void) {
   parts[1] = write_partition(&src, 10, 15, 0, 2, NULL, NULL); /* bare */
   parts[2] = write_partition(&src, 10, 30, 1, 1, NULL, NULL);
   struct funnel__arena arena = {0};
-  const struct funnel__schema *schema = schema_of(&parts[2], &arena);
   static struct dp_result t, w;
-  run(parts, 3, schema, 1, &t);
-  run(parts, 3, schema, 0, &w);
+  const struct funnel__schema *schema = run_both(parts, 3, 2, &arena, &t, &w);
   CHECK(t.tmpl_length > 0);
   CHECK_EQ_I64(t.s.templated, 1);
   check_same(&t, &w, 3, 1);
