@@ -265,6 +265,18 @@ __device__ void layout_block(funnel__dp_args *a) {
   if (threadIdx.x == 0) funnel__dp_layout_end(a, at, nb);
 }
 
+// Hands the summary to the host, when it reads it where the kernel can
+// write (args.summary_back): after the layout, by the block that made it.
+__device__ void publish_summary(const funnel__dp_args *a) {
+  if (a->summary_back == 0) return;
+  __syncthreads();  // the layout's marks, written by thread 0, seen by all
+  const int64_t *src = (const int64_t *)(uintptr_t)a->summary;
+  int64_t *dst = (int64_t *)(uintptr_t)a->summary_back;
+  for (int64_t k = threadIdx.x; k < funnel__dp_summary_bytes(a) / 8; k += blockDim.x)
+    dst[k] = src[k];
+  __threadfence_system();
+}
+
 }  // namespace
 
 // A warp a partition, its metadata walked in shared memory (or, over
@@ -315,6 +327,7 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_arg
     }
   }
   layout_block(a);
+  publish_summary(a);
 }
 
 // The pieces, m lanes a piece, then the bit buffers' words, a thread a
@@ -359,5 +372,8 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(funnel__dp_args
     if (k == 0) s->rows = carry + total;
     else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = carry + total;
   }
-  if (last_block_to_finish(s)) layout_block(a);
+  if (last_block_to_finish(s)) {
+    layout_block(a);
+    publish_summary(a);
+  }
 }

@@ -193,7 +193,16 @@ struct funnel__dp_args {
    * that its mask: 0xFF where a partition's byte must equal the
    * template's, 0 at the values */
   uint64_t tmpl_bytes;
+  /* where the host reads the summary: the stage that lays the output out
+   * writes it there (mapped pinned memory, or the cpu backend's host
+   * memory); 0 when the host copies it back itself */
+  uint64_t summary_back;
 };
+
+/* The bytes of the summary: its header, the null counts, the string bytes. */
+FUNNEL_DP int64_t funnel__dp_summary_bytes(const struct funnel__dp_args *a) {
+  return (int64_t)sizeof(struct funnel__dp_summary) + 8 * (int64_t)(a->n_cols + a->n_var);
+}
 
 /* ------------------------------------------------------------ lanes */
 

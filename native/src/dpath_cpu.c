@@ -1,5 +1,7 @@
 /* dpath_cpu.c: the device path's stages (dpath.h) on the cpu backend's
  * stream thread: the same functions the kernels run, one lane at a time. */
+#include <string.h>
+
 #include "dpath.h"
 #include "dpath_cpu.h"
 #include "tuning.h"
@@ -25,6 +27,15 @@ static void scan_all(const struct funnel__dp_args *a, int64_t arrays) {
   }
 }
 
+/* Lays the output out, then hands the summary to the host where it reads
+ * it, as the kernels do. */
+static void layout(struct funnel__dp_args *a) {
+  funnel__dp_layout(a);
+  if (a->summary_back != 0)
+    memcpy((void *)(uintptr_t)a->summary_back, (const void *)(uintptr_t)a->summary,
+           (size_t)funnel__dp_summary_bytes(a));
+}
+
 void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t m) {
   switch (stage) {
     case FUNNEL_DP_PARSE: {
@@ -34,13 +45,13 @@ void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t
         funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
       if (FUNNEL__DP_PARSE_SCANS(n)) { /* as the kernel does */
         scan_all(a, 1 + m);
-        funnel__dp_layout(a);
+        layout(a);
       }
       break;
     }
     case FUNNEL_DP_SCAN:
       scan_all(a, n);
-      funnel__dp_layout(a);
+      layout(a);
       break;
     case FUNNEL_DP_CONCAT: {
       if (!funnel__dp_laid_out(a)) break;

@@ -18,7 +18,9 @@
  *                                                           uploaded before the parse
  *   pieces | rows | string bytes | tiles         device only
  *
- * and, in the host block only, the summary the device sends back. */
+ * and, in the host block only, the summary the device sends back: written
+ * there by the kernel that lays the output out when the block is mapped
+ * pinned memory (the pool's), else copied back. */
 #include <string.h>
 
 #include "dpath.h"
@@ -144,7 +146,8 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
 static void write_head(const struct funnel_table *t, const struct funnel__transfer *tr,
                        const struct funnel_partition *parts, int64_t n,
                        const struct funnel__schema *schema, const struct dp_layout *l,
-                       int64_t out_capacity, uint64_t dev, uint8_t *host) {
+                       int64_t out_capacity, uint64_t dev, uint64_t summary_back,
+                       uint8_t *host) {
   const int n_cols = schema->n_fields;
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
   int n_var, n_buffers;
@@ -171,7 +174,7 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .out = t->out, .out_capacity = out_capacity,
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
-      .tmpl_bytes = dev + (uint64_t)l->tmpl};
+      .tmpl_bytes = dev + (uint64_t)l->tmpl, .summary_back = summary_back};
   /* the template from the first of the first few non-empty partitions
    * that gives one (funnel__dp_template_of says which do not) */
   for (int64_t p = 0, tries = 0; p < n && tries < FUNNEL__DP_TEMPLATE_TRIES; p++) {
@@ -206,7 +209,10 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
-  if (st == FUNNEL_OK)
+  /* the sums come back by a copy unless the kernel that lays the output
+   * out writes them where the host reads them */
+  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
+  if (st == FUNNEL_OK && a->summary_back == 0)
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
                                        t->dp_scratch + (uint64_t)l->summary,
@@ -281,8 +287,15 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   d->l = lay_out(n, n_cols, n_var, n_buffers, schema->ipc_length);
   const struct dp_layout *l = &d->l;
   d->host = funnel__pool_alloc(&t->dev->pool, l->host);
-  if (d->host != NULL) funnel__table_hold_staged(t, d->host, l->host);
-  else d->host = funnel__arena_alloc(&t->arena, (size_t)l->host);
+  /* pinned and mapped: the kernel writes the sums there itself */
+  uint64_t summary_back = 0;
+  if (d->host != NULL) {
+    funnel__table_hold_staged(t, d->host, l->host);
+    summary_back = funnel__pool_device_address(&t->dev->pool, d->host);
+    if (summary_back != 0) summary_back += (uint64_t)l->summary_back;
+  } else {
+    d->host = funnel__arena_alloc(&t->arena, (size_t)l->host);
+  }
   if (d->host == NULL) return OUT_OF_MEMORY(error);
   struct funnel_backend *be = &t->dev->be;
   const int64_t capacity = output_bound(schema, bytes);
@@ -291,7 +304,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
   if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
   if (st != FUNNEL_OK) return st;
-  write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, d->host);
+  write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, summary_back, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var,
                                      concat_lanes(bytes, n * n_cols + n_cols), stream, error));
