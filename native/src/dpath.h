@@ -499,6 +499,7 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
   /* a partition without a batch has no rows and no string bytes */
   if (lane == 0)
     for (int v = 0; v < a->n_var; v++) char_count[v * (a->n_parts + 1) + p] = 0;
+  dp_sync(lanes); /* before a lane of a column writes its count */
   int64_t rows = 0, batches = 0, pos = 0;
   const int by_template = dp_parse_template(a, p, bytes, in.addr, len, pieces, &rows, lane, lanes);
   /* an IPC file: the host reads its footer */
@@ -557,6 +558,45 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
   if (by_template == 1) dp_add(&s->templated, 1);
 }
 
+/* Whether [a0, a0 + an) and [b0, b0 + bn) share a byte. */
+static inline bool dp_overlap(int64_t a0, int64_t an, int64_t b0, int64_t bn) {
+  return a0 < b0 + bn && b0 < a0 + an;
+}
+
+/* Whether the batch's values (the bytes a template masks out) share a byte
+ * with anything the walk reads as structure in metadata `r` (header table
+ * `h`): the root offset, both tables' offsets to their vtables and the
+ * vtables, the version, type and header fields, the offsets to the nodes
+ * and buffers and their counts. A flatbuffer may lay its fields over each
+ * other, and the first partition is input like any other: a template
+ * whose mask hid, say, the version would let a later partition change it
+ * unseen. */
+static inline bool dp_values_hide_structure(const struct funnel__dp_args *a, struct funnel__fb *r,
+                                            struct funnel__fb_table h, uint32_t body_at,
+                                            uint32_t rows_at, uint32_t nodes, uint32_t buffers) {
+  const struct funnel__fb_table msg = funnel__fb_table_at(r, funnel__ld32(r->p));
+  const int64_t structure[][2] = {
+      {0, 4},
+      {msg.pos, 4},
+      {msg.vt, msg.vt_len},
+      {funnel__fb_field(r, msg, 0, 2), 2},
+      {funnel__fb_field(r, msg, 1, 1), 1},
+      {funnel__fb_field(r, msg, 2, 4), 4},
+      {h.pos, 4},
+      {h.vt, h.vt_len},
+      {funnel__fb_field(r, h, 1, 4), 4},
+      {funnel__fb_field(r, h, 2, 4), 4},
+      {(int64_t)nodes - 4, 4},
+      {(int64_t)buffers - 4, 4},
+  };
+  const int64_t values[][2] = {
+      {body_at, 8}, {rows_at, 8}, {nodes, 16 * (int64_t)a->n_cols}, {buffers, 16 * (int64_t)a->n_buffers}};
+  for (size_t i = 0; i < sizeof(structure) / sizeof(structure[0]); i++)
+    for (size_t k = 0; k < sizeof(values) / sizeof(values[0]); k++)
+      if (dp_overlap(structure[i][0], structure[i][1], values[k][0], values[k][1])) return true;
+  return r->bad;
+}
+
 /* Room for a read's template: its bytes and mask, for a schema message
  * then a batch's metadata of up to FUNNEL__DP_TEMPLATE_SLACK bytes besides
  * its field nodes and buffers. */
@@ -592,6 +632,7 @@ static inline bool funnel__dp_template_of(struct funnel__dp_args *a, const uint8
   dp_batch_message(&r, body, len, &h, &body_at);
   if (!r.bad) dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers);
   if (r.bad || body_at == 0 || rows_at == 0 || 2 * FUNNEL__DP_MASK_AT(body) > max) return false;
+  if (dp_values_hide_structure(a, &r, h, body_at, rows_at, nodes, buffers)) return false;
   const int64_t at = L + 8; /* the metadata in the partition */
   *t = (struct funnel__dp_template){.length = body, .body_length = at + body_at,
                                     .rows = at + rows_at, .nodes = at + nodes,

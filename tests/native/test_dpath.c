@@ -264,12 +264,54 @@ static void template_from_a_partition_that_gives_one(void) {
   table_src_free(&src);
 }
 
+/* Partition rows [r0, r1) with its Message vtable laying the version over
+ * bytes 1 and 2 of bodyLength, and a zeroed body of `body_length` bytes
+ * (its buffers lie at its start): a hostile writer's flatbuffer. */
+static struct funnel_partition version_over_body_length(const struct table_src *src, int64_t r0,
+                                                        int64_t r1, int64_t body_length) {
+  struct iw_layout lay;
+  struct funnel_partition p = write_partition(src, r0, r1, 1, 0, NULL, &lay);
+  uint8_t *b = calloc(lay.body + (size_t)body_length, 1);
+  memcpy(b, p.data, p.length);
+  free((void *)p.data);
+  uint8_t *m = b + lay.metadata;
+  const uint32_t table = funnel__ld32(m);
+  const int64_t vtable = (int64_t)table - (int32_t)funnel__ld32(m + table);
+  const uint16_t version_at = (uint16_t)(lay.body_length_field - lay.metadata - table + 1);
+  memcpy(m + vtable + 4, &version_at, 2); /* slot 0: Message.version */
+  memcpy(b + lay.body_length_field, &body_length, 8);
+  return (struct funnel_partition){b, lay.body + (size_t)body_length};
+}
+
+/* A first partition whose values lie over its structure gives no
+ * template: one whose mask hid the version would take a later partition
+ * of version 5 (0x508's second byte), which the walk refuses. */
+static void template_refuses_values_over_structure(void) {
+  static const struct iw_field f = {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0};
+  static const struct iw_schema sch = {1, &f, 0};
+  struct table_src src = table_random(&sch, 20, 0, 3);
+  struct funnel_partition parts[2];
+  parts[0] = version_over_body_length(&src, 0, 10, 0x408); /* version 4: V5 */
+  parts[1] = version_over_body_length(&src, 10, 20, 0x508);
+  struct funnel__arena arena = {0};
+  static struct dp_result t, w;
+  run_both(parts, 2, 0, &arena, &t, &w);
+  CHECK_EQ_I64(w.s.left, 1);
+  CHECK_EQ_I64(w.s.first_left, 1);
+  CHECK_EQ_I64(t.tmpl_length, 0);
+  check_same(&t, &w, 2, 1);
+  for (int p = 0; p < 2; p++) free((void *)parts[p].data);
+  funnel__arena_free(&arena);
+  table_src_free(&src);
+}
+
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(template_reads_one_writers_partitions),
       CHECK_TEST(template_leaves_other_layouts_to_the_walk),
       CHECK_TEST(template_checks_the_values),
       CHECK_TEST(template_from_a_partition_that_gives_one),
+      CHECK_TEST(template_refuses_values_over_structure),
   };
   return CHECK_MAIN(argc, argv, tests);
 }
