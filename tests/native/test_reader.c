@@ -202,9 +202,10 @@ static void check_stats(struct funnel_table *t, const struct parts *ps) {
 }
 
 /* Reads `ps` with `rd` (on `stream`), checks the result against `src` and
- * the stats, frees the table, then the partitions. */
-static void read_and_check(struct funnel_reader *rd, const struct table_src *src,
-                           struct parts *ps, uintptr_t stream) {
+ * the stats (and, when `on_device`, that the device path took every
+ * partition), frees the table, then the partitions. */
+static void read_and_check_on(struct funnel_reader *rd, const struct table_src *src,
+                              struct parts *ps, uintptr_t stream, int on_device) {
   struct funnel_table *t = NULL;
   struct funnel_error err;
   if (CHECK_OK(funnel_reader_read_async(rd, ps->p, ps->n, stream, &t, &err), &err)) {
@@ -213,22 +214,41 @@ static void read_and_check(struct funnel_reader *rd, const struct table_src *src
     CHECK_OK(funnel_table_wait(t, &err), &err);
     CHECK_EQ_I64(funnel_table_is_ready(t), 1);
     check_stats(t, ps);
+    struct funnel_read_stats st;
+    if (on_device && CHECK_OK(funnel_table_stats(t, &st, &err), &err)) {
+      CHECK(check_on_device(&st));
+      CHECK_EQ_I64(st.device_left, 0);
+    }
     check_table(t, src);
     funnel_table_free(t);
   }
   parts_free(ps); /* only now: after the wait */
 }
 
+static void read_and_check(struct funnel_reader *rd, const struct table_src *src,
+                           struct parts *ps, uintptr_t stream) {
+  read_and_check_on(rd, src, ps, stream, 0);
+}
+
 /* Reads `src` cut by `sh` with a reader without a schema (or with one when
- * the shape has bare partitions). */
-static void round_trip(const struct table_src *src, const struct shape *sh, uint64_t seed) {
+ * the shape has bare partitions); by the device path, forced, which must
+ * take every partition, when `on_device`. */
+static void round_trip_on(const struct table_src *src, const struct shape *sh, uint64_t seed,
+                          int on_device) {
   int needs_schema = sh->framing == BARE || sh->empty_framing == BARE;
   struct iw_buf sb = schema_bytes(src->schema);
   struct funnel_reader *rd = needs_schema ? reader_new(sb.data, sb.len) : reader_new(NULL, 0);
   iw_buf_free(&sb);
+  struct funnel_error err;
+  if (on_device)
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, FUNNEL_PARSE_DEVICE, &err), &err);
   struct parts ps = make_parts(src, sh, seed);
-  read_and_check(rd, src, &ps, 0);
+  read_and_check_on(rd, src, &ps, 0, on_device);
   funnel_reader_free(rd);
+}
+
+static void round_trip(const struct table_src *src, const struct shape *sh, uint64_t seed) {
+  round_trip_on(src, sh, seed, 0);
 }
 
 /* Rows of n partitions: random in [0, max], 0 for about empty_permille. */
@@ -842,30 +862,6 @@ static void read_device_parse_fails_as_host_parse(void) {
   table_src_free(&src);
 }
 
-/* Reads `src` cut by `sh` by the device path (forced), which must take
- * every partition, and checks the table. */
-static void device_round_trip(const struct table_src *src, const struct shape *sh, uint64_t seed) {
-  struct iw_buf sb = schema_bytes(src->schema);
-  struct funnel_reader *rd = sh->framing == BARE ? reader_new(sb.data, sb.len) : reader_new(NULL, 0);
-  iw_buf_free(&sb);
-  struct funnel_error err;
-  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, FUNNEL_PARSE_DEVICE, &err), &err);
-  struct parts ps = make_parts(src, sh, seed);
-  struct funnel_table *t = NULL;
-  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
-    struct funnel_read_stats st;
-    CHECK_OK(funnel_table_wait(t, &err), &err);
-    if (CHECK_OK(funnel_table_stats(t, &st, &err), &err)) {
-      CHECK(check_on_device(&st));
-      CHECK_EQ_I64(st.device_left, 0);
-    }
-    check_table(t, src);
-    funnel_table_free(t);
-  }
-  parts_free(&ps);
-  funnel_reader_free(rd);
-}
-
 /* The device path allocates the output before anything is counted, from
  * an upper bound of its size (dread.c). The output outgrows the partitions
  * most where a bitmap appears that the partitions lacked: boolean and
@@ -891,7 +887,7 @@ static void read_densest_output_on_the_device(void) {
   int64_t *rows = calloc(PARTS, sizeof(int64_t));
   for (int p = 0; p < PARTS; p++) rows[p] = ROWS;
   struct shape sh = {.n_parts = PARTS, .part_rows = rows, .max_batches = 1, .framing = BARE};
-  device_round_trip(&src, &sh, 92);
+  round_trip_on(&src, &sh, 92, 1);
   free(rows);
   table_src_free(&src);
 }
@@ -905,7 +901,7 @@ static void read_9000_partitions_on_the_device(void) {
   struct table_src src = table_random(&every_schema, total, 200, 94);
   struct shape sh = {.n_parts = 9000, .part_rows = rows, .max_batches = 1, .framing = STREAM,
                      .empty_framing = ZERO_BYTES, .enc = {.vary = 1, .junk_padding = 1}};
-  device_round_trip(&src, &sh, 95);
+  round_trip_on(&src, &sh, 95, 1);
   table_src_free(&src);
   free(rows);
 }
