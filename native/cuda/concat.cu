@@ -279,42 +279,36 @@ __device__ void publish_summary(const funnel__dp_args *a) {
 
 }  // namespace
 
-// A warp a partition, its metadata walked in shared memory (or, over
-// FUNNEL__DP_WARP_PARSE_MAX partitions, a thread a partition); then each
+// m lanes a partition (args.parse_lanes): a warp walks a partition's
+// metadata in shared memory, a smaller group where it lies; then each
 // block sums its tile of every scan array, or, when the partitions fit one
 // tile of the scan, the block that finishes last scans them and lays the
 // output out.
 extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_args *a,
                                                                     int64_t n, int64_t m) {
   __shared__ uint64_t stage[FUNNEL__DPATH_THREADS / 32][FUNNEL__DP_STAGE_BYTES / 8];
-  const int64_t tile = FUNNEL__DP_PARSE_TILE(n), first = (int64_t)blockIdx.x * tile;
-  int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
-  if (tile == FUNNEL__DPATH_THREADS) {  // a thread a partition, never a single tile
-    const int64_t p = first + threadIdx.x;
-    if (p < n) funnel__dp_parse(a, p, 0, 1, NULL, 0);
-    for (int64_t k = 0; k <= m; k++) {
-      const int64_t sum = block_sum(p < n ? scan_array(a, k)[p] : 0);
-      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
-    }
-    return;
+  const int lanes = (int)m;
+  const int64_t tile = FUNNEL__DPATH_THREADS / lanes, first = (int64_t)blockIdx.x * tile;
+  const int64_t p = first + threadIdx.x / (unsigned)lanes;
+  if (p < n) {
+    const unsigned warp = threadIdx.x / 32;
+    funnel__dp_parse(a, p, (int)(threadIdx.x % (unsigned)lanes), lanes,
+                     lanes == 32 ? (uint8_t *)stage[warp] : NULL, FUNNEL__DP_STAGE_BYTES);
   }
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  if (first + warp < n)
-    funnel__dp_parse(a, first + warp, (int)lane, 32, (uint8_t *)stage[warp], FUNNEL__DP_STAGE_BYTES);
   __syncthreads();
   if (!FUNNEL__DP_PARSE_SCANS(n)) {
-    for (int64_t k = threadIdx.x; k <= m; k += blockDim.x) {
-      const int64_t *v = scan_array(a, k);
-      int64_t sum = 0;
-      for (int64_t q = first; q < first + tile && q < n; q++) sum += v[q];
-      tiles[k * a->n_tiles + blockIdx.x] = sum;
+    int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
+    const int64_t q = first + threadIdx.x;
+    for (int64_t k = 0; k <= a->n_var; k++) {
+      const int64_t sum = block_sum(threadIdx.x < tile && q < n ? scan_array(a, k)[q] : 0);
+      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
     }
     return;
   }
   funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
   if (!last_block_to_finish(s)) return;
   const int64_t q = threadIdx.x;  // one tile: a thread a partition
-  for (int64_t k = 0; k <= m; k++) {
+  for (int64_t k = 0; k <= a->n_var; k++) {
     int64_t *v = scan_array(a, k);
     const int64_t x = q < n ? v[q] : 0;
     int64_t total;
@@ -356,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(funnel__dp_args
   const int64_t count = m, k = blockIdx.y, b = blockIdx.x;
   const int64_t *tiles = (const int64_t *)(uintptr_t)a->tiles + k * a->n_tiles;
   // the parse's tiles before this one's partitions
-  const int64_t before_tiles = b * (FUNNEL__DPATH_THREADS / FUNNEL__DP_PARSE_TILE(a->n_parts));
+  const int64_t before_tiles = b * a->parse_lanes;
   int64_t part = 0;
   for (int64_t j = threadIdx.x; j < before_tiles; j += blockDim.x) part += tiles[j];
   const int64_t carry = block_sum(part);

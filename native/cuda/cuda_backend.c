@@ -241,8 +241,8 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
   return st;
 }
 
-/* The device path's grids (dpath.h): a warp or a thread a partition for
- * the parse (FUNNEL__DP_PARSE_TILE), a block a tile of an array for the scan, m
+/* The device path's grids (dpath.h): m lanes a partition for the parse
+ * (funnel__dp_parse_lanes), a block a tile of an array for the scan, m
  * lanes a piece for the concat, whose bit words stride over its grid. */
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error) {
@@ -254,8 +254,11 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   const int64_t threads = FUNNEL__DPATH_THREADS;
   int64_t gx = 1, gy = 1;
   switch (stage) {
-    case FUNNEL_DP_PARSE: /* a warp or a thread a partition: no striding */
-      gx = (n + FUNNEL__DP_PARSE_TILE(n) - 1) / FUNNEL__DP_PARSE_TILE(n);
+    case FUNNEL_DP_PARSE: /* m lanes a partition: no striding */
+      if (m < 1 || m > 32 || (m & (m - 1)) != 0)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "cuda backend: a parse of %lld lanes a partition", (long long)m);
+      gx = (n * m + threads - 1) / threads;
       break;
     case FUNNEL_DP_SCAN: /* a block a tile of an array */
       gx = (m + threads - 1) / threads;

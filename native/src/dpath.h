@@ -63,9 +63,10 @@ enum funnel__dp_kind {
  * output out (funnel__dp_layout), so the concat follows with no host step
  * between. */
 enum funnel__dp_stage {
-  /* n partitions: parse each (funnel__dp_parse); m: the string columns
-   * (the cuda kernel sums the tiles of the scan's arrays); it scans them
-   * too, and lays the output out, when FUNNEL__DP_PARSE_SCANS(n). */
+  /* n partitions: parse each (funnel__dp_parse), m lanes a partition
+   * (args.parse_lanes; the cuda kernel then sums the tiles of the scan's
+   * arrays); it scans them too, and lays the output out, when
+   * FUNNEL__DP_PARSE_SCANS(n). */
   FUNNEL_DP_PARSE = 0,
   /* n arrays (rows, then string bytes per string column) of m values:
    * exclusive scan of each, totals into the summary; then the layout */
@@ -82,14 +83,17 @@ enum funnel__dp_stage {
  * FUNNEL_DP_SCAN follows. */
 #define FUNNEL__DP_PARSE_SCANS(n_parts) ((n_parts) <= FUNNEL__DPATH_THREADS)
 
-/* Partitions a block of the cuda parse of n partitions, and so of each of
- * its tile sums (the args' `tiles`): a warp a partition (8 a block) up to
- * FUNNEL__DP_WARP_PARSE_MAX, whose lanes shorten a partition's chain of
- * loads (and never more than a tile of the scan, so the parse scans when
- * FUNNEL__DP_PARSE_SCANS); a thread a partition (256) above, where the
- * partitions alone fill the device. */
-#define FUNNEL__DP_PARSE_TILE(n_parts) \
-  ((n_parts) <= FUNNEL__DP_WARP_PARSE_MAX ? FUNNEL__DPATH_THREADS / 32 : FUNNEL__DPATH_THREADS)
+/* Lanes a partition of the cuda parse of n partitions (tuning.h,
+ * FUNNEL__DP_PARSE_THREADS): a warp for a few thousand, whose lanes
+ * shorten a partition's chain of loads; fewer for more, so that the
+ * groups fill the device. A block parses FUNNEL__DPATH_THREADS / lanes
+ * partitions, the tile of its sums (the args' `tiles`), never more than a
+ * tile of the scan, so the parse scans when FUNNEL__DP_PARSE_SCANS. */
+static inline int funnel__dp_parse_lanes(int64_t n_parts) {
+  int lanes = 32;
+  while (lanes > FUNNEL__DP_PARSE_MIN_LANES && n_parts > FUNNEL__DP_PARSE_THREADS / lanes) lanes /= 2;
+  return lanes;
+}
 
 /* Bytes of a message's metadata the cuda parse copies to shared memory (a
  * warp's) before it walks the flatbuffer: walked there, its chain of
@@ -180,9 +184,11 @@ struct funnel__dp_args {
   uint64_t out;     /* the output allocation */
   int64_t out_capacity; /* its bytes */
   /* the cuda kernels' scan: per array (as `rows`, then `chars`) the sum of
-   * each tile of FUNNEL__DP_PARSE_TILE(n_parts) partitions, n_tiles a row */
+   * each tile of FUNNEL__DPATH_THREADS / parse_lanes partitions, n_tiles a
+   * row */
   uint64_t tiles;
   int64_t n_tiles;
+  int64_t parse_lanes; /* funnel__dp_parse_lanes(n_parts) */
   int64_t n_parts;
   int64_t schema_length;
   int64_t max_rows;
@@ -207,15 +213,21 @@ FUNNEL_DP int64_t funnel__dp_summary_bytes(const struct funnel__dp_args *a) {
 /* ------------------------------------------------------------ lanes */
 
 /* A stage's item is run by `lanes` lanes at once: a group of 1 to 32
- * lanes of a warp on the device (a power of two), one lane on the host.
- * Every lane computes the same control flow, splitting only the loops over
- * rows and bytes. The parse's loops are joined by these, which join a
- * whole warp: the parse runs with 32 lanes (the kernel's) or 1 (the cpu
- * backend's), never between (with one lane they are the identity). */
+ * lanes of a warp on the device (a power of two, the groups aligned in
+ * the warp), one lane on the host. Every lane computes the same control
+ * flow, splitting only the loops over rows and bytes. The parse's loops
+ * are joined by these, which join the lanes of one group (with one lane
+ * they are the identity). */
 #if defined(__CUDA_ARCH__)
-FUNNEL_DP bool dp_all(bool v, int lanes) { return lanes == 1 ? v : __all_sync(0xFFFFFFFFu, v); }
+/* the calling lane's group */
+FUNNEL_DP unsigned dp_group(int lanes) {
+  return lanes >= 32 ? 0xFFFFFFFFu
+                     : ((1u << lanes) - 1u) << ((threadIdx.x & 31u) & ~(unsigned)(lanes - 1));
+}
+FUNNEL_DP bool dp_all(bool v, int lanes) { return lanes == 1 ? v : __all_sync(dp_group(lanes), v); }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) {
-  for (int o = 16; o > 0 && lanes > 1; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  const unsigned group = dp_group(lanes);
+  for (int o = lanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(group, v, o);
   return v;
 }
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
@@ -223,7 +235,7 @@ FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
 }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long long)v); }
 /* the lanes' writes to shared memory seen by every lane */
-FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(); }
+FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(dp_group(lanes)); }
 #define DP_POPC64(x) __popcll(x)
 /* a thread issues the loads of 8 iterations before it uses the first
  * (a small partition's few iterations run the rolled remainder, so its

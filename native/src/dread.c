@@ -33,7 +33,7 @@ struct dp_layout {
   int64_t args, columns, bitbufs, inputs, schema, tmpl, summary, head; /* head: bytes uploaded */
   int64_t tmpl_max;
   int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
-  int64_t n_tiles;
+  int64_t n_tiles, parse_lanes;
   int64_t summary_back, host;             /* host: the host block's size */
   int64_t summary_bytes;
 };
@@ -58,7 +58,9 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
   l.pieces = funnel__carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
   l.rows = funnel__carve(&at, (n + 1) * 8);
   l.chars = funnel__carve(&at, n_var * (n + 1) * 8);
-  l.n_tiles = (n + FUNNEL__DP_PARSE_TILE(n) - 1) / FUNNEL__DP_PARSE_TILE(n);
+  l.parse_lanes = funnel__dp_parse_lanes(n);
+  const int64_t tile = FUNNEL__DPATH_THREADS / l.parse_lanes;
+  l.n_tiles = (n + tile - 1) / tile;
   l.tiles = funnel__carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
   l.device = at;
   return l;
@@ -106,19 +108,14 @@ static bool left_alike(const struct funnel_partition *part, const struct funnel_
 
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
+                          const struct funnel__parts_scan *scan,
                           const struct funnel__schema *known,
-                          const struct funnel__schema **schema, int64_t *total) {
+                          const struct funnel__schema **schema) {
   *schema = NULL;
   if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
+  if (scan->bad) return false; /* the host path names what is wrong */
   const bool automatic = o->parse == FUNNEL_PARSE_AUTO;
-  int64_t bytes = 0, first = -1;
-  for (size_t i = 0; i < count; i++) {
-    if (parts[i].length == 0) continue;
-    /* the host path names what is wrong */
-    if (parts[i].data == NULL || parts[i].length > (size_t)INT64_MAX / 2) return false;
-    bytes += (int64_t)parts[i].length;
-    if (first < 0) first = (int64_t)i;
-  }
+  const int64_t bytes = scan->bytes, first = scan->first;
   if (automatic &&
       ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
     return false;
@@ -138,7 +135,6 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
   if ((int64_t)count > FUNNEL__DPATH_MAX_PIECES / known->n_fields || n_var >= FUNNEL__CONCAT_MAX_BLOCKS)
     return false;
   *schema = known;
-  *total = bytes;
   return true;
 }
 
@@ -153,12 +149,20 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
   int n_var, n_buffers;
   funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
   struct funnel__dp_input *in = (struct funnel__dp_input *)(host + l->inputs);
-  for (int64_t p = 0; p < n; p++) {
-    const int64_t len = (int64_t)parts[p].length;
-    const uint64_t at = len == 0 ? 0
-                        : tr->in_scratch[p] >= 0 ? t->scratch + (uint64_t)tr->in_scratch[p]
-                                                 : tr->in_base[p];
-    in[p] = (struct funnel__dp_input){at, len};
+  if (tr->in_scratch == NULL) { /* the early copy mirrors their span */
+    const uint64_t to = t->scratch - (uint64_t)tr->mirror;
+    for (int64_t p = 0; p < n; p++) {
+      const int64_t len = (int64_t)parts[p].length;
+      in[p] = (struct funnel__dp_input){len == 0 ? 0 : to + (uint64_t)(uintptr_t)parts[p].data, len};
+    }
+  } else {
+    for (int64_t p = 0; p < n; p++) {
+      const int64_t len = (int64_t)parts[p].length;
+      const uint64_t at = len == 0 ? 0
+                          : tr->in_scratch[p] >= 0 ? t->scratch + (uint64_t)tr->in_scratch[p]
+                                                   : tr->in_base[p];
+      in[p] = (struct funnel__dp_input){at, len};
+    }
   }
   memcpy(host + l->schema, schema->ipc, (size_t)schema->ipc_length);
   struct funnel__dp_summary *s = (struct funnel__dp_summary *)(host + l->summary);
@@ -170,7 +174,7 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .schema = dev + (uint64_t)l->schema, .pieces = dev + (uint64_t)l->pieces,
       .rows = dev + (uint64_t)l->rows, .chars = dev + (uint64_t)l->chars,
       .summary = dev + (uint64_t)l->summary, .bitbufs = dev + (uint64_t)l->bitbufs,
-      .tiles = dev + (uint64_t)l->tiles, .n_tiles = l->n_tiles,
+      .tiles = dev + (uint64_t)l->tiles, .n_tiles = l->n_tiles, .parse_lanes = l->parse_lanes,
       .out = t->out, .out_capacity = out_capacity,
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
@@ -197,7 +201,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
-  w.enqueued = t->early_in != NULL;
+  w.enqueued = funnel__early(t);
   const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
   int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
   if (st == FUNNEL_OK)
@@ -205,7 +209,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
                                                               (size_t)l->head, stream, error));
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
-                                                            n_var, stream, error));
+                                                            l->parse_lanes, stream, error));
   if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
@@ -319,7 +323,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
       funnel__table_abandon(t);
       return st;
     }
-    funnel__table_drop_attempt(t, t->early_in != NULL);
+    funnel__table_drop_attempt(t, funnel__early(t));
     memset(plan, 0, sizeof(*plan));
     return FUNNEL_OK;
   }

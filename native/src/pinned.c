@@ -199,10 +199,16 @@ static int hold_range(struct funnel__pinned *p, struct funnel_table *t, uintptr_
 }
 
 int funnel__pinned_hold(struct funnel__pinned *p, struct funnel_table *t,
-                        const struct funnel_partition *parts, size_t count,
-                        struct funnel_error *error) {
+                        const struct funnel_partition *parts, size_t count, uintptr_t lo,
+                        uintptr_t hi, struct funnel_error *error) {
   int st = FUNNEL_OK;
   pthread_mutex_lock(&p->mu);
+  const int64_t first = lo < hi ? floor_block(p, lo) : -1;
+  struct funnel__pinned_block *span = first >= 0 ? p->blocks[first] : NULL;
+  if (span != NULL && hi - (uintptr_t)span->ptr <= (uint64_t)span->extent) {
+    st = hold_block(span, t, error); /* every partition lies in it */
+    count = 0;
+  }
   struct funnel__pinned_block *last = NULL;
   for (size_t i = 0; i < count && p->n > 0 && st == FUNNEL_OK; i++) {
     const uintptr_t at = (uintptr_t)parts[i].data;

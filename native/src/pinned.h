@@ -32,12 +32,14 @@ void funnel__pinned_init(struct funnel__pinned *p);
 void funnel__pinned_release(struct funnel__pinned *p);
 
 /* For a read making `t`: holds every live block that a partition lies in,
- * until funnel__pinned_unhold. Takes the lock once, and looks a block up
- * only when a partition is not in the block of the one before.
- * FUNNEL_ERR_HOST_OUT_OF_MEMORY when the bookkeeping cannot grow. */
+ * until funnel__pinned_unhold. Takes the lock once; when the range the
+ * partitions span, [lo, hi), lies in one block, holds it without a look
+ * at each partition; else looks a block up only when a partition is not in
+ * the block of the one before. FUNNEL_ERR_HOST_OUT_OF_MEMORY when the
+ * bookkeeping cannot grow. */
 int funnel__pinned_hold(struct funnel__pinned *p, struct funnel_table *t,
-                        const struct funnel_partition *parts, size_t count,
-                        struct funnel_error *error);
+                        const struct funnel_partition *parts, size_t count, uintptr_t lo,
+                        uintptr_t hi, struct funnel_error *error);
 /* The read that made `t` returned it: a free of a block it holds may now
  * wait for its work. */
 void funnel__pinned_read_done(struct funnel__pinned *p, struct funnel_table *t);

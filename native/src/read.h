@@ -74,10 +74,28 @@ struct funnel__stage_plan {
   int64_t block_size;
 };
 
+/* What one pass over the caller's partitions finds, before anything is
+ * done per partition: what the early copy, the pinned blocks' holds and
+ * the choice of path decide from. */
+struct funnel__parts_scan {
+  int64_t bytes; /* of the non-empty partitions */
+  int64_t empty; /* zero-length partitions (empty shuffle blocks) */
+  int64_t first; /* the first non-empty partition; -1 when none is */
+  uintptr_t lo, hi; /* the address range the non-empty partitions span */
+  bool back_to_back; /* they follow each other in that order, each at most
+                        FUNNEL__MERGE_GAP after the one before: one run */
+  bool bad; /* a non-empty partition has no data, or its length (or the
+               sum) is over INT64_MAX / 2: the host path names it */
+};
+void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
+                        struct funnel__parts_scan *out);
+
 /* How every partition of a read reaches the device. */
 struct funnel__transfer {
   uint64_t *in_base;   /* per partition: the device address its bytes start at */
-  int64_t *in_scratch; /* per partition: offset of its bytes in scratch, or -1 */
+  int64_t *in_scratch; /* per partition: offset of its bytes in scratch, or -1;
+                          NULL when the early copy mirrors their span: */
+  uintptr_t mirror;    /* then a partition's bytes lie at scratch + (data - mirror) */
   struct funnel__run *runs;
   int64_t n_runs;
   int64_t scratch_size; /* bytes of scratch the runs take */
@@ -88,10 +106,18 @@ struct funnel__transfer {
 
 /* Before parsing: when every partition lies in the pinned pool, enqueues
  * their copies at once, so they fly while the host parses and plans
- * (unless `transfer` is DIRECT); sets t->early_in and records t->event
- * after them. */
+ * (unless `transfer` is DIRECT), and records t->event after them. When
+ * the partitions fill the range they span (`scan`) but for small gaps, that
+ * range goes up in one copy, enqueued before anything is done per
+ * partition (t->early_base); else a copy a run of them (t->early_in). */
 int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
-                         size_t count, int transfer, void *stream, struct funnel_error *error);
+                         size_t count, const struct funnel__parts_scan *scan, int transfer,
+                         void *stream, struct funnel_error *error);
+
+/* Whether the read's partitions went up before parsing. */
+static inline bool funnel__early(const struct funnel_table *t) {
+  return t->early_in != NULL || t->early_base != 0;
+}
 
 /* Decides how each planned partition reaches the device (read in place,
  * copied, staged through the pinned pool) and lays out the runs. Host
@@ -123,8 +149,9 @@ int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options 
  * partitions' bytes, for funnel__dpath_parse. */
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
+                          const struct funnel__parts_scan *scan,
                           const struct funnel__schema *known,
-                          const struct funnel__schema **schema, int64_t *bytes);
+                          const struct funnel__schema **schema);
 
 /* The device path: places the partitions (transfer.c), allocates the
  * output from an upper bound of its size, enqueues the parse, the layout,
@@ -132,7 +159,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
  * the attempt for funnel__dpath_plan, or NULL when the device left
  * partitions to the host: the table then holds nothing of the attempt
  * (device work, memory) but the early copies, and the caller reads it by
- * the host path. */
+ * the host path. `bytes`: the partitions' (funnel__parts_scan). */
 struct funnel__dpath;
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,

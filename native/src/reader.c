@@ -168,7 +168,6 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   struct funnel_table *t = funnel__table_new(reader->dev, error);
   if (t == NULL) return FUNNEL_ERR_HOST_OUT_OF_MEMORY;
   t->stats.partitions = (int64_t)count;
-  for (size_t i = 0; i < count; i++) t->stats.empty_partitions += parts[i].length == 0;
   t->schema = funnel__shared_schema_ref(reader->schema); /* the table may outlive the reader */
   const struct funnel__schema *schema = t->schema ? &t->schema->schema : NULL;
   const struct funnel__read_options *o = &reader->options;
@@ -176,18 +175,23 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
 
   struct mark m[5];
   m[0] = mark_now();
+  /* one pass over the partitions before anything is done for each */
+  struct funnel__parts_scan scan;
+  funnel__scan_parts(parts, count, &scan);
+  t->stats.empty_partitions = scan.empty;
   /* the caller's pinned blocks stay until the work is over */
-  int st = funnel__pinned_hold(pinned, t, parts, count, error);
-  if (st == FUNNEL_OK) st = funnel__early_copies(t, parts, count, o->transfer, stream, error);
+  int st = funnel__pinned_hold(pinned, t, parts, count, scan.bad ? 0 : scan.lo,
+                                   scan.bad ? 0 : scan.hi, error);
+  if (st == FUNNEL_OK)
+    st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
   m[1] = mark_now();
   /* the device path: everything enqueued, then the wait for the parse's
    * sums, and the plan from them; or, when the device leaves partitions
    * to the host, the host path after it */
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
-  int64_t bytes = 0;
-  if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, schema, &on_device, &bytes))
-    st = funnel__dpath_parse(t, o, parts, count, bytes, on_device, stream, &d, error);
+  if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device))
+    st = funnel__dpath_parse(t, o, parts, count, scan.bytes, on_device, stream, &d, error);
   if (d != NULL) {
     m[2] = mark_now();
     if (st == FUNNEL_OK) st = funnel__dpath_plan(t, d, error);

@@ -116,7 +116,7 @@ int funnel__submit(struct funnel_table *t, const struct funnel__read_options *o,
   if (t->plan.max_segments == 0) return FUNNEL_OK; /* no columns: nothing to run */
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, &t->dev->be, stream, &t->event, error));
-  w.enqueued = t->early_in != NULL; /* the early copies are in flight */
+  w.enqueued = funnel__early(t); /* the early copies are in flight */
   struct funnel__transfer tr = {0};
   struct segment_table s = {0};
   int st = segment_table_host(t, &s, error);

@@ -84,6 +84,7 @@ void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
   funnel__dev_free(be, t->scratch, t->dev->stream);
   t->scratch = 0;
   t->early_in = NULL;
+  t->early_base = 0;
 }
 
 static void table_release(struct funnel_table *t) {

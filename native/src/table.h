@@ -49,7 +49,10 @@ struct funnel_table {
   uint64_t seg_scratch; /* device: the segment table, when it has its own */
   uint64_t dp_scratch;  /* device: the device path's tables (dread.c) */
   int64_t *early_in; /* per partition, where its early copy lies in scratch
-                        (-1: none); NULL when the read made no early copy */
+                        (-1: none); NULL when the read made no early copy,
+                        or when the copy mirrors the partitions' span: */
+  uintptr_t early_base; /* then a partition's bytes lie at scratch + (data -
+                           early_base); 0 when there is no such copy */
   void *event;      /* NULL when nothing was enqueued; kept until the table
                        is freed (an export may point a consumer at it) */
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */

@@ -36,16 +36,68 @@ static int64_t add_run(struct funnel__run *runs, int64_t *nr, int64_t *scratch,
 
 /* ----------------------------------------------------------- early copies */
 
+void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
+                        struct funnel__parts_scan *out) {
+  struct funnel__parts_scan s = {.first = -1, .back_to_back = true};
+  uintptr_t end = 0; /* of the partition before */
+  for (size_t i = 0; i < count; i++) {
+    const uintptr_t at = (uintptr_t)parts[i].data;
+    const size_t len = parts[i].length;
+    if (len == 0) {
+      s.empty++;
+      continue;
+    }
+    if (at == 0 || len > (size_t)(INT64_MAX / 2) - (size_t)s.bytes || len > UINTPTR_MAX - at) {
+      s.bad = true;
+      continue;
+    }
+    s.bytes += (int64_t)len;
+    if (s.first < 0) {
+      s.first = (int64_t)i;
+      s.lo = at;
+      s.hi = at + len;
+    } else {
+      s.back_to_back &= at >= end && at - end <= (uintptr_t)FUNNEL__MERGE_GAP;
+      s.lo = at < s.lo ? at : s.lo;
+      s.hi = at + len > s.hi ? at + len : s.hi;
+    }
+    end = at + len;
+  }
+  *out = s;
+}
+
+/* One copy of the range the partitions span, when they lie back to back in
+ * the pinned pool: a partition's bytes then lie in scratch where add_run
+ * would have put them (data - lo), so nothing is written per partition. */
+static int early_mirror(struct funnel_table *t, const struct funnel__parts_scan *scan,
+                        void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
+  const size_t size = (size_t)(scan->hi - scan->lo);
+  int st = funnel__dev_alloc(be, size, stream, &t->scratch, error);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(
+        &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, size, stream, error));
+  bool abandoned;
+  st = funnel__work_finish(&w, st, false, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  if (st == FUNNEL_OK) t->early_base = scan->lo;
+  return st;
+}
+
 int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
-                         size_t count, int transfer, void *stream, struct funnel_error *error) {
-  if (transfer == FUNNEL_TRANSFER_DIRECT || count == 0) return FUNNEL_OK;
+                         size_t count, const struct funnel__parts_scan *scan, int transfer,
+                         void *stream, struct funnel_error *error) {
+  if (transfer == FUNNEL_TRANSFER_DIRECT || scan->first < 0 || scan->bad) return FUNNEL_OK;
   const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
   /* a read whose first partition is pageable allocates nothing here */
-  size_t first = 0;
-  while (first < count && parts[first].length == 0) first++;
-  if (first == count || parts[first].data == NULL || parts[first].length > INT64_MAX ||
-      !funnel__span_contains(span, parts[first].data, (int64_t)parts[first].length))
+  const size_t first = (size_t)scan->first;
+  if (!funnel__span_contains(span, parts[first].data, (int64_t)parts[first].length))
     return FUNNEL_OK;
+  if (scan->back_to_back &&
+      funnel__span_contains(span, (const void *)scan->lo, (int64_t)(scan->hi - scan->lo)))
+    return early_mirror(t, scan, stream, error);
   int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   struct funnel__run *runs = funnel__arena_alloc(&t->arena, count * sizeof(*runs));
   if (in == NULL || runs == NULL) return OUT_OF_MEMORY(error);
@@ -255,19 +307,27 @@ static void place(struct layout *l, int64_t p, bool pinned) {
 int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
                             struct funnel__transfer *out, struct funnel_error *error) {
   const int64_t n = t->plan.n_parts;
-  if (t->early_in != NULL && t->plan.raw != NULL) {
+  if (funnel__early(t) && t->plan.raw != NULL) {
     /* on their way (early copies), and the device path reads only where */
-    *out = (struct funnel__transfer){.in_scratch = t->early_in, .early = true};
+    *out = (struct funnel__transfer){
+        .in_scratch = t->early_in, .mirror = t->early_base, .early = true};
     return FUNNEL_OK;
   }
   struct funnel__transfer tr = {
       .in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t)),
       .in_scratch = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(int64_t)),
       .runs = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(struct funnel__run)),
-      .early = t->early_in != NULL};
+      .early = funnel__early(t)};
   if (tr.in_base == NULL || tr.in_scratch == NULL || tr.runs == NULL) return OUT_OF_MEMORY(error);
   if (tr.early) { /* the partitions are on their way (early copies) */
-    memcpy(tr.in_scratch, t->early_in, (size_t)n * sizeof(int64_t));
+    if (t->early_in != NULL) {
+      memcpy(tr.in_scratch, t->early_in, (size_t)n * sizeof(int64_t));
+    } else {
+      for (int64_t p = 0; p < n; p++)
+        tr.in_scratch[p] = part_length(&t->plan, p) > 0
+                               ? (int64_t)((uintptr_t)part_bytes(&t->plan, p) - t->early_base)
+                               : -1;
+    }
     *out = tr;
     return FUNNEL_OK;
   }

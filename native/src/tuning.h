@@ -41,12 +41,19 @@
  * (dread.c): above this many pieces (640 MiB of them) a read takes the
  * host path, which keeps none */
 #define FUNNEL__DPATH_MAX_PIECES ((int64_t)1 << 24)
-/* The cuda parse gives a partition a warp up to this many partitions, a
- * thread above (dpath.h, FUNNEL__DP_PARSE_TILE). Measured on the H100 with
- * ncu (mixed columns, 10 rows a partition): a warp a partition 24, 35 and
- * 400 us for 200, 1,000 and 50,000 partitions, a thread a partition 37, 82
- * and 177 us; the lines cross near 9,000. */
-#define FUNNEL__DP_WARP_PARSE_MAX 8192
+/* The cuda parse gives a partition a warp while the read's partitions
+ * take at most FUNNEL__DP_PARSE_THREADS threads that way (256 blocks, two
+ * an SM of the H100), then half the lanes each time the partitions
+ * double, down to FUNNEL__DP_PARSE_MIN_LANES (dpath.h,
+ * funnel__dp_parse_lanes): a warp's lanes shorten a partition's chain of
+ * loads while the device has room for them; past that, the groups must
+ * fill it. Measured on the H100 with ncu (mixed, the parse with the
+ * read's template, us for 32, 16, 8, 4, 2 and 1 lanes): 1000x10x10 22, 24,
+ * 27, 29, 42, 73; 10000x4x1 50, 42, 38, 36, 39, 47; 10000x10x10 87, 76,
+ * 74, 75, 84, 114; 50000x4x1 193, 132, 125, 119, 125, 137; 50000x10x10
+ * 337, 295, 292, 302, 319, 352. */
+#define FUNNEL__DP_PARSE_THREADS ((int64_t)1 << 16)
+#define FUNNEL__DP_PARSE_MIN_LANES 8
 
 /* A batch of at most this many rows is bound by the cuda parse a lane a
  * column (dpath.h, dp_batch_values), not a column at a time by the whole

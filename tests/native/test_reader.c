@@ -892,19 +892,22 @@ static void read_densest_output_on_the_device(void) {
   table_src_free(&src);
 }
 
-/* Over FUNNEL__DP_WARP_PARSE_MAX (8192) partitions the cuda parse gives
- * each a thread, not a warp, and sums its tiles by 256 partitions. */
-static void read_9000_partitions_on_the_device(void) {
-  uint64_t rng = 93;
+/* Over 2,048 partitions the cuda parse gives each a group of fewer lanes
+ * than a warp (funnel__dp_parse_lanes: 16 for 3,000, 8 for 9,000), and
+ * sums its tiles by 256 / lanes partitions. */
+static void read_many_partitions_on_the_device(int64_t n, uint64_t seed) {
+  uint64_t rng = seed;
   int64_t total;
-  int64_t *rows = random_rows(9000, 4, 100, &rng, &total);
-  struct table_src src = table_random(&every_schema, total, 200, 94);
-  struct shape sh = {.n_parts = 9000, .part_rows = rows, .max_batches = 1, .framing = STREAM,
+  int64_t *rows = random_rows(n, 4, 100, &rng, &total);
+  struct table_src src = table_random(&every_schema, total, 200, seed + 1);
+  struct shape sh = {.n_parts = n, .part_rows = rows, .max_batches = 1, .framing = STREAM,
                      .empty_framing = ZERO_BYTES, .enc = {.vary = 1, .junk_padding = 1}};
-  round_trip_on(&src, &sh, 95, 1);
+  round_trip_on(&src, &sh, seed + 2, 1);
   table_src_free(&src);
   free(rows);
 }
+static void read_3000_partitions_on_the_device(void) { read_many_partitions_on_the_device(3000, 96); }
+static void read_9000_partitions_on_the_device(void) { read_many_partitions_on_the_device(9000, 93); }
 
 /* ----------------------------------------------------------- round trips */
 
@@ -1349,6 +1352,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_rejects_utf8_over_int32_offsets),
       CHECK_TEST(read_device_parse_fails_as_host_parse),
       CHECK_TEST(read_densest_output_on_the_device),
+      CHECK_TEST(read_3000_partitions_on_the_device),
       CHECK_TEST(read_9000_partitions_on_the_device),
       CHECK_TEST(read_every_type_one_partition),
       CHECK_TEST(read_every_type_two_partitions),
