@@ -4,7 +4,7 @@
  * out from those sums, and concatenates from what it parsed, with no step
  * of the host between. The host does nothing per partition but place its
  * bytes. Plain C that nvcc compiles too: native/cuda/concat.cu runs the
- * parse a warp a partition and the concat a group of lanes a piece, the
+ * parse and the concat a group of lanes a partition or a piece, the
  * cpu backend both one lane at a time, so both backends run the same
  * parser, layout and concat.
  *

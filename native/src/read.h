@@ -82,8 +82,8 @@ struct funnel__parts_scan {
   int64_t empty; /* zero-length partitions (empty shuffle blocks) */
   int64_t first; /* the first non-empty partition; -1 when none is */
   uintptr_t lo, hi; /* the address range the non-empty partitions span */
-  bool back_to_back; /* they follow each other in that order, each at most
-                        FUNNEL__MERGE_GAP after the one before: one run */
+  bool back_to_back; /* they follow each other in that order, each less
+                        than FUNNEL__MERGE_GAP after the one before: one run */
   bool bad; /* a non-empty partition has no data, or its length (or the
                sum) is over INT64_MAX / 2: the host path names it */
 };
@@ -94,7 +94,8 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
 struct funnel__transfer {
   uint64_t *in_base;   /* per partition: the device address its bytes start at */
   int64_t *in_scratch; /* per partition: offset of its bytes in scratch, or -1;
-                          NULL when the early copy mirrors their span: */
+                          NULL on the device path when the early copy
+                          mirrors their span: */
   uintptr_t mirror;    /* then a partition's bytes lie at scratch + (data - mirror) */
   struct funnel__run *runs;
   int64_t n_runs;

@@ -22,8 +22,8 @@ static int64_t add_run(struct funnel__run *runs, int64_t *nr, int64_t *scratch,
                        const uint8_t *src, int64_t len, bool pinned, bool may_merge) {
   struct funnel__run *last = *nr > 0 ? &runs[*nr - 1] : NULL;
   if (last != NULL && may_merge && last->pinned && pinned && src >= last->src + last->length &&
-      src - (last->src + last->length) <= FUNNEL__MERGE_GAP) {
-    /* the gap is pool memory too: both ends lie in the one pinned block */
+      src - (last->src + last->length) < FUNNEL__MERGE_GAP) {
+    /* the gap is pool memory too, of the blocks both partitions lie in */
     last->length = src + len - last->src;
     *scratch = funnel__align_up(last->scratch + last->length, FUNNEL__ALIGN);
     return last->scratch + (src - last->src);
@@ -57,7 +57,7 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
       s.lo = at;
       s.hi = at + len;
     } else {
-      s.back_to_back &= at >= end && at - end <= (uintptr_t)FUNNEL__MERGE_GAP;
+      s.back_to_back &= at >= end && at - end < (uintptr_t)FUNNEL__MERGE_GAP;
       s.lo = at < s.lo ? at : s.lo;
       s.hi = at + len > s.hi ? at + len : s.hi;
     }
@@ -75,7 +75,9 @@ static int early_mirror(struct funnel_table *t, const struct funnel__parts_scan 
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   const size_t size = (size_t)(scan->hi - scan->lo);
-  int st = funnel__dev_alloc(be, size, stream, &t->scratch, error);
+  /* the concat's aligned words may reach past the last byte, not past this */
+  const int64_t room = funnel__align_up((int64_t)size, FUNNEL__ALIGN);
+  int st = funnel__dev_alloc(be, (size_t)room, stream, &t->scratch, error);
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, size, stream, error));

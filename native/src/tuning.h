@@ -142,12 +142,15 @@
  * Override: FUNNEL_DIRECT_MAX_BYTES, or FUNNEL_OPTION_DIRECT_MAX_BYTES. */
 #define FUNNEL__DIRECT_MAX_DEFAULT ((int64_t)8 << 20)
 
-/* Partitions that lie at most this far after each other in pinned memory go
- * up in one copy, the gap with them. No further: a wider gap may be another
- * thread's pool block, which the copy would read while that thread writes
- * it (a data race on the cpu backend, found by ThreadSanitizer in
- * test_stress). Up to 64 bytes the gap is the padding the pool rounds each
- * block to, so it belongs to the block of the partition before it. */
+/* Partitions that lie less than this far after each other in pinned
+ * memory go up in one copy, the gap with them. No further: a gap of 64
+ * bytes or more may be another thread's pool block (the pool rounds each
+ * to 64), which the copy would read while that thread writes it (a data
+ * race on the cpu backend, found by ThreadSanitizer in test_stress, and
+ * for a gap of exactly 64 by a review: test_pool's
+ * another_block_between_partitions_is_not_copied). A shorter gap is the
+ * padding of the block before and the start of the block after, both
+ * blocks the read holds. */
 #define FUNNEL__MERGE_GAP ((int64_t)FUNNEL__ALIGN)
 
 /* Host threads that run a loop, the caller included: the cores, at most

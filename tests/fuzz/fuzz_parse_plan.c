@@ -383,7 +383,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   for (int p = 0; p < n && with_template; p++)
     if (in->lengths[p] > 0 && funnel__dp_template_of(&a, schema->ipc, in->parts[p], in->lengths[p], tmpl))
       break;
-  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
+  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1); /* one lane */
   if (!FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
     funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
   const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;

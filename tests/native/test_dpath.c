@@ -71,7 +71,7 @@ static void run(const struct funnel_partition *parts, int n, const struct funnel
         funnel__dp_template_of(&a, schema->ipc, parts[p].data, (int64_t)parts[p].length, tmpl))
       break;
   r->tmpl_length = a.tmpl.length;
-  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, n_var);
+  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1); /* one lane */
   if (!FUNNEL__DP_PARSE_SCANS(n)) funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
   funnel__dp_run_cpu(FUNNEL_DP_CONCAT, &a, n * n_cols + n_cols, 1);
   memcpy(r->out, out, OUT_BYTES);
