@@ -38,6 +38,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -907,6 +909,7 @@ struct options {
   const char *json_path;
   const char *dump_dir;
   int strategy_off[N_STRATEGIES]; /* --strategy leaves the others out */
+  int concurrent; /* reads at once: 1 measured, the others run behind it */
 };
 
 static void usage(FILE *f) {
@@ -914,7 +917,7 @@ static void usage(FILE *f) {
           "usage: funnel_bench [--backend auto|cpu|cuda] [--quick | --full | --spark | --large | --targets]\n"
           "                    [--shape PxCxR]... [--mix int64|mixed|strings]... [--reps N]\n"
           "                    [--max-bytes SIZE] [--max-pieces N] [--strategy LIST]\n"
-          "                    [--csv PATH] [--json PATH] [--dump DIR] [--list]\n"
+          "                    [--concurrent N] [--csv PATH] [--json PATH] [--dump DIR] [--list]\n"
           "\n"
           "Times reading P shuffle partitions (Arrow IPC streams, C columns, R rows each)\n"
           "into one device table with funnel, against one copy of the same bytes (link),\n"
@@ -952,6 +955,9 @@ static void usage(FILE *f) {
           "  --strategy    strategies to run, comma-separated (funnel, link and floor always\n"
           "                run): funnel_copy, funnel_direct, funnel_host, funnel_device,\n"
           "                naive, host_concat, batched_scatter, kernel, d2d\n"
+          "  --concurrent  N reads at once, as a Spark executor's tasks make them: N - 1\n"
+          "                threads read the same partitions again and again (a reader each,\n"
+          "                so a stream each) while every strategy is measured (default 1)\n"
           "  --dump        write each workload to DIR/PxCxR-MIX/ for the Java driver\n"
           "  --list        print the shape x mix runs selected and those skipped, then exit\n",
           WARMUP);
@@ -1013,6 +1019,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
   o->max_bytes = (int64_t)1 << 30;
   o->max_pieces = 50000;
   o->csv_path = "bench-results.csv";
+  o->concurrent = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -1047,6 +1054,9 @@ static void parse_options(int argc, char **argv, struct options *o) {
     } else if (strcmp(a, "--max-pieces") == 0) {
       o->max_pieces = parse_count(need_value(argc, argv, &i), 1000);
       if (o->max_pieces <= 0) die("--max-pieces must be a positive number, e.g. 50000 or 50k");
+    } else if (strcmp(a, "--concurrent") == 0) {
+      o->concurrent = (int)parse_count(need_value(argc, argv, &i), 1000);
+      if (o->concurrent < 1 || o->concurrent > 256) die("--concurrent must be 1 to 256");
     } else if (strcmp(a, "--csv") == 0) {
       o->csv_path = need_value(argc, argv, &i);
     } else if (strcmp(a, "--json") == 0) {
@@ -1702,6 +1712,42 @@ static int recv_msg(int fd, struct child_msg *msg) {
   return 1;
 }
 
+/* --concurrent: the reads behind the measured one, each by its own reader
+ * (and so its own stream), until told to stop. */
+struct behind {
+  struct funnel_device *dev;
+  const struct workload *w;
+  int src;
+  atomic_int *stop;
+  pthread_t thread;
+  int64_t reads;
+  int failed;
+};
+
+static void *read_behind(void *arg) {
+  struct behind *h = arg;
+  struct funnel_reader *rd = NULL;
+  struct funnel_error err;
+  if (funnel_reader_create(h->dev, NULL, 0, &rd, &err) != FUNNEL_OK) {
+    h->failed = 1;
+    return NULL;
+  }
+  while (!atomic_load(h->stop)) {
+    struct funnel_table *t = NULL;
+    if (funnel_reader_read_async(rd, h->w->parts[h->src], (size_t)h->w->shape.parts, 0, &t,
+                                 &err) != FUNNEL_OK ||
+        funnel_table_wait(t, &err) != FUNNEL_OK) {
+      funnel_table_free(t);
+      h->failed = 1;
+      break;
+    }
+    funnel_table_free(t);
+    h->reads++;
+  }
+  funnel_reader_free(rd);
+  return NULL;
+}
+
 static void child_measure(int fd, const struct options *opt, struct workload *w, int src) {
   struct bench b;
   struct funnel_error err;
@@ -1749,6 +1795,14 @@ static void child_measure(int fd, const struct options *opt, struct workload *w,
     if (read_with(b.reader[R_AUTO], w, src, &smp, &err) != FUNNEL_OK) break;
   }
   int fatal = 0;
+  atomic_int stop = 0;
+  const int n_behind = opt->concurrent - 1;
+  struct behind *behind = n_behind > 0 ? xcalloc((size_t)n_behind, sizeof(*behind)) : NULL;
+  for (int k = 0; k < n_behind; k++) {
+    behind[k] = (struct behind){.dev = b.dev, .w = w, .src = src, .stop = &stop};
+    if (pthread_create(&behind[k].thread, NULL, read_behind, &behind[k]) != 0)
+      die("cannot start a thread for --concurrent");
+  }
   const int64_t pieces = (int64_t)w->shape.parts * w->n_bufs;
   for (int s = 0; s < N_STRATEGIES && !fatal; s++) {
     if (opt->strategy_off[s]) continue;
@@ -1767,6 +1821,15 @@ static void child_measure(int fd, const struct options *opt, struct workload *w,
     send_msg(fd, &msg);
     fatal = msg.m.status == FUNNEL_ERR_FATAL;
   }
+  atomic_store(&stop, 1);
+  int behind_failed = 0;
+  for (int k = 0; k < n_behind; k++) {
+    pthread_join(behind[k].thread, NULL);
+    behind_failed |= behind[k].failed;
+  }
+  free(behind);
+  /* a read behind that failed makes the figures of this run meaningless */
+  if (behind_failed) die("--concurrent: a read behind the measured one failed");
   if (!fatal) bench_close(&b); /* a dead context is left to the process's exit */
 }
 
@@ -1967,6 +2030,10 @@ int main(int argc, char **argv) {
   printf("\n  max bytes per shape %.0f MiB (%d shape x mix skipped over it), pinned pool %s\n",
          mib(opt.max_bytes), jobs.n_skipped, pool_set ? user_pool : "3x each shape's bytes + 64 MiB");
   print_skipped(&jobs, &opt);
+  if (opt.concurrent > 1)
+    printf("  %d reads at once: %d threads read each shape's partitions again and again, a\n"
+           "  reader each, while every strategy is measured (--concurrent)\n",
+           opt.concurrent, opt.concurrent - 1);
   printf("  MiB and GB/s are of the partitions' bytes; vs link = ms / link ms of the same source;\n"
          "  funnel x = the strategy's ms / funnel's ms; calls, h2d, syncs, launch per iteration;\n"
          "  floor = device allocation + one copy from pinned memory + empty kernel + event wait;\n"
