@@ -295,6 +295,54 @@ void funnel__dev_event_destroy(struct funnel_backend *be, void *event) {
   be->event_destroy(be, event);
 }
 
+/* Plain events given back, for the next take: as many as reads in flight
+ * need (a table holds two), at most EVENT_POOL. */
+#define EVENT_POOL 256
+struct funnel__event_pool {
+  pthread_mutex_t lock;
+  int n;
+  void *events[EVENT_POOL];
+};
+
+int funnel__dev_pool_events(struct funnel_backend *be, struct funnel_error *error) {
+  struct funnel__event_pool *p = calloc(1, sizeof(*p));
+  if (p == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  pthread_mutex_init(&p->lock, NULL);
+  be->event_pool = p;
+  return FUNNEL_OK;
+}
+
+int funnel__dev_event_take(struct funnel_backend *be, void **out, struct funnel_error *error) {
+  struct funnel__event_pool *p = be->event_pool;
+  void *event = NULL;
+  if (p != NULL) {
+    INJECT(FUNNEL__FAULT_EVENT, FUNNEL_ERR_DEVICE, "event creation");
+    pthread_mutex_lock(&p->lock);
+    if (p->n > 0) event = p->events[--p->n];
+    pthread_mutex_unlock(&p->lock);
+  }
+  if (event == NULL) return funnel__dev_event_create(be, out, error);
+  atomic_fetch_add(&live_events, 1);
+  *out = event;
+  return FUNNEL_OK;
+}
+
+void funnel__dev_event_give(struct funnel_backend *be, void *event) {
+  struct funnel__event_pool *p = be->event_pool;
+  if (event == NULL) return;
+  if (p != NULL) {
+    pthread_mutex_lock(&p->lock);
+    const bool kept = p->n < EVENT_POOL;
+    if (kept) p->events[p->n++] = event;
+    pthread_mutex_unlock(&p->lock);
+    if (kept) {
+      atomic_fetch_sub(&live_events, 1);
+      return;
+    }
+  }
+  funnel__dev_event_destroy(be, event);
+}
+
 int funnel__dev_shared_alloc(struct funnel_backend *be, size_t size, uint64_t *out,
                              struct funnel__ipc_handle *handle, struct funnel_error *error) {
   if (be->shared_alloc == NULL) return MISSING(be, "shared_alloc");
@@ -363,6 +411,13 @@ int funnel__dev_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
 
 void funnel__dev_release(struct funnel_backend *be) {
   struct funnel__user_alloc *u = be->user_alloc;
+  struct funnel__event_pool *p = be->event_pool;
+  if (p != NULL) { /* its events are no longer counted live */
+    for (int k = 0; k < p->n; k++) be->event_destroy(be, p->events[k]);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    be->event_pool = NULL;
+  }
   if (be->release != NULL) be->release(be);
   if (u != NULL) {
     pthread_mutex_destroy(&u->lock);

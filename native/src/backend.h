@@ -14,8 +14,8 @@
 /* The layout of struct funnel_backend that this funnel was built with;
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
- * native_streams. */
-#define FUNNEL_BACKEND_VERSION 4
+ * native_streams; 5: event_pool. */
+#define FUNNEL_BACKEND_VERSION 5
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -131,6 +131,10 @@ struct funnel_backend {
    * set by device.c once the backend is filled; NULL: the backend's alloc and
    * free. Owned by the wrappers (backend.c), freed by funnel__dev_release. */
   struct funnel__user_alloc *user_alloc;
+  /* Not the backend's either: plain events given back
+   * (funnel__dev_event_give), for the next take; set by device.c
+   * (funnel__dev_pool_events), freed by funnel__dev_release. */
+  struct funnel__event_pool *event_pool;
 };
 
 /* The backends. Each fills `be` or returns an error (cuda:
@@ -224,6 +228,19 @@ int funnel__dev_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
                              int64_t m, void *stream, struct funnel_error *error);
 int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error);
+/* A plain event as funnel__dev_event_create makes one, taken from the
+ * events given back when there is one; funnel__dev_event_give keeps it for
+ * the next take (destroys it when the pool is full, or has none). To a
+ * caller a take is a create and a give a destroy: both are counted so
+ * (live events, fault injection), though neither need call the backend.
+ * Why: on cuda, creating and destroying an event cost 0.1 to 0.6 us on a
+ * thread alone, and took most of a read's 0.8 ms with 16 reads at once
+ * (bench/RESULTS.md, --concurrent). A given event may still be pending;
+ * its next owner records it before waiting on it. */
+int funnel__dev_event_take(struct funnel_backend *be, void **out, struct funnel_error *error);
+void funnel__dev_event_give(struct funnel_backend *be, void *event);
+/* Gives `be` its pool of events (device.c, once the backend is filled). */
+int funnel__dev_pool_events(struct funnel_backend *be, struct funnel_error *error);
 int funnel__dev_event_create_timed(struct funnel_backend *be, void **out,
                                    struct funnel_error *error);
 int funnel__dev_event_elapsed_ns(struct funnel_backend *be, void *start, void *end,

@@ -87,6 +87,7 @@ funnel_status funnel_device_open_with_allocator(const char *kind,
   }
   st = funnel__backend_check(&dev->be, error);
   if (st == FUNNEL_OK && allocator != NULL) st = funnel__dev_use_allocator(&dev->be, allocator, error);
+  if (st == FUNNEL_OK) st = funnel__dev_pool_events(&dev->be, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &dev->stream, error);
   if (st != FUNNEL_OK) {
     funnel__dev_release(&dev->be);

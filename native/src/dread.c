@@ -221,7 +221,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
         &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
                                        t->dp_scratch + (uint64_t)l->summary,
                                        (size_t)l->summary_bytes, stream, error));
-  if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_create(be, &t->ev_sums, error);
+  if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_sums, stream, error));
   if (st == FUNNEL_OK && o->time_kernel) {

@@ -91,11 +91,11 @@ static void table_release(struct funnel_table *t) {
   struct funnel_backend *be = &t->dev->be;
   if (t->event != NULL) {
     funnel__dev_event_wait(be, t->event, NULL);
-    funnel__dev_event_destroy(be, t->event);
+    funnel__dev_event_give(be, t->event);
   }
   funnel__dev_event_destroy(be, t->ev_start);
   funnel__dev_event_destroy(be, t->ev_end);
-  funnel__dev_event_destroy(be, t->ev_sums);
+  funnel__dev_event_give(be, t->ev_sums);
   release_inputs(t);
   funnel__pinned_unhold(&t->dev->pinned, t);
   release_out(t);

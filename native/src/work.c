@@ -5,7 +5,7 @@ int funnel__work_begin(struct funnel__work *w, struct funnel_backend *be, void *
                        void **event, struct funnel_error *error) {
   *w = (struct funnel__work){.be = be, .stream = stream, .own_event = event == NULL};
   void **at = event != NULL ? event : &w->event;
-  if (*at == NULL) FUNNEL_RETURN_NOT_OK(funnel__dev_event_create(be, at, error));
+  if (*at == NULL) FUNNEL_RETURN_NOT_OK(funnel__dev_event_take(be, at, error));
   w->event = *at;
   return FUNNEL_OK;
 }
@@ -31,6 +31,6 @@ int funnel__work_finish(struct funnel__work *w, int st, bool wait, bool *abandon
 }
 
 void funnel__work_end(struct funnel__work *w) {
-  if (w->own_event) funnel__dev_event_destroy(w->be, w->event);
+  if (w->own_event) funnel__dev_event_give(w->be, w->event);
   w->event = NULL;
 }

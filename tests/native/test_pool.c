@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "device.h"
 #include "ipc_writer.h"
 
 static const struct iw_field FIELDS[] = {{.type = FUNNEL_TYPE_INT64, .name = "v", .nullable = 0}};
@@ -277,6 +278,52 @@ static void another_block_between_partitions_is_not_copied(void) {
   funnel_device_close(dev);
 }
 
+/* The backend's event_create, counted (events_are_taken_again). */
+static int (*real_event_create)(struct funnel_backend *, void **, struct funnel_error *);
+static int64_t events_created;
+static int counting_event_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
+  events_created++;
+  return real_event_create(be, out, error);
+}
+
+/* A read's events go back to the device when its table is freed, and the
+ * next read takes them again: on cuda, creating and destroying them took
+ * most of a read's time with 16 reads at once (bench/RESULTS.md). Reads one
+ * after the other, on the host path and on the device path, each copied
+ * back, create at most the events one read holds at once (its table's, the
+ * device path's sums', the copy back's), however many reads there are;
+ * and nothing is left alive. */
+static void events_are_taken_again(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  real_event_create = dev->be.event_create;
+  dev->be.event_create = counting_event_create;
+  events_created = 0;
+  enum { P = 200 };
+  struct iw_buf bufs[P];
+  struct funnel_partition parts[P];
+  int64_t rows[P];
+  for (int p = 0; p < P; p++) {
+    rows[p] = p % 7;
+    bufs[p] = partition(p, rows[p]);
+    parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
+  }
+  const int64_t live0 = funnel__live_now().events;
+  for (int k = 0; k < 10; k++) {
+    check_context("read %d, the host path", k);
+    read_and_check(dev, parts, 5, rows); /* under FUNNEL__DPATH_MIN_PARTS */
+    check_context("read %d, the device path", k);
+    const struct funnel_read_stats s = read_and_check(dev, parts, P, rows);
+    CHECK_EQ_I64(s.device_parsed, P);
+  }
+  check_context("%s", "");
+  if (!CHECK(events_created <= 3)) fprintf(stderr, "  %lld events created\n", (long long)events_created);
+  CHECK_EQ_I64(funnel__live_now().events, live0);
+  for (int p = 0; p < P; p++) iw_buf_free(&bufs[p]);
+  funnel_device_close(dev);
+}
+
 /* Many partitions far apart in pinned memory, of sizes that alternate
  * between a few hundred bytes and 8 KiB, read in COPY mode again and again:
  * one copy each, the right rows every time. On the H100 a batch of 4000 copies of mixed small and large sizes
@@ -469,6 +516,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(transfer_modes_back_to_back),
       CHECK_TEST(transfer_modes_far_apart),
       CHECK_TEST(another_block_between_partitions_is_not_copied),
+      CHECK_TEST(events_are_taken_again),
       CHECK_TEST(copy_mode_many_runs_of_mixed_sizes),
       CHECK_TEST(pageable_reads_stage_in_rounds),
       CHECK_TEST(read_option_rejects_bad_values),
