@@ -1720,8 +1720,7 @@ struct behind {
   int src;
   atomic_int *stop;
   pthread_t thread;
-  int64_t reads;
-  int failed;
+  atomic_int failed; /* a read failed, and the thread stopped */
 };
 
 static void *read_behind(void *arg) {
@@ -1729,7 +1728,7 @@ static void *read_behind(void *arg) {
   struct funnel_reader *rd = NULL;
   struct funnel_error err;
   if (funnel_reader_create(h->dev, NULL, 0, &rd, &err) != FUNNEL_OK) {
-    h->failed = 1;
+    atomic_store(&h->failed, 1);
     return NULL;
   }
   while (!atomic_load(h->stop)) {
@@ -1738,11 +1737,10 @@ static void *read_behind(void *arg) {
                                  &err) != FUNNEL_OK ||
         funnel_table_wait(t, &err) != FUNNEL_OK) {
       funnel_table_free(t);
-      h->failed = 1;
+      atomic_store(&h->failed, 1);
       break;
     }
     funnel_table_free(t);
-    h->reads++;
   }
   funnel_reader_free(rd);
   return NULL;
@@ -1798,10 +1796,10 @@ static void child_measure(int fd, const struct options *opt, struct workload *w,
   atomic_int stop = 0;
   const int n_behind = opt->concurrent - 1;
   struct behind *behind = n_behind > 0 ? xcalloc((size_t)n_behind, sizeof(*behind)) : NULL;
-  for (int k = 0; k < n_behind; k++) {
-    behind[k] = (struct behind){.dev = b.dev, .w = w, .src = src, .stop = &stop};
-    if (pthread_create(&behind[k].thread, NULL, read_behind, &behind[k]) != 0)
-      die("cannot start a thread for --concurrent");
+  int started = 0;
+  for (; started < n_behind; started++) {
+    behind[started] = (struct behind){.dev = b.dev, .w = w, .src = src, .stop = &stop};
+    if (pthread_create(&behind[started].thread, NULL, read_behind, &behind[started]) != 0) break;
   }
   const int64_t pieces = (int64_t)w->shape.parts * w->n_bufs;
   for (int s = 0; s < N_STRATEGIES && !fatal; s++) {
@@ -1815,21 +1813,26 @@ static void child_measure(int fd, const struct options *opt, struct workload *w,
       snprintf(msg.m.skip_why, sizeof(msg.m.skip_why),
                "%lld column pieces, over --max-pieces %lld (one call each)", (long long)pieces,
                (long long)opt->max_pieces);
+    } else if (started < n_behind) {
+      msg.m.status = FUNNEL_ERR_HOST_OUT_OF_MEMORY;
+      snprintf(msg.m.error, sizeof(msg.m.error), "--concurrent: could not start thread %d",
+               started + 1);
     } else {
       measure(&b, w, src, &opt->reps, &STRATEGIES[s], &msg.m);
+      /* fewer reads at once than asked for: the figure is not one of them */
+      for (int k = 0; k < n_behind && msg.m.status == FUNNEL_OK; k++)
+        if (atomic_load(&behind[k].failed)) {
+          msg.m.status = FUNNEL_ERR_DEVICE;
+          snprintf(msg.m.error, sizeof(msg.m.error),
+                   "--concurrent: a read behind this one failed, so fewer ran at once");
+        }
     }
     send_msg(fd, &msg);
     fatal = msg.m.status == FUNNEL_ERR_FATAL;
   }
   atomic_store(&stop, 1);
-  int behind_failed = 0;
-  for (int k = 0; k < n_behind; k++) {
-    pthread_join(behind[k].thread, NULL);
-    behind_failed |= behind[k].failed;
-  }
+  for (int k = 0; k < started; k++) pthread_join(behind[k].thread, NULL);
   free(behind);
-  /* a read behind that failed makes the figures of this run meaningless */
-  if (behind_failed) die("--concurrent: a read behind the measured one failed");
   if (!fatal) bench_close(&b); /* a dead context is left to the process's exit */
 }
 

@@ -14,7 +14,7 @@
 /* The layout of struct funnel_backend that this funnel was built with;
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
- * native_streams; 5: event_pool. */
+ * native_streams; 4: launch_dpath; 5: event_pool. */
 #define FUNNEL_BACKEND_VERSION 5
 
 /* An opaque handle by which another process opens shared memory or an
@@ -235,8 +235,10 @@ int funnel__dev_event_create(struct funnel_backend *be, void **out,
  * (live events, fault injection), though neither need call the backend.
  * Why: on cuda, creating and destroying an event cost 0.1 to 0.6 us on a
  * thread alone, and took most of a read's 0.8 ms with 16 reads at once
- * (bench/RESULTS.md, --concurrent). A given event may still be pending;
- * its next owner records it before waiting on it. */
+ * (bench/RESULTS.md, --concurrent). A given event may still be pending
+ * (a backend must allow a record on another stream then); a read records
+ * its events before anyone waits on them, but for a read that failed,
+ * whose release may wait on the event's last record, another read's. */
 int funnel__dev_event_take(struct funnel_backend *be, void **out, struct funnel_error *error);
 void funnel__dev_event_give(struct funnel_backend *be, void *event);
 /* Gives `be` its pool of events (device.c, once the backend is filled). */

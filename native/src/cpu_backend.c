@@ -25,7 +25,10 @@ struct event {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int64_t recorded; /* records made */
-  int64_t done;     /* records completed */
+  int64_t done;     /* records completed: the highest of them */
+  int64_t pending;  /* signal tasks not yet run, on any stream (a pooled
+                       event may be recorded on another stream before the
+                       last record's signal has run) */
   int64_t done_ns;  /* when the last one completed (funnel__now_ns) */
 };
 
@@ -85,6 +88,7 @@ static void *worker(void *arg) {
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);
         if (t->seq > t->event->done) t->event->done = t->seq;
+        t->event->pending--;
         t->event->done_ns = funnel__now_ns();
         pthread_cond_broadcast(&t->event->cv);
         pthread_mutex_unlock(&t->event->mu);
@@ -238,12 +242,14 @@ static int cpu_event_record(struct funnel_backend *be, void *event, void *stream
   struct event *e = event;
   pthread_mutex_lock(&e->mu);
   int64_t seq = ++e->recorded;
+  e->pending++;
   pthread_mutex_unlock(&e->mu);
   struct task t = {.kind = TASK_SIGNAL, .event = e, .seq = seq};
   int st = enqueue(stream, &t, error);
   if (st != FUNNEL_OK) {
     pthread_mutex_lock(&e->mu);
     e->recorded--; /* nothing will complete this record */
+    e->pending--;
     pthread_mutex_unlock(&e->mu);
   }
   return st;
@@ -293,8 +299,10 @@ static int cpu_event_elapsed(struct funnel_backend *be, void *start, void *end, 
 static void cpu_event_destroy(struct funnel_backend *be, void *event) {
   (void)be;
   struct event *e = event;
-  /* a pending signal task still points at the event */
-  cpu_event_wait(be, e, NULL);
+  /* no signal task may still point at the event, on any stream */
+  pthread_mutex_lock(&e->mu);
+  while (e->pending > 0) pthread_cond_wait(&e->cv, &e->mu);
+  pthread_mutex_unlock(&e->mu);
   pthread_cond_destroy(&e->cv);
   pthread_mutex_destroy(&e->mu);
   free(e);

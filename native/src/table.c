@@ -91,7 +91,10 @@ static void table_release(struct funnel_table *t) {
   struct funnel_backend *be = &t->dev->be;
   if (t->event != NULL) {
     funnel__dev_event_wait(be, t->event, NULL);
-    funnel__dev_event_give(be, t->event);
+    /* an imported table's is the exporter's, opened here: never another
+     * read's (found in review) */
+    if (t->import != NULL) funnel__dev_event_destroy(be, t->event);
+    else funnel__dev_event_give(be, t->event);
   }
   funnel__dev_event_destroy(be, t->ev_start);
   funnel__dev_event_destroy(be, t->ev_end);

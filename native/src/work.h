@@ -23,15 +23,15 @@ struct funnel__work {
   struct funnel_backend *be;
   void *stream;
   void *event;    /* recorded after the work */
-  bool own_event; /* made by funnel__work_begin, destroyed by funnel__work_end */
+  bool own_event; /* taken by funnel__work_begin, given back by funnel__work_end */
   bool enqueued;  /* something was enqueued: it must complete before what it
                      touches is freed */
 };
 
 /* Begins work on `stream`. `event` (may be NULL) is where the caller keeps
  * the event to record after it (a table's): used when *event is set, else
- * created there and left to the caller. NULL: the work makes its own, which
- * funnel__work_end destroys. */
+ * taken there (funnel__dev_event_take) and left to the caller. NULL: the
+ * work takes its own, which funnel__work_end gives back. */
 int funnel__work_begin(struct funnel__work *w, struct funnel_backend *be, void *stream,
                        void **event, struct funnel_error *error);
 
@@ -49,7 +49,7 @@ static inline int funnel__work_enqueued(struct funnel__work *w, int st) {
 int funnel__work_finish(struct funnel__work *w, int st, bool wait, bool *abandoned,
                         struct funnel_error *error);
 
-/* Destroys the event funnel__work_begin made (not a caller's). */
+/* Gives back the event funnel__work_begin took for itself (not a caller's). */
 void funnel__work_end(struct funnel__work *w);
 
 #endif
