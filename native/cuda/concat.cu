@@ -166,9 +166,9 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
 // The stages of dpath.h (launched by cuda_backend.c with the block sizes
 // of tuning.h, which the launch bounds repeat): the parse a group of lanes
 // a partition (funnel__dp_parse_lanes; its lanes split the loops over bytes
-// and rows; a warp walks the flatbuffer in shared memory), the pieces a group of m lanes a piece (m
-// from the pieces' mean size), the bits a thread a word, the scan a block
-// an array.
+// and rows; a warp walks the flatbuffer in shared memory), the pieces a
+// group of m lanes a piece (m from the pieces' mean size), the bits a thread
+// a word, the scan a block an array.
 
 extern "C" {
 #include "dpath.h"

@@ -149,20 +149,14 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
   int n_var, n_buffers;
   funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
   struct funnel__dp_input *in = (struct funnel__dp_input *)(host + l->inputs);
-  if (tr->in_scratch == NULL) { /* the early copy mirrors their span */
-    const uint64_t to = t->scratch - (uint64_t)tr->mirror;
-    for (int64_t p = 0; p < n; p++) {
-      const int64_t len = (int64_t)parts[p].length;
-      in[p] = (struct funnel__dp_input){len == 0 ? 0 : to + (uint64_t)(uintptr_t)parts[p].data, len};
-    }
-  } else {
-    for (int64_t p = 0; p < n; p++) {
-      const int64_t len = (int64_t)parts[p].length;
-      const uint64_t at = len == 0 ? 0
-                          : tr->in_scratch[p] >= 0 ? t->scratch + (uint64_t)tr->in_scratch[p]
-                                                   : tr->in_base[p];
-      in[p] = (struct funnel__dp_input){at, len};
-    }
+  for (int64_t p = 0; p < n; p++) {
+    const int64_t len = (int64_t)parts[p].length;
+    /* no in_scratch: the early copy mirrors the partitions' span */
+    const uint64_t at = len == 0                 ? 0
+                        : tr->in_scratch == NULL ? t->scratch + ((uintptr_t)parts[p].data - tr->mirror)
+                        : tr->in_scratch[p] >= 0 ? t->scratch + (uint64_t)tr->in_scratch[p]
+                                                 : tr->in_base[p];
+    in[p] = (struct funnel__dp_input){at, len};
   }
   memcpy(host + l->schema, schema->ipc, (size_t)schema->ipc_length);
   struct funnel__dp_summary *s = (struct funnel__dp_summary *)(host + l->summary);

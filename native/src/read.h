@@ -11,7 +11,7 @@
  * transfer.c's copies, then the parse, the layout and the concat on the
  * device, enqueued at once.
  *
- * Only transfer.c and submit.c call the backend. */
+ * Only transfer.c, submit.c and dread.c call the backend. */
 #ifndef FUNNEL_READ_H
 #define FUNNEL_READ_H
 
