@@ -167,8 +167,8 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
 // of tuning.h, which the launch bounds repeat): the parse a group of lanes
 // a partition (funnel__dp_parse_lanes; its lanes split the loops over bytes
 // and rows; a warp walks the flatbuffer in shared memory), the pieces a
-// group of m lanes a piece (m from the pieces' mean size), the bits a thread
-// a word, the scan a block an array.
+// group of m lanes a piece (m from the pieces' mean size), the bits a group
+// a word (funnel__dp_bit_lanes), the scan a block an array.
 
 extern "C" {
 #include "dpath.h"
@@ -324,20 +324,26 @@ extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_arg
   publish_summary(a);
 }
 
-// The pieces, m lanes a piece, then the bit buffers' words, a thread a
-// word: one launch for the whole concat.
+// The pieces, m lanes a piece, then the bit buffers' words, a group of
+// lanes a word (funnel__dp_bit_lanes): one launch for the whole concat.
 extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel__dp_args *a,
                                                                      int64_t n, int64_t m) {
   if (!funnel__dp_laid_out(a)) return;
   const int lanes = (int)m;
   const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-  const int lane = (int)(threadIdx.x % (unsigned)lanes);
-  for (int64_t i = thread / lanes; i < n; i += threads / lanes)
+  const int lane = (int)(threadIdx.x & (unsigned)(lanes - 1));
+  const int lanes_lg = __ffs(lanes) - 1;  // lanes is a power of two
+  for (int64_t i = thread >> lanes_lg; i < n; i += threads >> lanes_lg)
     funnel__dp_piece_copy(a, i, lane, lanes);
-  const int64_t words = FUNNEL__DP_WORDS(((const int64_t *)(uintptr_t)a->rows)[a->n_parts]);
-  for (int64_t k = thread; k < a->n_bitbufs * words; k += threads)
-    funnel__dp_bits_word(a, k / words, k % words);
+  const int64_t rows = ((const int64_t *)(uintptr_t)a->rows)[a->n_parts];
+  const int64_t words = FUNNEL__DP_WORDS(rows);
+  const int bit_lanes = funnel__dp_bit_lanes(a->n_parts, rows);
+  const int bit_lane = (int)(threadIdx.x & (unsigned)(bit_lanes - 1));
+  const int bit_lg = __ffs(bit_lanes) - 1;
+  const double per_row = rows > 0 ? (double)a->n_parts / (double)rows : 0.0;
+  for (int64_t k = thread >> bit_lg; k < a->n_bitbufs * words; k += threads >> bit_lg)
+    funnel__dp_bits_word(a, k / words, k % words, per_row, bit_lane, bit_lanes);
 }
 
 // Block (b, k) scans tile b of array k: the tiles before it give its

@@ -92,6 +92,20 @@ static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) 
   return bound > FUNNEL__MAX_OUTPUT_BYTES ? FUNNEL__MAX_OUTPUT_BYTES : bound;
 }
 
+int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
+                              const struct funnel__schema *schema) {
+  if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES) return 0;
+  const int n_cols = schema->n_fields;
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < n_cols; c++) {
+    n_var += schema->fields[c].offset_width != 0;
+    n_buffers += schema->fields[c].n_buffers;
+  }
+  const struct dp_layout l = lay_out((int64_t)count, n_cols, n_var, n_buffers, schema->ipc_length);
+  return funnel__align_up(l.device, FUNNEL__ALIGN) +
+         funnel__align_up(output_bound(schema, bytes), FUNNEL__ALIGN);
+}
+
 /* Whether AUTO's read of partitions like parts[first] (parsed into `pv`)
  * would be left to the host by the device: one writer's partitions look
  * alike, so one that the device would leave sends the read to the host
@@ -306,11 +320,29 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (d->host == NULL) return OUT_OF_MEMORY(error);
   struct funnel_backend *be = &t->dev->be;
   const int64_t capacity = output_bound(schema, bytes);
-  int st = funnel__alloc_out(t, o, capacity, stream, error);
-  if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
-    st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
-  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
-  if (st != FUNNEL_OK) return st;
+  int st = FUNNEL_OK;
+  if (t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
+      (t->reserved != 0 || t->scratch == 0)) {
+    /* one allocation: the partitions' (the early copies made it, or it is
+     * made here for the transfer's scratch), then the tables, the output */
+    if (t->reserved == 0) {
+      const int64_t room = funnel__align_up(tr.scratch_size, FUNNEL__ALIGN);
+      st = funnel__dev_alloc(be, (size_t)(room + t->reserve), stream, &t->scratch, error);
+      if (st != FUNNEL_OK) return st;
+      t->reserved = t->scratch + (uint64_t)room;
+    }
+    t->dp_scratch = t->reserved;
+    t->out = t->reserved + (uint64_t)funnel__align_up(l->device, FUNNEL__ALIGN);
+    t->out_bytes = capacity;
+    t->one_block = true;
+  } else {
+    st = funnel__alloc_out(t, o, capacity, stream, error);
+    if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
+      st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
+    if (st == FUNNEL_OK)
+      st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
+    if (st != FUNNEL_OK) return st;
+  }
   write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, summary_back, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   const int64_t tmpl_length = ((const struct funnel__dp_args *)(d->host + l->args))->tmpl.length;

@@ -110,7 +110,8 @@ struct funnel__transfer {
  * (unless `transfer` is DIRECT), and records t->event after them. When
  * the partitions fill the range they span (`scan`) but for small gaps, that
  * range goes up in one copy, enqueued before anything is done per
- * partition (t->early_base); else a copy a run of them (t->early_in). */
+ * partition (t->early_base); else a copy a run of them (t->early_in).
+ * Their allocation sets t->reserve bytes aside after them (t->reserved). */
 int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
                          size_t count, const struct funnel__parts_scan *scan, int transfer,
                          void *stream, struct funnel_error *error);
@@ -154,13 +155,22 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
                           const struct funnel__schema *known,
                           const struct funnel__schema **schema);
 
+/* Bytes a read by the device path sets aside after its partitions' copies
+ * in one device allocation, for its tables and output (t->reserve), or 0
+ * when it allocates them on their own: a read larger than
+ * FUNNEL__ONE_BLOCK_MAX_BYTES, or a shareable output. */
+int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
+                              const struct funnel__schema *schema);
+
 /* The device path: places the partitions (transfer.c), allocates the
  * output from an upper bound of its size, enqueues the parse, the layout,
  * the concat and records t->event, and waits for the parse's sums. *out is
  * the attempt for funnel__dpath_plan, or NULL when the device left
  * partitions to the host: the table then holds nothing of the attempt
  * (device work, memory) but the early copies, and the caller reads it by
- * the host path. `bytes`: the partitions' (funnel__parts_scan). */
+ * the host path. `bytes`: the partitions' (funnel__parts_scan). The
+ * tables and output take t->reserve bytes of scratch's allocation when
+ * funnel__dpath_reserve set them aside (t->one_block). */
 struct funnel__dpath;
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,

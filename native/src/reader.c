@@ -182,15 +182,18 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   /* the caller's pinned blocks stay until the work is over */
   int st = funnel__pinned_hold(pinned, t, parts, count, scan.bad ? 0 : scan.lo,
                                    scan.bad ? 0 : scan.hi, error);
+  /* the device path: everything enqueued, then the wait for the parse's
+   * sums, and the plan from them; or, when the device leaves partitions
+   * to the host, the host path after it. Chosen before the early copies,
+   * whose allocation then holds the attempt's tables and output too. */
+  const struct funnel__schema *on_device = NULL;
+  struct funnel__dpath *d = NULL;
+  const bool want = st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device);
+  if (want) t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
   if (st == FUNNEL_OK)
     st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
   m[1] = mark_now();
-  /* the device path: everything enqueued, then the wait for the parse's
-   * sums, and the plan from them; or, when the device leaves partitions
-   * to the host, the host path after it */
-  const struct funnel__schema *on_device = NULL;
-  struct funnel__dpath *d = NULL;
-  if (st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device))
+  if (want && st == FUNNEL_OK)
     st = funnel__dpath_parse(t, o, parts, count, scan.bytes, on_device, stream, &d, error);
   if (d != NULL) {
     m[2] = mark_now();

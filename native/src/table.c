@@ -42,22 +42,33 @@ static void release_staged(struct funnel_table *t) {
 }
 
 void funnel__table_abandon(struct funnel_table *t) {
-  t->scratch = t->seg_scratch = t->dp_scratch = t->out = 0;
+  t->scratch = t->seg_scratch = t->dp_scratch = t->out = t->reserved = 0;
+  t->one_block = false;
   t->n_staged = 0;
 }
 
 /* Frees what holds the read's inputs on the device, once its work is over:
  * on the device's own stream (the read's may be gone with its reader). */
 static void release_inputs(struct funnel_table *t) {
-  funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
   funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
-  funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
-  t->scratch = t->seg_scratch = t->dp_scratch = 0;
+  t->seg_scratch = 0;
+  if (!t->one_block) { /* else they go with the output */
+    funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
+    funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
+    t->scratch = t->dp_scratch = t->reserved = 0;
+  }
   release_staged(t);
 }
 
 static void release_out(struct funnel_table *t) {
   struct funnel_backend *be = &t->dev->be;
+  if (t->one_block) { /* the output lies in scratch's allocation */
+    funnel__dev_free(be, t->scratch, t->dev->stream);
+    t->scratch = t->dp_scratch = t->reserved = t->out = 0;
+    t->out_bytes = 0;
+    t->one_block = false;
+    return;
+  }
   if (t->out_shared)
     funnel__dev_shared_free(be, t->out, (size_t)t->out_bytes, &t->out_handle);
   else
@@ -69,6 +80,13 @@ static void release_out(struct funnel_table *t) {
 
 void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
   struct funnel_backend *be = &t->dev->be;
+  if (t->one_block) {
+    /* the tables and output stay in scratch's allocation, unused, until it
+     * goes: the host path allocates its own output */
+    t->dp_scratch = t->out = 0;
+    t->out_bytes = 0;
+    t->one_block = false;
+  }
   funnel__dev_free(be, t->dp_scratch, t->dev->stream);
   t->dp_scratch = 0;
   release_out(t);
@@ -82,7 +100,7 @@ void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
   t->stats.direct_partitions = t->stats.bytes_direct = 0;
   if (keep_early) return;
   funnel__dev_free(be, t->scratch, t->dev->stream);
-  t->scratch = 0;
+  t->scratch = t->reserved = 0;
   t->early_in = NULL;
   t->early_base = 0;
 }

@@ -48,6 +48,12 @@ struct funnel_table {
   uint64_t scratch; /* device: partition copies and the segment table */
   uint64_t seg_scratch; /* device: the segment table, when it has its own */
   uint64_t dp_scratch;  /* device: the device path's tables (dread.c) */
+  /* A small read of the device path makes one device allocation, scratch,
+   * for its partitions, then its tables and output (dread.c,
+   * funnel__dpath_reserve), which is freed with the output: */
+  int64_t reserve;   /* bytes the early copies set aside after theirs (0: none) */
+  uint64_t reserved; /* where those start, once set aside */
+  bool one_block;    /* out and dp_scratch lie in scratch's allocation */
   int64_t *early_in; /* per partition, where its early copy lies in scratch
                         (-1: none); NULL when the read made no early copy,
                         or when the copy mirrors the partitions' span: */
@@ -58,7 +64,8 @@ struct funnel_table {
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
   void *ev_sums;    /* the device path: after the copy back of the sums */
   pthread_mutex_t mu;
-  int done;         /* the event has completed and scratch is freed */
+  int done;         /* the event has completed and scratch is freed
+                       (unless it holds the output: one_block) */
   /* callers' calls on the table in progress (funnel__table_enter), which
    * funnel_table_free waits for */
   struct funnel__inflight calls;

@@ -77,7 +77,8 @@ static int early_mirror(struct funnel_table *t, const struct funnel__parts_scan 
   const size_t size = (size_t)(scan->hi - scan->lo);
   /* the concat's aligned words may reach past the last byte, not past this */
   const int64_t room = funnel__align_up((int64_t)size, FUNNEL__ALIGN);
-  int st = funnel__dev_alloc(be, (size_t)room, stream, &t->scratch, error);
+  int st = funnel__dev_alloc(be, (size_t)(room + t->reserve), stream, &t->scratch, error);
+  if (st == FUNNEL_OK && t->reserve > 0) t->reserved = t->scratch + (uint64_t)room;
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, size, stream, error));
@@ -120,7 +121,9 @@ int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
-  int st = funnel__dev_alloc(be, (size_t)scratch, stream, &t->scratch, error);
+  const int64_t room = funnel__align_up(scratch, FUNNEL__ALIGN);
+  int st = funnel__dev_alloc(be, (size_t)(room + t->reserve), stream, &t->scratch, error);
+  if (st == FUNNEL_OK && t->reserve > 0) t->reserved = t->scratch + (uint64_t)room;
   for (int64_t r = 0; r < nr && st == FUNNEL_OK; r++)
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)runs[r].scratch, runs[r].src,

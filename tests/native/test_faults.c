@@ -132,8 +132,10 @@ static int same_live(struct funnel__live a, struct funnel__live b) {
          a.streams == b.streams;
 }
 
-/* Every k of every kind, for one layout; counts what was injected. */
-static void faults_in_layout(int layout_kind, int64_t injected[FUNNEL__N_FAULTS],
+/* Every k of every kind, for one layout and one parse (FUNNEL_OPTION_PARSE:
+ * AUTO reads these few partitions by the host path, DEVICE by the device
+ * path); counts what was injected. */
+static void faults_in_layout(int layout_kind, int parse, int64_t injected[FUNNEL__N_FAULTS],
                              int64_t survived[FUNNEL__N_FAULTS]) {
   if (layout_kind == MIXED_STAGED) setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
   struct funnel_device *dev = NULL;
@@ -148,6 +150,7 @@ static void faults_in_layout(int layout_kind, int64_t injected[FUNNEL__N_FAULTS]
   if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err) &&
       layout_make(dev, &in, layout_kind, &l)) {
     CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, l.transfer, &err), &err);
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse, &err), &err);
     /* warm: the pinned pool exists and the first read made its own calls */
     struct funnel_table *t = NULL;
     if (CHECK_OK(funnel_reader_read_async(rd, l.parts, P, 0, &t, &err), &err)) {
@@ -158,7 +161,8 @@ static void faults_in_layout(int layout_kind, int64_t injected[FUNNEL__N_FAULTS]
     const int64_t pinned0 = funnel_device_pinned_in_use(dev);
     for (int kind = 0; kind < FUNNEL__N_FAULTS; kind++) {
       for (int64_t k = 1; k < 10000; k++) {
-        check_context("%s, fault %s at call %lld", LAYOUT_NAMES[layout_kind], KIND_NAMES[kind],
+        check_context("%s, %s path, fault %s at call %lld", LAYOUT_NAMES[layout_kind],
+                      parse == FUNNEL_PARSE_DEVICE ? "device" : "host", KIND_NAMES[kind],
                       (long long)k);
         t = NULL;
         funnel__fault_arm(kind, k);
@@ -202,7 +206,10 @@ static void faults_in_layout(int layout_kind, int64_t injected[FUNNEL__N_FAULTS]
 
 static void every_fault_a_read_reaches_fails_cleanly(void) {
   int64_t injected[FUNNEL__N_FAULTS] = {0}, survived[FUNNEL__N_FAULTS] = {0};
-  for (int l = 0; l < N_LAYOUTS; l++) faults_in_layout(l, injected, survived);
+  for (int l = 0; l < N_LAYOUTS; l++) {
+    faults_in_layout(l, FUNNEL_PARSE_AUTO, injected, survived);
+    faults_in_layout(l, FUNNEL_PARSE_DEVICE, injected, survived);
+  }
   int64_t total = 0;
   for (int k = 0; k < FUNNEL__N_FAULTS; k++) {
     printf("    %-6s %lld faults injected (%lld worked around)\n", KIND_NAMES[k],
