@@ -40,8 +40,10 @@
  * device allocation for its partitions, its tables and its output, freed
  * with the output (funnel__dpath_reserve): two allocations and two frees
  * fewer a read (about 2 us each allocation on the H100 host), for inputs
- * held until the table is freed instead of until its wait. */
-#define FUNNEL__ONE_BLOCK_MAX_BYTES ((int64_t)16 << 20)
+ * held until the table is freed instead of until its wait. Small, so that
+ * a consumer keeping many tables (a plugin's batches) holds little more:
+ * a read of 2 MiB takes 40 us on the link, where 4 us still count. */
+#define FUNNEL__ONE_BLOCK_MAX_BYTES ((int64_t)2 << 20)
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 /* The device path keeps 40 bytes a (partition, column) piece on the device
  * (dread.c): above this many pieces (640 MiB of them) a read takes the
