@@ -36,6 +36,7 @@ struct dp_layout {
   int64_t n_tiles, parse_lanes;
   int64_t summary_back, host;             /* host: the host block's size */
   int64_t summary_bytes;
+  int n_var; /* string columns */
 };
 
 static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
@@ -63,7 +64,18 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
   l.n_tiles = (n + tile - 1) / tile;
   l.tiles = funnel__carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
   l.device = at;
+  l.n_var = n_var;
   return l;
+}
+
+/* The layout of a read of n partitions of `schema`. */
+static struct dp_layout lay_out_read(int64_t n, const struct funnel__schema *schema) {
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < schema->n_fields; c++) {
+    n_var += schema->fields[c].offset_width != 0;
+    n_buffers += schema->fields[c].n_buffers;
+  }
+  return lay_out(n, schema->n_fields, n_var, n_buffers, schema->ipc_length);
 }
 
 /* The most bytes the output of `bytes` bytes of partitions can take, so it
@@ -95,13 +107,7 @@ static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) 
 int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
                               const struct funnel__schema *schema) {
   if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES) return 0;
-  const int n_cols = schema->n_fields;
-  int n_var = 0, n_buffers = 0;
-  for (int c = 0; c < n_cols; c++) {
-    n_var += schema->fields[c].offset_width != 0;
-    n_buffers += schema->fields[c].n_buffers;
-  }
-  const struct dp_layout l = lay_out((int64_t)count, n_cols, n_var, n_buffers, schema->ipc_length);
+  const struct dp_layout l = lay_out_read((int64_t)count, schema);
   return funnel__align_up(l.device, FUNNEL__ALIGN) +
          funnel__align_up(output_bound(schema, bytes), FUNNEL__ALIGN);
 }
@@ -288,11 +294,6 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   *out = NULL;
   const int64_t n = (int64_t)count;
   const int n_cols = schema->n_fields;
-  int n_var = 0, n_buffers = 0;
-  for (int c = 0; c < n_cols; c++) {
-    n_var += schema->fields[c].offset_width != 0;
-    n_buffers += schema->fields[c].n_buffers;
-  }
   struct funnel__plan *plan = &t->plan;
   struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
   /* room for a staging block each (pageable partitions when the pool has
@@ -305,7 +306,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
 
   struct funnel__transfer tr;
   FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
-  d->l = lay_out(n, n_cols, n_var, n_buffers, schema->ipc_length);
+  d->l = lay_out_read(n, schema);
   const struct dp_layout *l = &d->l;
   d->host = funnel__pool_alloc(&t->dev->pool, l->host);
   /* pinned and mapped: the kernel writes the sums there itself */
@@ -346,7 +347,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, summary_back, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   const int64_t tmpl_length = ((const struct funnel__dp_args *)(d->host + l->args))->tmpl.length;
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, n_var,
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var,
                                      concat_lanes(bytes, n, n_cols, tmpl_length), stream, error));
 
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
