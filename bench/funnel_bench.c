@@ -47,6 +47,7 @@
 #include <time.h>
 #include <errno.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,6 +58,7 @@
 
 #define WARMUP 2
 #define MAX_SHAPES 256
+#define MAX_DEVICES 16
 
 /* ------------------------------------------------------------- utilities */
 
@@ -94,6 +96,14 @@ static int64_t read_i64(const uint8_t *p) {
   int64_t v;
   memcpy(&v, p, 8);
   return v;
+}
+
+/* N of "cuda:N" (decimal digits, at most 9), else -1. */
+static int cuda_ordinal(const char *kind) {
+  if (strncmp(kind, "cuda:", 5) != 0) return -1;
+  const size_t n = strlen(kind + 5);
+  if (n == 0 || n > 9 || strspn(kind + 5, "0123456789") != n) return -1;
+  return atoi(kind + 5);
 }
 
 static double mib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
@@ -385,6 +395,8 @@ enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, N_READERS };
 
 struct bench {
   struct funnel_device *dev;
+  int ordinal; /* cuda: the device's ordinal (the bench makes no context of its own: "cuda"
+                  is device 0); cpu: -1 */
   struct funnel_reader *reader[N_READERS];
   /* the baselines' own instance of the device's backend */
   struct funnel_backend be;
@@ -773,6 +785,20 @@ static int verify(struct bench *b, struct workload *w, int src, char *why, size_
       ok = 0;
     }
   }
+  /* on its own GPU: the driver's word for where each buffer lives */
+  for (int c = 0; ok && b->ordinal >= 0 && c < w->shape.cols; c++) {
+    struct funnel_column col;
+    if (funnel_table_column(t, c, &col, &err) != FUNNEL_OK) continue;
+    const struct funnel_buffer *buf[3] = {&col.validity, &col.offsets, &col.data};
+    for (int k = 0; ok && k < 3; k++) {
+      const int on = buf[k]->size > 0 ? check_cuda_pointer_device(buf[k]->address) : b->ordinal;
+      if (on != b->ordinal) {
+        snprintf(why, why_size, "column %d buffer %d is on device %d, not cuda:%d", c, k, on,
+                 b->ordinal);
+        ok = 0;
+      }
+    }
+  }
   if (ok && w->expect0 != NULL) {
     struct funnel_host_column *host = xcalloc((size_t)w->shape.cols, sizeof(*host));
     int64_t *got = xmalloc((size_t)rows * 8);
@@ -847,8 +873,9 @@ static int bench_open(struct bench *b, const char *backend, struct funnel_error 
   FUNNEL_RETURN_NOT_OK(funnel_device_open(backend, &b->dev, err));
   /* no public accessor for a device's backend: open another of its kind */
   const char *name = funnel_device_backend(b->dev);
-  FUNNEL_RETURN_NOT_OK(strcmp(name, "cuda") == 0 ? funnel__cuda_backend_init(&b->be, err)
-                                                 : funnel__cpu_backend_init(&b->be, err));
+  b->ordinal = strcmp(name, "cuda") != 0 ? -1 : cuda_ordinal(backend) >= 0 ? cuda_ordinal(backend) : 0;
+  FUNNEL_RETURN_NOT_OK(b->ordinal >= 0 ? funnel__cuda_backend_open(&b->be, b->ordinal, err)
+                                       : funnel__cpu_backend_init(&b->be, err));
   b->be_open = 1;
   FUNNEL_RETURN_NOT_OK(funnel__dev_stream_create(&b->be, &b->stream, err));
   FUNNEL_RETURN_NOT_OK(funnel__dev_event_create(&b->be, &b->event, err));
@@ -910,14 +937,18 @@ struct options {
   const char *dump_dir;
   int strategy_off[N_STRATEGIES]; /* --strategy leaves the others out */
   int concurrent; /* reads at once: 1 measured, the others run behind it */
+  int strategy_chosen; /* --strategy was given */
+  int devices[MAX_DEVICES]; /* --devices: CUDA ordinals, each read in a process of its own */
+  int n_devices;
 };
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: funnel_bench [--backend auto|cpu|cuda] [--quick | --full | --spark | --large | --targets]\n"
-          "                    [--shape PxCxR]... [--mix int64|mixed|strings]... [--reps N]\n"
+          "usage: funnel_bench [--backend auto|cpu|cuda|cuda:N] [--quick | --full | --spark | --large |\n"
+          "                    --targets] [--shape PxCxR]... [--mix int64|mixed|strings]... [--reps N]\n"
           "                    [--max-bytes SIZE] [--max-pieces N] [--strategy LIST]\n"
-          "                    [--concurrent N] [--csv PATH] [--json PATH] [--dump DIR] [--list]\n"
+          "                    [--concurrent N | --devices LIST] [--csv PATH] [--json PATH] [--dump DIR]\n"
+          "                    [--list]\n"
           "\n"
           "Times reading P shuffle partitions (Arrow IPC streams, C columns, R rows each)\n"
           "into one device table with funnel, against one copy of the same bytes (link),\n"
@@ -932,7 +963,8 @@ static void usage(FILE *f) {
           "copy of the result's bytes (d2d). Ends with the targets, each judged by name\n"
           "from ratios measured in this run.\n"
           "\n"
-          "  --backend     device to open (default auto: cuda when there is one, else cpu)\n"
+          "  --backend     device to open (default auto: cuda when there is one, else cpu;\n"
+          "                cuda:N the CUDA device of ordinal N)\n"
           "  (default)     P {2,16,200,1000} x C {2,10,20} x R {1,100,10k,1M}, every mix\n"
           "  --quick       P {2,16,200} x C {2,10} x R {100,10k}, int64 and strings\n"
           "  --full        P {2,16,200,1000} x C {2,10,20} x R {1,10,...,1M}, every mix\n"
@@ -958,6 +990,11 @@ static void usage(FILE *f) {
           "  --concurrent  N reads at once, as a Spark executor's tasks make them: N - 1\n"
           "                threads read the same partitions again and again (a reader each,\n"
           "                so a stream each) while every strategy is measured (default 1)\n"
+          "  --devices     several GPUs, e.g. 0,1: each device in a process of its own (as Spark\n"
+          "                runs an executor a GPU) reads the same partitions, first alone, one\n"
+          "                device after the other, then all at once, each strategy started on\n"
+          "                every device together; reports each device's ms alone and together\n"
+          "                and the aggregate GB/s (funnel and link unless --strategy says)\n"
           "  --dump        write each workload to DIR/PxCxR-MIX/ for the Java driver\n"
           "  --list        print the shape x mix runs selected and those skipped, then exit\n",
           WARMUP);
@@ -966,6 +1003,23 @@ static void usage(FILE *f) {
 static const char *need_value(int argc, char **argv, int *i) {
   if (*i + 1 >= argc) die("%s needs a value (see --help)", argv[*i]);
   return argv[++*i];
+}
+
+static void add_devices(struct options *o, const char *list) {
+  char *copy = xmalloc(strlen(list) + 1);
+  strcpy(copy, list);
+  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char kind[32];
+    snprintf(kind, sizeof(kind), "cuda:%.20s", tok);
+    const int d = cuda_ordinal(kind);
+    if (d < 0) die("bad device '%s' in --devices: expected CUDA ordinals, e.g. 0,1", tok);
+    for (int i = 0; i < o->n_devices; i++)
+      if (o->devices[i] == d) die("device %d twice in --devices", d);
+    if (o->n_devices == MAX_DEVICES) die("at most %d --devices", MAX_DEVICES);
+    o->devices[o->n_devices++] = d;
+  }
+  free(copy);
+  if (o->n_devices < 2) die("--devices needs two devices or more, e.g. 0,1");
 }
 
 static void add_mixes(struct options *o, const char *list) {
@@ -1027,8 +1081,11 @@ static void parse_options(int argc, char **argv, struct options *o) {
       exit(0);
     } else if (strcmp(a, "--backend") == 0) {
       o->backend = need_value(argc, argv, &i);
-      if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda"))
-        die("unknown backend '%s': expected auto, cpu or cuda", o->backend);
+      if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda") &&
+          cuda_ordinal(o->backend) < 0)
+        die("unknown backend '%s': expected auto, cpu, cuda or cuda:N", o->backend);
+    } else if (strcmp(a, "--devices") == 0) {
+      add_devices(o, need_value(argc, argv, &i));
     } else if (strcmp(a, "--quick") == 0) {
       o->preset = PRESET_QUICK;
     } else if (strcmp(a, "--full") == 0) {
@@ -1063,6 +1120,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
       o->json_path = need_value(argc, argv, &i);
     } else if (strcmp(a, "--strategy") == 0) {
       select_strategies(o, need_value(argc, argv, &i));
+      o->strategy_chosen = 1;
     } else if (strcmp(a, "--dump") == 0) {
       o->dump_dir = need_value(argc, argv, &i);
     } else if (strcmp(a, "--list") == 0) {
@@ -1071,6 +1129,12 @@ static void parse_options(int argc, char **argv, struct options *o) {
       usage(stderr);
       die("unknown argument '%s'", a);
     }
+  }
+  if (o->n_devices > 0) {
+    if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "cuda") != 0)
+      die("--devices reads on cuda:N devices: leave --backend out (or say cuda)");
+    if (o->concurrent > 1) die("--devices and --concurrent: one or the other");
+    if (!o->strategy_chosen) select_strategies(o, "funnel,link");
   }
   const int quick = o->preset == PRESET_QUICK;
   o->reps.min_reps = quick ? 3 : 7;
@@ -1677,7 +1741,7 @@ static void print_cpu_warning(void) {
  * the rest of its own group only: the parent reports what came back and
  * goes on. The child streams one record per result through a pipe. */
 
-enum { MSG_BACKEND, MSG_VERIFIED, MSG_MEASURED, MSG_NO_PINNED };
+enum { MSG_BACKEND, MSG_VERIFIED, MSG_MEASURED, MSG_NO_PINNED, MSG_READY };
 
 struct child_msg {
   int kind;
@@ -1746,15 +1810,20 @@ static void *read_behind(void *arg) {
   return NULL;
 }
 
-static void child_measure(int fd, const struct options *opt, struct workload *w, int src) {
+/* Measures every strategy of `opt` on `backend`. go_fd >= 0 (--devices,
+ * all devices at once): before each strategy, says MSG_READY and waits for
+ * the parent's byte on go_fd, so that every device's process starts it
+ * together. */
+static void child_measure(int fd, const struct options *opt, const char *backend,
+                          struct workload *w, int src, int go_fd) {
   struct bench b;
   struct funnel_error err;
   funnel__error_clear(&err);
   struct child_msg msg;
   memset(&msg, 0, sizeof(msg));
-  if (bench_open(&b, opt->backend, &err) != FUNNEL_OK) {
+  if (bench_open(&b, backend, &err) != FUNNEL_OK) {
     msg.kind = MSG_VERIFIED;
-    snprintf(msg.text, sizeof(msg.text), "cannot open backend '%s': %s: %s", opt->backend,
+    snprintf(msg.text, sizeof(msg.text), "cannot open backend '%s': %s: %s", backend,
              funnel_code_name(err.code), err.message);
     send_msg(fd, &msg);
     return;
@@ -1818,6 +1887,12 @@ static void child_measure(int fd, const struct options *opt, struct workload *w,
       snprintf(msg.m.error, sizeof(msg.m.error), "--concurrent: could not start thread %d",
                started + 1);
     } else {
+      if (go_fd >= 0) {
+        struct child_msg ready = {.kind = MSG_READY, .strategy = s};
+        char go;
+        send_msg(fd, &ready);
+        if (read(go_fd, &go, 1) != 1) _exit(4); /* the parent is gone */
+      }
       measure(&b, w, src, &opt->reps, &STRATEGIES[s], &msg.m);
       /* fewer reads at once than asked for: the figure is not one of them */
       for (int k = 0; k < n_behind && msg.m.status == FUNNEL_OK; k++)
@@ -1890,13 +1965,16 @@ static void child_probe(int fd, void *ctx) {
 
 struct measure_ctx {
   const struct options *opt;
+  const char *backend;
   struct workload *w;
   int src;
+  int go_fd, go_other; /* --devices together: the read end of the go pipe, and its write end */
 };
 
 static void child_measure_entry(int fd, void *ctx) {
   struct measure_ctx *c = ctx;
-  child_measure(fd, c->opt, c->w, c->src);
+  if (c->go_other >= 0) close(c->go_other);
+  child_measure(fd, c->opt, c->backend, c->w, c->src, c->go_fd);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -1932,7 +2010,7 @@ static int run_group(struct report *rep, const struct options *opt, struct workl
   struct measurement *m = g->m;
   int received[N_STRATEGIES] = {0};
   for (int s = 0; s < N_STRATEGIES; s++) m[s].skipped = 1; /* until it comes back */
-  struct measure_ctx ctx = {opt, w, src};
+  struct measure_ctx ctx = {opt, opt->backend, w, src, -1, -1};
   pid_t pid;
   const int fd = spawn(&pid, child_measure_entry, &ctx);
   int verified = -1, no_pinned = 0;
@@ -1986,6 +2064,251 @@ static int run_group(struct report *rep, const struct options *opt, struct workl
   return 1;
 }
 
+/* ------------------------------------------------------- several devices
+ *
+ * --devices: each device in a process of its own (as Spark runs an
+ * executor a GPU), reading the same partitions: first alone, one device
+ * after the other, then all at once. Together, every process starts each
+ * strategy at the same moment (MSG_READY, then the parent's byte on its go
+ * pipe), so their timed iterations overlap: on like GPUs they take about as
+ * long. */
+
+struct device_result {
+  int verified; /* 1 right, 0 not, -1 no answer */
+  char why[FUNNEL_ERROR_MESSAGE_SIZE + 128];
+  int no_pinned;
+  struct measurement m[N_STRATEGIES];
+};
+
+/* Measures `w` from `src` on every device of --devices: alone, one at a
+ * time (together 0), or all at once (together 1). */
+static void measure_devices(const struct options *opt, struct workload *w, int src, int together,
+                            struct device_result *r) {
+  const int n = opt->n_devices;
+  char kinds[MAX_DEVICES][32];
+  struct measure_ctx ctx[MAX_DEVICES];
+  struct pollfd fds[MAX_DEVICES];
+  pid_t pids[MAX_DEVICES];
+  int go[MAX_DEVICES], ready[MAX_DEVICES], live = 0;
+  for (int d = 0; d < n; d++) {
+    memset(&r[d], 0, sizeof(r[d]));
+    r[d].verified = -1;
+    for (int s = 0; s < N_STRATEGIES; s++) r[d].m[s].skipped = 1; /* until it comes back */
+    snprintf(kinds[d], sizeof(kinds[d]), "cuda:%d", opt->devices[d]);
+    int pipe_go[2] = {-1, -1};
+    if (together && pipe(pipe_go) != 0) die("pipe: %s", strerror(errno));
+    ctx[d] = (struct measure_ctx){opt, kinds[d], w, src, pipe_go[0], pipe_go[1]};
+    go[d] = pipe_go[1];
+    ready[d] = 0;
+    fds[d] = (struct pollfd){.fd = -1, .events = POLLIN};
+    if (!together) continue; /* alone: started in the loop below, one at a time */
+    fds[d].fd = spawn(&pids[d], child_measure_entry, &ctx[d]);
+    close(pipe_go[0]);
+    live++;
+  }
+  for (int next = 0; together ? live > 0 : next < n;) {
+    if (!together) { /* the next device alone: its process runs to its end */
+      fds[next].fd = spawn(&pids[next], child_measure_entry, &ctx[next]);
+      live = 1;
+    }
+    while (live > 0) {
+      if (poll(fds, (nfds_t)n, -1) < 0) {
+        if (errno == EINTR) continue;
+        die("poll: %s", strerror(errno));
+      }
+      for (int d = 0; d < n; d++) {
+        if (fds[d].fd < 0 || !(fds[d].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        struct child_msg msg;
+        if (!recv_msg(fds[d].fd, &msg)) { /* its process ended */
+          close(fds[d].fd);
+          fds[d].fd = -1;
+          if (go[d] >= 0) close(go[d]);
+          go[d] = -1;
+          ready[d] = 0;
+          live--;
+          char why[256];
+          reap(pids[d], why, sizeof(why));
+          if (r[d].verified < 0) snprintf(r[d].why, sizeof(r[d].why), "%s", why);
+          continue;
+        }
+        if (msg.kind == MSG_READY) ready[d] = 1;
+        if (msg.kind == MSG_NO_PINNED) r[d].no_pinned = 1;
+        if (msg.kind == MSG_VERIFIED) {
+          r[d].verified = msg.ok;
+          w->out_bytes = msg.out_bytes;
+          snprintf(r[d].why, sizeof(r[d].why), "%s", msg.text);
+        }
+        if (msg.kind == MSG_MEASURED && msg.strategy >= 0 && msg.strategy < N_STRATEGIES)
+          r[d].m[msg.strategy] = msg.m;
+      }
+      /* every process still running waits at the same strategy: go */
+      int waiting = 0, all = 1;
+      for (int d = 0; d < n; d++) {
+        if (fds[d].fd < 0) continue;
+        waiting += ready[d];
+        all &= ready[d];
+      }
+      if (waiting > 0 && all)
+        for (int d = 0; d < n; d++)
+          if (ready[d]) {
+            ready[d] = 0;
+            if (write(go[d], "g", 1) != 1) die("write: %s", strerror(errno));
+          }
+    }
+    next++;
+  }
+}
+
+struct devices_report {
+  FILE *csv, *json;
+  int rows, met;          /* funnel together within 10% of alone: over rows, met */
+  double worst;           /* the worst together / alone */
+  char worst_row[160];
+  int failures;
+};
+
+static double gb_per_s(int64_t bytes, const struct measurement *m) {
+  return m->status == FUNNEL_OK && !m->skipped && m->ms_median > 0
+             ? (double)bytes / (m->ms_median * 1e6)
+             : 0;
+}
+
+static void write_device_row(struct devices_report *rep, const char *shape, const char *mix,
+                             const char *source, int device, const char *strategy,
+                             const char *mode, int64_t bytes, const struct measurement *m) {
+  const int ok = m->status == FUNNEL_OK;
+  if (rep->csv != NULL) {
+    fprintf(rep->csv, "%s,%s,%s,cuda:%d,%s,%s,%lld,%.6f,%.6f,%d,%.3f,", shape, mix, source, device,
+            strategy, mode, (long long)bytes, ok ? m->ms_median : 0, ok ? m->ms_min : 0, m->reps,
+            gb_per_s(bytes, m));
+    csv_string(rep->csv, ok ? "ok" : m->error);
+    fputc('\n', rep->csv);
+  }
+  if (rep->json != NULL) {
+    fprintf(rep->json,
+            "{\"shape\":\"%s\",\"mix\":\"%s\",\"source\":\"%s\",\"device\":\"cuda:%d\","
+            "\"strategy\":\"%s\",\"mode\":\"%s\",\"bytes\":%lld,\"ms_median\":%.6f,"
+            "\"ms_min\":%.6f,\"reps\":%d,\"gb_per_s\":%.3f,\"status\":",
+            shape, mix, source, device, strategy, mode, (long long)bytes, ok ? m->ms_median : 0,
+            ok ? m->ms_min : 0, m->reps, gb_per_s(bytes, m));
+    json_string(rep->json, ok ? "ok" : m->error);
+    fputs("}\n", rep->json);
+  }
+}
+
+/* Measures and prints one (workload, source) on every device. */
+static void run_devices(struct devices_report *rep, const struct options *opt,
+                        struct workload *w, int src) {
+  char shape[64];
+  shape_name(&w->shape, shape, sizeof(shape));
+  const char *mix = MIX_NAMES[w->mix], *source = SOURCE_NAMES[src];
+  const int n = opt->n_devices;
+  struct device_result alone[MAX_DEVICES], both[MAX_DEVICES];
+  measure_devices(opt, w, src, 0, alone);
+  measure_devices(opt, w, src, 1, both);
+  for (int d = 0; d < n; d++) {
+    struct device_result *x[2] = {&alone[d], &both[d]};
+    for (int k = 0; k < 2; k++) {
+      if (x[k]->no_pinned) {
+        printf("%-16s %-8s %-8s cuda:%-3d skipped: the pinned pool cannot hold %.3f MiB more "
+               "(raise FUNNEL_PINNED_POOL_BYTES)\n", shape, mix, source, opt->devices[d],
+               mib(w->region_size));
+        return;
+      }
+      if (x[k]->verified != 1) {
+        printf("%-16s %-8s %-8s cuda:%-3d %s: VERIFY FAILED: %s\n", shape, mix, source,
+               opt->devices[d], k ? "together" : "alone", x[k]->why);
+        rep->failures++;
+        return;
+      }
+    }
+  }
+  for (int s = 0; s < N_STRATEGIES; s++) {
+    if (opt->strategy_off[s] || alone[0].m[s].skipped) continue;
+    const int64_t bytes = STRATEGIES[s].device_time ? w->out_bytes : w->total_bytes;
+    double sum_alone = 0, sum_both = 0;
+    int all_ok = 1;
+    for (int d = 0; d < n; d++) {
+      const struct measurement *a = &alone[d].m[s], *t = &both[d].m[s];
+      const int ok = a->status == FUNNEL_OK && t->status == FUNNEL_OK && !t->skipped;
+      write_device_row(rep, shape, mix, source, opt->devices[d], STRATEGIES[s].name, "alone",
+                       bytes, a);
+      write_device_row(rep, shape, mix, source, opt->devices[d], STRATEGIES[s].name, "together",
+                       bytes, t);
+      if (!ok) {
+        printf("%-16s %-8s %-8s %-12s cuda:%-3d FAILED %s\n", shape, mix, source,
+               STRATEGIES[s].name, opt->devices[d],
+               a->status != FUNNEL_OK ? a->error : t->skipped ? "not measured" : t->error);
+        if (s == S_FUNNEL) rep->failures++;
+        all_ok = 0;
+        continue;
+      }
+      const double ratio = t->ms_median / a->ms_median;
+      sum_alone += gb_per_s(bytes, a);
+      sum_both += gb_per_s(bytes, t);
+      printf("%-16s %-8s %-8s %-12s cuda:%-3d %10.4f %11.4f %8.2fx %9.2f %9.2f\n", shape, mix,
+             source, STRATEGIES[s].name, opt->devices[d], a->ms_median, t->ms_median, ratio,
+             gb_per_s(bytes, a), gb_per_s(bytes, t));
+      if (s != S_FUNNEL) continue;
+      rep->rows++;
+      rep->met += ratio <= 1.10;
+      if (ratio > rep->worst) {
+        rep->worst = ratio;
+        snprintf(rep->worst_row, sizeof(rep->worst_row),
+                 "%s %s %s on cuda:%d: %.4f ms together, %.4f alone (%.2fx)", shape, mix, source,
+                 opt->devices[d], t->ms_median, a->ms_median, ratio);
+      }
+    }
+    if (all_ok)
+      printf("%-16s %-8s %-8s %-12s all %-4d together %.2f GB/s: %.2fx one device alone "
+             "(%.2f GB/s, the devices' mean)\n",
+             shape, mix, source, STRATEGIES[s].name, n, sum_both, sum_both / (sum_alone / n),
+             sum_alone / n);
+  }
+  printf("\n");
+}
+
+/* --devices: the whole run. Returns the exit status. */
+static int main_devices(const struct options *opt, const struct job_list *jobs, int pool_set) {
+  struct devices_report rep;
+  memset(&rep, 0, sizeof(rep));
+  rep.csv = fopen(opt->csv_path, "w");
+  if (rep.csv == NULL) die("cannot write %s", opt->csv_path);
+  fputs("shape,mix,source,device,strategy,mode,bytes,ms_median,ms_min,reps,gb_per_s,status\n",
+        rep.csv);
+  if (opt->json_path != NULL && (rep.json = fopen(opt->json_path, "w")) == NULL)
+    die("cannot write %s", opt->json_path);
+  printf("funnel_bench: %d devices (", opt->n_devices);
+  for (int d = 0; d < opt->n_devices; d++) printf("%scuda:%d", d ? ", " : "", opt->devices[d]);
+  printf("), each in a process of its own, preset %s, %d shape x mix runs x %d sources, ",
+         preset_name(opt->preset), jobs->n, N_SOURCES);
+  print_reps(&opt->reps);
+  printf("\n  alone: one device's process at a time; together: every device's at once, each\n"
+         "  strategy started together; ratio = together / alone; GB/s of the partitions' bytes;\n"
+         "  \"all\": the devices' GB/s together summed, against one device alone\n\n");
+  printf("%-16s %-8s %-8s %-12s %-8s %10s %11s %9s %9s %9s\n", "shape", "mix", "source",
+         "strategy", "device", "alone ms", "together ms", "ratio", "GB/s alone", "together");
+  const int64_t t_start = now_ns();
+  for (int j = 0; j < jobs->n; j++) {
+    struct workload w;
+    workload_build(&jobs->jobs[j], &w);
+    if (!pool_set) size_pinned_pool(&w);
+    for (int src = 0; src < N_SOURCES; src++) run_devices(&rep, opt, &w, src);
+    workload_free(&w);
+  }
+  printf("targets, judged from this run:\n  [%s] several devices: each device's funnel read at most "
+         "10%% slower together than alone: %d of %d%s%s\n",
+         rep.rows > 0 && rep.met == rep.rows ? "MET" : "MISSED", rep.met, rep.rows,
+         rep.rows > 0 ? "; worst: " : "", rep.rows > 0 ? rep.worst_row : "");
+  printf("results: %s%s%s%s  (%.0f s)\n", opt->csv_path, opt->json_path ? ", " : "",
+         opt->json_path ? opt->json_path : "", rep.failures ? "" : "  (every result verified)",
+         (now_ns() - t_start) / 1e9);
+  if (rep.failures) printf("%d FAILURES of funnel (see above)\n", rep.failures);
+  fclose(rep.csv);
+  if (rep.json != NULL) fclose(rep.json);
+  return rep.failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   struct options opt;
   parse_options(argc, argv, &opt);
@@ -2005,6 +2328,12 @@ int main(int argc, char **argv) {
   if (jobs.n == 0) die("nothing to run: every shape is over --max-bytes %lld", (long long)opt.max_bytes);
   const char *user_pool = getenv("FUNNEL_PINNED_POOL_BYTES");
   const int pool_set = user_pool != NULL && *user_pool;
+  if (opt.n_devices > 0) {
+    const int status = main_devices(&opt, &jobs, pool_set);
+    free(jobs.jobs);
+    free(jobs.skipped);
+    return status;
+  }
 
   /* which backend "auto" gives, asked in a child: the parent never opens it */
   struct probe_ctx probe = {opt.backend};

@@ -38,7 +38,8 @@ extern const unsigned char funnel__fatbin[];
   X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) \
   X(cuMemPoolTrimTo) X(cuMemcpyDtoDAsync) X(cuEventElapsedTime) X(cuMemHostGetDevicePointer) \
   X(cuMemAlloc) X(cuMemFree) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle)      \
-  X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuDeviceGetUuid)
+  X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuDeviceGetUuid) \
+  X(cuDeviceCanAccessPeer)
 
 struct cuda {
   void *lib;
@@ -444,6 +445,25 @@ static int cuda_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
   return FUNNEL_OK;
 }
 
+static int cuda_peer(struct funnel_backend *be, const uint8_t uuid[16], int *ordinal,
+                     int *can_access, struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  int count = 0;
+  *ordinal = -1;
+  *can_access = 0;
+  FUNNEL_RETURN_NOT_OK(CU(cuDeviceGetCount, (&count)));
+  for (int i = 0; i < count; i++) {
+    CUdevice d;
+    CUuuid u;
+    FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&d, i)));
+    FUNNEL_RETURN_NOT_OK(CU(cuDeviceGetUuid, (&u, d)));
+    if (memcmp(u.bytes, uuid, 16) != 0) continue;
+    *ordinal = i;
+    return d == cu->device ? FUNNEL_OK : CU(cuDeviceCanAccessPeer, (can_access, cu->device, d));
+  }
+  return FUNNEL_OK;
+}
+
 static void cuda_release(struct funnel_backend *be) {
   struct cuda *cu = CUDA(be);
   if (cu == NULL) return;
@@ -614,6 +634,7 @@ int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct fun
   be->ipc_event_create = cuda_ipc_event_create;
   be->ipc_event_open = cuda_ipc_event_open;
   be->device_uuid = cuda_device_uuid;
+  be->peer = cuda_peer;
   be->device_id = (int64_t)cu->device;
   be->release = cuda_release;
   return FUNNEL_OK;

@@ -637,7 +637,7 @@ FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
 
 /* ----------------------------------------------------- sharing (CUDA IPC) */
 
-/* Sharing a table with other processes on the same host and device (not to
+/* Sharing a table with other processes on the same host (not to
  * be confused with funnel_table_export_device, which hands a table to a
  * consumer in this process): its buffers in memory other processes can open
  * (cuda: one cuMemAlloc allocation shared with cuIpcGetMemHandle; cpu
@@ -699,11 +699,16 @@ FUNNEL_API funnel_status funnel_share_close(struct funnel_share *share, int64_t 
 /* Opens a table another process shared, as a read-only table of this
  * process: its columns point into the sharing process's memory,
  * funnel_table_wait waits for that process's copy, and funnel_table_free
- * closes it and tells that process. Fails with FUNNEL_ERR_MALFORMED for
- * bytes that are not a descriptor (naming the offset),
- * FUNNEL_ERR_INVALID_ARGUMENT when opened on another backend or device, or
- * in the sharing process itself, and FUNNEL_ERR_IN_USE when the share was
- * withdrawn or has no free slot. */
+ * closes it and tells that process. A table shared from another GPU of the
+ * host is opened in place when this device has peer access to that one
+ * (cuDeviceCanAccessPeer; NVLink or PCIe): its buffers stay on the sharing
+ * GPU, and this device reads them over the link between the two. Fails with
+ * FUNNEL_ERR_MALFORMED for bytes that are not a descriptor (naming the
+ * offset), FUNNEL_ERR_INVALID_ARGUMENT when opened on another backend, on
+ * a device with no peer access to the sharing one or one this process does
+ * not see (the message names both devices), or in the sharing process
+ * itself, and FUNNEL_ERR_IN_USE when the share was withdrawn or has no free
+ * slot. */
 FUNNEL_API funnel_status funnel_table_import(struct funnel_device *dev, const void *descriptor,
                                              size_t length, struct funnel_table **out,
                                              struct funnel_error *error);

@@ -413,6 +413,15 @@ int funnel__dev_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
   return be->device_uuid(be, uuid, error);
 }
 
+int funnel__dev_peer(struct funnel_backend *be, const uint8_t uuid[16], int *ordinal,
+                     int *can_access, struct funnel_error *error) {
+  *ordinal = -1;
+  *can_access = 0;
+  if (be->peer == NULL) return FUNNEL_OK;
+  calls.calls++;
+  return be->peer(be, uuid, ordinal, can_access, error);
+}
+
 void funnel__dev_release(struct funnel_backend *be) {
   struct funnel__user_alloc *u = be->user_alloc;
   struct funnel__event_pool *p = be->event_pool;

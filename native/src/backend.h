@@ -14,8 +14,8 @@
 /* The layout of struct funnel_backend that this funnel was built with;
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
- * native_streams; 4: launch_dpath; 5: event_pool. */
-#define FUNNEL_BACKEND_VERSION 5
+ * native_streams; 4: launch_dpath; 5: event_pool; 6: peer. */
+#define FUNNEL_BACKEND_VERSION 6
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -124,6 +124,12 @@ struct funnel_backend {
                         void **out, struct funnel_error *error);
   /* the device's UUID (cpu: the host's boot id) */
   int (*device_uuid)(struct funnel_backend *be, uint8_t uuid[16], struct funnel_error *error);
+  /* optional: the ordinal this process knows the device `uuid` by (-1: it
+   * does not see it) and whether this device may map that one's memory
+   * (peer access: a table shared from there is read in place); NULL: only
+   * tables of this device itself can be opened */
+  int (*peer)(struct funnel_backend *be, const uint8_t uuid[16], int *ordinal, int *can_access,
+              struct funnel_error *error);
 
   void (*release)(struct funnel_backend *be);
 
@@ -269,6 +275,8 @@ int funnel__dev_ipc_event_open(struct funnel_backend *be, const struct funnel__i
 
 /* whether the backend can share tables with other processes */
 bool funnel__dev_can_share(const struct funnel_backend *be);
+int funnel__dev_peer(struct funnel_backend *be, const uint8_t uuid[16], int *ordinal,
+                     int *can_access, struct funnel_error *error);
 int funnel__dev_device_uuid(struct funnel_backend *be, uint8_t uuid[16],
                             struct funnel_error *error);
 /* releases the backend itself (after everything made from it) */

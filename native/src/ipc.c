@@ -472,7 +472,8 @@ static int64_t min_size(const struct funnel__field *f, int k, int64_t rows) {
   return f->offset_width > 0 ? 0 : rows * f->byte_width;
 }
 
-/* The table comes from this backend and device. */
+/* The table comes from this backend, and from this device or one whose
+ * memory this device may map (peer access). */
 static int check_origin(struct funnel_backend *be, const struct header *h,
                         struct funnel_error *error) {
   if (h->backend != be->ipc_backend_id)
@@ -485,13 +486,26 @@ static int check_origin(struct funnel_backend *be, const struct header *h,
   uint8_t uuid[16];
   FUNNEL_RETURN_NOT_OK(funnel__dev_device_uuid(be, uuid, error));
   if (memcmp(uuid, h->uuid, 16) == 0) return FUNNEL_OK;
-  char want[33], have[33];
+  /* another device of this host: read in place when this one may map its
+   * memory (CUDA peer access, enabled as the allocations are opened) */
+  int ordinal = -1, can_access = 0;
+  FUNNEL_RETURN_NOT_OK(funnel__dev_peer(be, h->uuid, &ordinal, &can_access, error));
+  if (can_access) return FUNNEL_OK;
+  char want[33], have[33], from[96] = "", here[96] = "";
   hex(h->uuid, want);
   hex(uuid, have);
+  if (be->peer != NULL && ordinal >= 0) {
+    snprintf(from, sizeof(from), " (%s:%d in this process)", be->name, ordinal);
+    snprintf(here, sizeof(here), " (%s:%lld), which has no peer access to it", be->name,
+             (long long)be->device_id);
+  } else if (be->peer != NULL) {
+    snprintf(from, sizeof(from), ", which this process does not see (CUDA_VISIBLE_DEVICES?)");
+  } else if (be->uuid_note != NULL) {
+    snprintf(here, sizeof(here), " (%s)", be->uuid_note);
+  }
   return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                    "the table was shared from device %s; this device is %s%s%s%s", want, have,
-                    be->uuid_note ? " (" : "", be->uuid_note ? be->uuid_note : "",
-                    be->uuid_note ? ")" : "");
+                    "the table was shared from device %s%s; this device is %s%s", want, from,
+                    have, here);
 }
 
 /* The allocations' handles and sizes. */

@@ -1,6 +1,8 @@
 /* check.c: the native tests' harness (see check.h). */
 #include "check.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -137,8 +139,11 @@ const char *check_backend(void) {
 
 int check_device_open(struct funnel_device **out, struct funnel_error *err) {
   int st = funnel_device_open(check_backend(), out, err);
+  /* "cuda:1" opens a device of the backend "cuda" */
+  const size_t name = strcspn(check_backend(), ":");
   if (st == FUNNEL_OK && strcmp(check_backend(), "auto") != 0 &&
-      strcmp(funnel_device_backend(*out), check_backend()) != 0) {
+      (strlen(funnel_device_backend(*out)) != name ||
+       strncmp(funnel_device_backend(*out), check_backend(), name) != 0)) {
     check_fail(__FILE__, __LINE__, "asked for backend %s, got %s", check_backend(),
                funnel_device_backend(*out));
   }
@@ -169,4 +174,81 @@ void check_read_invariants_at(const char *file, int line, const struct funnel_re
   check_eq_i64_at(file, line, "device_calls_parse", "0", s->device_calls_parse, 0);
   check_eq_i64_at(file, line, "syncs_in_read", "0 (2 after an attempt)", s->syncs_in_read,
                   attempt ? 2 : 0);
+}
+
+/* ------------------------------------------------------- the CUDA driver */
+
+/* The few entry points the checks use, by their ABI names (cuda.h maps the
+ * API names to these); no CUDA header: the tests build without one. */
+static struct {
+  int (*init)(unsigned);
+  int (*count)(int *);
+  int (*get)(int *, int);
+  int (*can_access_peer)(int *, int, int);
+  int (*pointer_attribute)(void *, int, unsigned long long);
+  int (*primary_state)(int, unsigned *, int *);
+  int (*primary_retain)(void **, int);
+  int (*primary_release)(int);
+  int (*push)(void *);
+  int (*pop)(void **);
+  int ok;
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void cu_load(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) return;
+  *(void **)&cu.init = dlsym(lib, "cuInit");
+  *(void **)&cu.count = dlsym(lib, "cuDeviceGetCount");
+  *(void **)&cu.get = dlsym(lib, "cuDeviceGet");
+  *(void **)&cu.can_access_peer = dlsym(lib, "cuDeviceCanAccessPeer");
+  *(void **)&cu.pointer_attribute = dlsym(lib, "cuPointerGetAttribute");
+  *(void **)&cu.primary_state = dlsym(lib, "cuDevicePrimaryCtxGetState");
+  *(void **)&cu.primary_retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+  *(void **)&cu.primary_release = dlsym(lib, "cuDevicePrimaryCtxRelease_v2");
+  *(void **)&cu.push = dlsym(lib, "cuCtxPushCurrent_v2");
+  *(void **)&cu.pop = dlsym(lib, "cuCtxPopCurrent_v2");
+  cu.ok = cu.init && cu.count && cu.get && cu.can_access_peer && cu.pointer_attribute &&
+          cu.primary_state && cu.primary_retain && cu.primary_release && cu.push && cu.pop &&
+          cu.init(0) == 0;
+}
+
+int check_cuda_devices(void) {
+  pthread_once(&cu_once, cu_load);
+  int n = 0;
+  return cu.ok && cu.count(&n) == 0 ? n : 0;
+}
+
+int check_cuda_peer(int from, int to) {
+  int a, b, can = 0;
+  if (check_cuda_devices() <= (from > to ? from : to)) return -1;
+  if (cu.get(&a, from) != 0 || cu.get(&b, to) != 0 || cu.can_access_peer(&can, a, b) != 0)
+    return -1;
+  return can != 0;
+}
+
+int check_cuda_pointer_device(uint64_t ptr) {
+  enum { DEVICE_ORDINAL = 9 }; /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+  const int n = check_cuda_devices();
+  int ordinal = -1;
+  if (n == 0) return -1;
+  if (cu.pointer_attribute(&ordinal, DEVICE_ORDINAL, ptr) == 0) return ordinal;
+  /* the driver may want a current context: the primary context of a
+   * device that has one already (funnel's), never a new one */
+  for (int i = 0; i < n; i++) {
+    int dev, active = 0;
+    unsigned flags;
+    void *ctx = NULL, *popped = NULL;
+    if (cu.get(&dev, i) != 0 || cu.primary_state(dev, &flags, &active) != 0 || !active ||
+        cu.primary_retain(&ctx, dev) != 0)
+      continue;
+    int r = cu.push(ctx);
+    if (r == 0) {
+      r = cu.pointer_attribute(&ordinal, DEVICE_ORDINAL, ptr);
+      cu.pop(&popped);
+    }
+    cu.primary_release(dev);
+    if (r == 0) return ordinal;
+  }
+  return -1;
 }

@@ -51,11 +51,22 @@ __attribute__((format(printf, 1, 2)))
 void check_context(const char *fmt, ...);
 
 /* The backend the tests run on: FUNNEL_TEST_BACKEND, default "cpu" (the
- * GPU run sets "cuda"). check_device_open opens it and checks that the
- * device got is the one asked for: a GPU test that silently ran on the cpu
- * backend would prove nothing. Returns FUNNEL_OK or the open's status. */
+ * GPU run sets "cuda", or "cuda:N"). check_device_open opens it and checks
+ * that the device got is the one asked for: a GPU test that silently ran
+ * on the cpu backend would prove nothing. Returns FUNNEL_OK or the open's
+ * status. */
 const char *check_backend(void);
 int check_device_open(struct funnel_device **out, struct funnel_error *err);
+
+/* The CUDA driver, loaded here to check what funnel did without asking
+ * funnel (a table on the right GPU, the GPUs' peer access). The number of
+ * CUDA devices this process sees, 0 without a driver; whether device
+ * `from` may map device `to`'s memory (1, 0; -1 without a driver); the
+ * ordinal of the device holding the device memory at `ptr` (-1 when the
+ * driver cannot say). */
+int check_cuda_devices(void);
+int check_cuda_peer(int from, int to);
+int check_cuda_pointer_device(uint64_t ptr);
 
 /* Failures so far, over all tests. */
 long check_failures(void);

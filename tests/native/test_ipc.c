@@ -110,12 +110,24 @@ static int importer(const char *mode, uint64_t seed, const char *dir) {
   struct funnel_device *dev = NULL;
   struct funnel_table *t = NULL;
   struct funnel_error err;
-  if (descriptor == NULL || check_device_open(&dev, &err) != FUNNEL_OK) return 99;
+  /* FUNNEL_TEST_IMPORT_ON: another device than the exporter's (a GPU of
+   * its own); peer: the exporter's ordinal, where the buffers must stay */
+  const char *on = getenv("FUNNEL_TEST_IMPORT_ON");
+  const int peer = strcmp(mode, "peer") == 0 ? atoi(getenv("FUNNEL_TEST_SHARED_ON")) : -1;
+  if (descriptor == NULL || (on != NULL ? funnel_device_open(on, &dev, &err)
+                                        : check_device_open(&dev, &err)) != FUNNEL_OK)
+    return 99;
   const struct funnel__live live0 = funnel__live_now();
   const int st = funnel_table_import(dev, descriptor, length, &t, &err);
   free(descriptor);
   if (st != FUNNEL_OK) {
     printf("importer: %s: %s\n", funnel_code_name(st), err.message);
+    if (peer >= 0) { /* no peer access: the message names both devices */
+      char from[64];
+      snprintf(from, sizeof(from), "(cuda:%d in this process)", peer);
+      CHECK(strstr(err.message, from) != NULL && strstr(err.message, on) != NULL &&
+            strstr(err.message, "no peer access") != NULL);
+    }
     CHECK(funnel__live_now().allocs == live0.allocs && funnel__live_now().events == live0.events);
     funnel_device_close(dev);
     return check_failures() ? 100 : st;
@@ -128,6 +140,11 @@ static int importer(const char *mode, uint64_t seed, const char *dir) {
     for (int i = 0; i < 60000 && !exists(path); i++) sleep_ms(1);
   }
   CHECK_OK(funnel_table_wait(t, &err), &err);
+  if (peer >= 0) { /* read in place: the buffers are the exporter's GPU's */
+    struct funnel_column col;
+    CHECK_OK(funnel_table_column(t, 0, &col, &err), &err);
+    CHECK_EQ_I64(check_cuda_pointer_device(col.data.address), peer);
+  }
   check_imported(t, seed);
   /* read only: it is not shared again from here */
   struct funnel_share *again = NULL;
@@ -154,6 +171,9 @@ struct shared {
   int64_t export_allocs, export_copies;
 };
 
+/* The exporter's device when not FUNNEL_TEST_BACKEND's */
+static const char *export_on;
+
 /* Reads the rows of `seed` (with FUNNEL_OPTION_SHAREABLE set to
  * `shareable`) and shares the table; the descriptor goes to DIR/descriptor. */
 static bool share_with(struct shared *s, uint64_t seed, int shareable) {
@@ -163,7 +183,9 @@ static bool share_with(struct shared *s, uint64_t seed, int shareable) {
   s->p = table_partitions(&s->src, PARTS);
   snprintf(s->dir, sizeof(s->dir), "%s", "/tmp/funnel-test-ipc-XXXXXX");
   if (!CHECK(mkdtemp(s->dir) != NULL)) return false;
-  if (!CHECK_OK(check_device_open(&s->dev, &err), &err) ||
+  if (!CHECK_OK(export_on != NULL ? funnel_device_open(export_on, &s->dev, &err)
+                                   : check_device_open(&s->dev, &err),
+                &err) ||
       !CHECK_OK(funnel_reader_create(s->dev, NULL, 0, &s->rd, &err), &err) ||
       !CHECK_OK(funnel_reader_set_option(s->rd, FUNNEL_OPTION_SHAREABLE, shareable, &err), &err) ||
       !CHECK_OK(funnel_reader_read_async(s->rd, s->p, PARTS, 0, &s->t, &err), &err) ||
@@ -203,14 +225,27 @@ static void unshare(struct shared *s) {
   rmdir(s->dir);
 }
 
-/* Starts the importer in a process of its own. */
-static pid_t spawn_importer(const char *mode, uint64_t seed, const char *dir) {
+/* Starts the importer in a process of its own, with this environment and
+ * `extra` (NULL-terminated "NAME=value"s; NULL: none). */
+static pid_t spawn_importer_with(const char *mode, uint64_t seed, const char *dir,
+                                 char *const *extra) {
   char seed_text[32];
   snprintf(seed_text, sizeof(seed_text), "%llu", (unsigned long long)seed);
   char *argv[] = {self_path, "--import", (char *)mode, seed_text, (char *)dir, NULL};
+  size_t n = 0, k = 0;
+  while (environ[n] != NULL) n++;
+  while (extra != NULL && extra[k] != NULL) k++;
+  char **env = calloc(n + k + 1, sizeof(*env));
+  memcpy(env, environ, n * sizeof(*env));
+  if (k > 0) memcpy(env + n, extra, k * sizeof(*env));
   pid_t pid = -1;
-  if (!CHECK_EQ_I64(posix_spawn(&pid, self_path, NULL, NULL, argv, environ), 0)) return -1;
-  return pid;
+  const int st = posix_spawn(&pid, self_path, NULL, NULL, argv, env);
+  free(env);
+  return CHECK_EQ_I64(st, 0) ? pid : -1;
+}
+
+static pid_t spawn_importer(const char *mode, uint64_t seed, const char *dir) {
+  return spawn_importer_with(mode, seed, dir, NULL);
 }
 
 /* The importer's exit code (-signal when killed). */
@@ -362,7 +397,7 @@ static void import_rejects_other_devices_and_bad_bytes(void) {
     const uint8_t other_uuid[16] = {0xde, 0xad, 0xbe, 0xef};
     import_altered(&s, 16, other_uuid, 16, 0, FUNNEL_ERR_INVALID_ARGUMENT,
                    "the table was shared from device deadbeef");
-    const uint32_t other_backend = strcmp(check_backend(), "cuda") == 0 ? 1 : 2;
+    const uint32_t other_backend = strncmp(check_backend(), "cuda", 4) == 0 ? 1 : 2;
     import_altered(&s, 12, &other_backend, 4, 0, FUNNEL_ERR_INVALID_ARGUMENT, "backend");
     import_altered(&s, 0, "NOTFUNNL", 8, 0, FUNNEL_ERR_MALFORMED, "bad magic at byte 0");
     import_altered(&s, 0, NULL, 0, 100, FUNNEL_ERR_MALFORMED, "truncated at byte");
@@ -376,6 +411,39 @@ static void import_rejects_other_devices_and_bad_bytes(void) {
                    "column 0 ('k'), buffer 0");
   }
   unshare(&s);
+}
+
+/* A table shared from one GPU and opened on another (each process on its
+ * own, as Spark's executors are): read in place when the importer's GPU
+ * has peer access to the exporter's, which the driver is asked here, else
+ * refused naming both devices. Needs FUNNEL_TEST_BACKEND=cuda and two
+ * GPUs; SKIPPED otherwise. */
+static void another_gpu_reads_it_in_place_or_is_told_why(void) {
+  if (strncmp(check_backend(), "cuda", 4) != 0 || check_cuda_devices() < 2) {
+    printf("    SKIPPED: needs FUNNEL_TEST_BACKEND=cuda and two CUDA devices (%d here)\n",
+           check_cuda_devices());
+    return;
+  }
+  for (int from = 0; from < 2; from++) {
+    char kind[16], import_on[40], shared_on[40];
+    snprintf(kind, sizeof(kind), "cuda:%d", from);
+    snprintf(import_on, sizeof(import_on), "FUNNEL_TEST_IMPORT_ON=cuda:%d", 1 - from);
+    snprintf(shared_on, sizeof(shared_on), "FUNNEL_TEST_SHARED_ON=%d", from);
+    char *extra[] = {import_on, shared_on, NULL};
+    const int peer = check_cuda_peer(1 - from, from);
+    printf("    cuda:%d -> cuda:%d: the driver says peer access %s\n", from, 1 - from,
+           peer == 1 ? "yes" : "no");
+    struct shared s;
+    export_on = kind;
+    for (int shareable = 0; shareable < 2; shareable++) {
+      if (share_with(&s, 40 + (uint64_t)shareable, shareable))
+        CHECK_EQ_I64(wait_importer(spawn_importer_with("peer", 40 + (uint64_t)shareable, s.dir,
+                                                       extra)),
+                     peer == 1 ? 0 : FUNNEL_ERR_INVALID_ARGUMENT);
+      unshare(&s);
+    }
+    export_on = NULL;
+  }
 }
 
 /* Once closed, the descriptor opens nothing: the control block is gone. */
@@ -415,6 +483,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(dead_importer_is_reclaimed),
       CHECK_TEST(import_in_the_exporting_process_fails),
       CHECK_TEST(import_rejects_other_devices_and_bad_bytes),
+      CHECK_TEST(another_gpu_reads_it_in_place_or_is_told_why),
       CHECK_TEST(import_after_close_fails),
       CHECK_TEST(export_and_close_leave_nothing),
   };

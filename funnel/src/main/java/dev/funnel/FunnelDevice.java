@@ -98,10 +98,12 @@ public final class FunnelDevice implements AutoCloseable {
   /**
    * Opens a table another process shared ({@link DeviceTable#share()}), from its descriptor, as a
    * read-only table of this process: its columns point into the sharing process's memory, and
-   * closing it tells that process it is done.
+   * closing it tells that process it is done. A table shared from another GPU of the host opens
+   * in place when this GPU has peer access to that one (its buffers stay there).
    *
    * @throws FunnelException {@link FunnelException.Code#INVALID_ARGUMENT} when the table was
-   *     shared from another backend or device, or by this very process; {@link
+   *     shared from another backend, from a GPU this one has no peer access to (the message
+   *     names both), or by this very process; {@link
    *     MalformedPartitionException} for bytes that are not a descriptor; {@link
    *     FunnelException.Code#IN_USE} when the sharing process has withdrawn it
    */
