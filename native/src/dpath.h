@@ -781,21 +781,36 @@ FUNNEL_DP bool funnel__dp_laid_out(const struct funnel__dp_args *a) {
 
 /* ------------------------------------------------------------ concat */
 
-/* Copies n bytes, the lanes taking 8-byte words where both ends allow. */
+/* Copies n bytes, the lanes writing 8-byte words of `dst`. When the two
+ * ends differ in alignment (string bytes nearly always do: a piece's bytes
+ * land at any offset of the output), each word is cut from the two aligned
+ * source words it straddles; the first of those may begin before `src`
+ * (never before the 8-byte boundary at or below it, so never outside an
+ * allocation that `src` lies in), and the last word is copied byte by
+ * byte, so nothing past src + n is read. (ncu, H100, the concat of
+ * 200x4x100 strings: 42 us a byte at a time.) */
 FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, int lanes) {
   if (n <= 0) return;
-  if ((((uintptr_t)dst ^ (uintptr_t)src) & 7) == 0) {
-    int64_t head = (int64_t)((8 - ((uintptr_t)dst & 7)) & 7);
-    if (head > n) head = n;
-    for (int64_t i = lane; i < head; i += lanes) dst[i] = src[i];
-    const int64_t words = (n - head) / 8;
-    uint64_t *dw = (uint64_t *)(dst + head);
-    const uint64_t *sw = (const uint64_t *)(src + head);
+  int64_t head = (int64_t)((8 - ((uintptr_t)dst & 7)) & 7);
+  if (head > n) head = n;
+  for (int64_t i = lane; i < head; i += lanes) dst[i] = src[i];
+  const int64_t words = (n - head) / 8;
+  uint64_t *dw = (uint64_t *)(dst + head);
+  const uint8_t *s = src + head;
+  const int shift = (int)((uintptr_t)s & 7);
+  int64_t tail = head + words * 8; /* the bytes from here on go one by one */
+  if (shift == 0) {
+    const uint64_t *sw = (const uint64_t *)s;
+    DP_UNROLL
     for (int64_t i = lane; i < words; i += lanes) dw[i] = sw[i];
-    for (int64_t i = head + words * 8 + lane; i < n; i += lanes) dst[i] = src[i];
-    return;
+  } else if (words > 0) {
+    const uint64_t *sw = (const uint64_t *)(s - shift);
+    const int lo = 8 * shift, hi = 64 - 8 * shift;
+    DP_UNROLL
+    for (int64_t i = lane; i < words - 1; i += lanes) dw[i] = sw[i] >> lo | sw[i + 1] << hi;
+    tail -= 8;
   }
-  for (int64_t i = lane; i < n; i += lanes) dst[i] = src[i];
+  for (int64_t i = tail + lane; i < n; i += lanes) dst[i] = src[i];
 }
 
 /* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
