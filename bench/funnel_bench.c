@@ -54,6 +54,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "device.h"
 #include "ipc_writer.h"
 
 #define WARMUP 2
@@ -96,14 +97,6 @@ static int64_t read_i64(const uint8_t *p) {
   int64_t v;
   memcpy(&v, p, 8);
   return v;
-}
-
-/* N of "cuda:N" (decimal digits, at most 9), else -1. */
-static int cuda_ordinal(const char *kind) {
-  if (strncmp(kind, "cuda:", 5) != 0) return -1;
-  const size_t n = strlen(kind + 5);
-  if (n == 0 || n > 9 || strspn(kind + 5, "0123456789") != n) return -1;
-  return atoi(kind + 5);
 }
 
 static double mib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
@@ -395,8 +388,7 @@ enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, N_READERS };
 
 struct bench {
   struct funnel_device *dev;
-  int ordinal; /* cuda: the device's ordinal (the bench makes no context of its own: "cuda"
-                  is device 0); cpu: -1 */
+  int ordinal; /* cuda: the device's ordinal; cpu: -1 */
   struct funnel_reader *reader[N_READERS];
   /* the baselines' own instance of the device's backend */
   struct funnel_backend be;
@@ -873,7 +865,10 @@ static int bench_open(struct bench *b, const char *backend, struct funnel_error 
   FUNNEL_RETURN_NOT_OK(funnel_device_open(backend, &b->dev, err));
   /* no public accessor for a device's backend: open another of its kind */
   const char *name = funnel_device_backend(b->dev);
-  b->ordinal = strcmp(name, "cuda") != 0 ? -1 : cuda_ordinal(backend) >= 0 ? cuda_ordinal(backend) : 0;
+  /* the ordinal asked for, else the one funnel opened: the check of where
+   * the tables lie holds funnel to what was asked */
+  const int asked = funnel__cuda_ordinal(backend);
+  b->ordinal = strcmp(name, "cuda") != 0 ? -1 : asked >= 0 ? asked : (int)b->dev->be.device_id;
   FUNNEL_RETURN_NOT_OK(b->ordinal >= 0 ? funnel__cuda_backend_open(&b->be, b->ordinal, err)
                                        : funnel__cpu_backend_init(&b->be, err));
   b->be_open = 1;
@@ -1011,7 +1006,7 @@ static void add_devices(struct options *o, const char *list) {
   for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     char kind[32];
     snprintf(kind, sizeof(kind), "cuda:%.20s", tok);
-    const int d = cuda_ordinal(kind);
+    const int d = funnel__cuda_ordinal(kind);
     if (d < 0) die("bad device '%s' in --devices: expected CUDA ordinals, e.g. 0,1", tok);
     for (int i = 0; i < o->n_devices; i++)
       if (o->devices[i] == d) die("device %d twice in --devices", d);
@@ -1081,8 +1076,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
       exit(0);
     } else if (strcmp(a, "--backend") == 0) {
       o->backend = need_value(argc, argv, &i);
-      if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda") &&
-          cuda_ordinal(o->backend) < 0)
+      if (strcmp(o->backend, "auto") && strcmp(o->backend, "cpu") &&
+          funnel__cuda_ordinal(o->backend) < -1)
         die("unknown backend '%s': expected auto, cpu, cuda or cuda:N", o->backend);
     } else if (strcmp(a, "--devices") == 0) {
       add_devices(o, need_value(argc, argv, &i));

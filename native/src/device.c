@@ -8,9 +8,7 @@
 
 #include "device.h"
 
-/* The device ordinal of "cuda:N" (0 <= N <= INT_MAX, decimal digits only),
- * -1 for "cuda", -2 for anything else. */
-static int cuda_ordinal(const char *kind) {
+int funnel__cuda_ordinal(const char *kind) {
   if (strcmp(kind, "cuda") == 0) return -1;
   if (strncmp(kind, "cuda:", 5) != 0 || kind[5] == '\0') return -2;
   long n = 0;
@@ -24,7 +22,7 @@ static int cuda_ordinal(const char *kind) {
 /* Opens the backend `kind` asks for ("auto": cuda when it opens, else cpu;
  * "cuda:N": the cuda device of ordinal N). */
 static int open_backend(const char *kind, struct funnel_backend *be, struct funnel_error *error) {
-  const int ordinal = cuda_ordinal(kind);
+  const int ordinal = funnel__cuda_ordinal(kind);
   const bool want_cuda = ordinal >= -1, want_cpu = strcmp(kind, "cpu") == 0;
   if (!want_cuda && !want_cpu && strcmp(kind, "auto") != 0)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,

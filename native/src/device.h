@@ -37,6 +37,10 @@ struct funnel__config {
   int parse;
 };
 
+/* The device ordinal of "cuda:N" (0 <= N <= INT_MAX, decimal digits only),
+ * -1 for "cuda", -2 for anything else. */
+int funnel__cuda_ordinal(const char *kind);
+
 struct funnel_device {
   _Atomic int64_t refs;
   struct funnel_backend be;
