@@ -121,24 +121,31 @@
  * pages, far below FUNNEL__CHECK_TASK. */
 #define FUNNEL__CHECK_INLINE_BYTES ((int64_t)16 << 10)
 
-/* Staging memcpys of pageable partitions into pinned memory run in tasks
- * of this many bytes on the host threads (one thread copies ~5-10 GB/s;
- * the link takes ~55). */
-#define FUNNEL__STAGE_TASK ((int64_t)1 << 20)
+/* Pageable partitions are staged into pinned memory in tasks of this many
+ * bytes on the host threads, with stores that bypass the cache
+ * (transfer.c). A probe on the H100 host (16 cores; bench/RESULTS.md,
+ * 2026-11-24) staged partitions of 700 B: one thread 11 to 13 GB/s at any
+ * size; 16 threads in tasks of 256 KiB 39 GB/s for 2 MiB, 85 for 7 MiB,
+ * 90 for 21 MiB (tasks of 1 MiB: 21, 49, 81: too few of them for 16
+ * threads below 16 MiB). Plain memcpy stored as fast but the copy of
+ * its bytes to the device then took 2 to 3 times as long (7 MiB: 600
+ * against 150 us), the copy engine reading lines dirty in the caches. */
+#define FUNNEL__STAGE_TASK ((int64_t)256 << 10)
 
 /* Staging proceeds in up to STAGE_ROUNDS rounds of at least
- * STAGE_ROUND_MIN bytes (16 tasks: work for every host thread); the bytes
- * of each round go up while the next is staged, so the host's memcpy and
- * the link overlap. */
+ * STAGE_ROUND_MIN bytes; the bytes of each round go up while the next is
+ * staged, so the host's stores and the link overlap. funnel_bench on the
+ * H100, pageable, mixed (ms, rounds of at least 2 MiB against 16 MiB):
+ * 1000x4x100 (2.7 MB) 0.18 against 0.35, 10000x4x1 (7 MB) 0.59 against
+ * 0.65, 10000x10x10 (20 MB) 0.91 against 1.04. */
 #define FUNNEL__STAGE_ROUNDS 16
+#define FUNNEL__STAGE_ROUND_MIN ((int64_t)2 << 20)
 
-/* Pageable bytes up to this many are staged on the calling thread, not
- * fanned out to the host threads: waking them cost more than it saved
- * below it. Measured on the H100 host (16 cores; funnel_bench, mixed,
- * pageable, device path, ms): 0.55 MB 0.177 fanned out / 0.174 on the
- * caller; 1.9 MB 0.757 / 0.347; 6.5 MB 0.695 / 0.763; 19 MB 1.34 / 2.28. */
-#define FUNNEL__STAGE_INLINE_BYTES ((int64_t)4 << 20)
-#define FUNNEL__STAGE_ROUND_MIN ((int64_t)16 << 20)
+/* Pageable bytes up to this many are staged on the calling thread alone:
+ * below it, the wake of a sleeping worker (15 to 20 us on the H100 host)
+ * costs more than the threads save. The same probe: 0.14 MB staged in 8
+ * to 10 us alone, 0.72 MB in 55 alone and 38 on the threads. */
+#define FUNNEL__STAGE_INLINE_BYTES ((int64_t)256 << 10)
 
 /* FUNNEL_TRANSFER_AUTO, for a read of partitions only some of which are
  * pinned, reads the pinned ones in place when they total at most this many
@@ -166,6 +173,12 @@
  * Override: FUNNEL_HOST_THREADS (read once per process), up to
  * FUNNEL__HOST_THREADS_LIMIT. */
 #define FUNNEL__HOST_THREADS_MAX 16
+/* A worker polls for the next loop this long after its last one before it
+ * sleeps (workers.c): the loops of one read follow each other within tens
+ * of microseconds (a staging's rounds, a plan's passes), and waking a
+ * sleeping thread cost 15 to 20 us on the H100 host (a probe,
+ * bench/RESULTS.md, 2026-11-24). */
+#define FUNNEL__WORKER_SPIN_NS 50000
 #define FUNNEL__HOST_THREADS_LIMIT 64
 
 #endif

@@ -25,6 +25,7 @@
 
 #include "check.h"
 #include "ipc_writer.h"
+#include "workers.h"
 
 static const struct iw_field FIELDS[] = {
     {.type = FUNNEL_TYPE_INT64, .name = "id", .nullable = 0},
@@ -499,6 +500,73 @@ static void copy_mode_pinned_partition_beside_the_staging_block(void) {
   funnel_device_close(dev);
 }
 
+/* ------------------------------------------------------ the host threads */
+
+/* workers.c's loops, from several threads at once (a caller that finds the
+ * workers busy runs its loop alone): every index of every loop runs once,
+ * and its write is seen by the caller when the loop returns. Some loops
+ * follow each other at once (the workers still polling), some after a
+ * pause longer than their polling (asleep), some have tasks long enough
+ * that the caller waits for the workers' last ones. */
+enum { HT_CALLERS = 4, HT_LOOPS = 600, HT_MAX_TASKS = 48 };
+
+struct ht_loop {
+  int64_t runs[HT_MAX_TASKS];
+  int slow; /* tasks spin this many microseconds */
+};
+
+static void ht_spin_us(int us) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (seconds_since(&t0) < 1e-6 * us) {
+  }
+}
+
+static void ht_task(void *ctx, int64_t i) {
+  struct ht_loop *l = ctx;
+  if (l->slow > 0) ht_spin_us(l->slow);
+  l->runs[i]++;
+}
+
+struct ht_caller {
+  int id;
+  int64_t wrong; /* indices not run exactly once */
+};
+
+static void *ht_run(void *arg) {
+  struct ht_caller *c = arg;
+  uint32_t seed = 2654435761u * (uint32_t)(c->id + 1);
+  for (int k = 0; k < HT_LOOPS; k++) {
+    seed = seed * 1664525u + 1013904223u;
+    const int64_t n = 1 + (int64_t)((seed >> 8) % HT_MAX_TASKS);
+    struct ht_loop l;
+    memset(&l, 0, sizeof(l));
+    l.slow = (seed >> 20) % 7 == 0 ? 30 : 0;
+    funnel__parallel_for(n, ht_task, &l);
+    for (int64_t i = 0; i < HT_MAX_TASKS; i++) c->wrong += l.runs[i] != (i < n ? 1 : 0);
+    if ((seed >> 24) % 5 == 0) {
+      const struct timespec pause = {0, 200 * 1000}; /* past the workers' polling */
+      nanosleep(&pause, NULL);
+    }
+  }
+  return NULL;
+}
+
+static void host_threads_run_every_task_once(void) {
+  pthread_t t[HT_CALLERS];
+  struct ht_caller c[HT_CALLERS];
+  for (int i = 0; i < HT_CALLERS; i++) {
+    c[i] = (struct ht_caller){.id = i};
+    CHECK(pthread_create(&t[i], NULL, ht_run, &c[i]) == 0);
+  }
+  for (int i = 0; i < HT_CALLERS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < HT_CALLERS; i++) {
+    check_context("caller %d", i);
+    CHECK_EQ_I64(c[i].wrong, 0);
+  }
+  check_context("%s", "");
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* notes in order with the harness's lines */
   static const struct check_test tests[] = {
@@ -508,6 +576,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(threads_read_with_the_pool_full),
       CHECK_TEST(threads_read_with_the_pool_full_now_and_then),
       CHECK_TEST(copy_mode_pinned_partition_beside_the_staging_block),
+      CHECK_TEST(host_threads_run_every_task_once),
   };
   return CHECK_MAIN(argc, argv, tests);
 }
