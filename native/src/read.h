@@ -92,7 +92,8 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
 
 /* How every partition of a read reaches the device. */
 struct funnel__transfer {
-  uint64_t *in_base;   /* per partition: the device address its bytes start at */
+  uint64_t *in_base;   /* per partition: the device address its bytes start at (the device
+                          path: NULL unless partitions are read in place) */
   int64_t *in_scratch; /* per partition: offset of its bytes in scratch, or -1;
                           NULL on the device path when the early copy
                           mirrors their span: */

