@@ -712,37 +712,73 @@ static int run_once(struct bench *b, const struct workload *w, int src, const st
   return st;
 }
 
-static void measure(struct bench *b, const struct workload *w, int src,
-                    const struct rep_policy *policy, const struct strategy *s,
-                    struct measurement *m) {
+/* A measurement in progress: its warm-up done, its timed iterations
+ * taken one at a time (measure_rep), then summed up (measure_end). */
+struct timing {
+  const struct strategy *s;
+  struct measurement *m;
+  int reps, done;
+  int64_t *ns;
+};
+
+/* The warm-up iterations, and how many timed ones follow; false when the
+ * strategy does not apply or failed (m says which). */
+static bool measure_begin(struct bench *b, const struct workload *w, int src,
+                          const struct rep_policy *policy, const struct strategy *s,
+                          struct measurement *m, struct timing *t) {
   memset(m, 0, sizeof(*m));
+  *t = (struct timing){.s = s, .m = m};
   if (s->pinned_only && src != SRC_PINNED) {
     m->skipped = 1;
-    return;
+    return false;
   }
   struct sample smp;
   int64_t warm_ns = 0;
   for (int i = 0; i < WARMUP; i++) {
     const int64_t t0 = now_ns();
-    if (run_once(b, w, src, s, &smp, m) != FUNNEL_OK) return;
+    if (run_once(b, w, src, s, &smp, m) != FUNNEL_OK) return false;
     warm_ns = now_ns() - t0;
   }
-  const int reps = choose_reps(policy, warm_ns);
-  int64_t *ns = xcalloc((size_t)reps, sizeof(int64_t));
-  for (int i = 0; i < reps; i++) {
-    if (run_once(b, w, src, s, &smp, m) != FUNNEL_OK) break;
-    ns[i] = smp.ns;
-    m->calls = smp.calls;
-    m->stats = smp.stats;
-  }
-  if (m->status == FUNNEL_OK) {
-    qsort(ns, (size_t)reps, sizeof(int64_t), cmp_i64);
-    const double mid = reps % 2 ? (double)ns[reps / 2] : (ns[reps / 2 - 1] + ns[reps / 2]) / 2.0;
+  t->reps = choose_reps(policy, warm_ns);
+  t->ns = xcalloc((size_t)t->reps, sizeof(int64_t));
+  return true;
+}
+
+/* The next timed iteration; false when none is left or it failed. */
+static bool measure_rep(struct bench *b, const struct workload *w, int src, struct timing *t) {
+  if (t->ns == NULL || t->done >= t->reps || t->m->status != FUNNEL_OK) return false;
+  struct sample smp;
+  if (run_once(b, w, src, t->s, &smp, t->m) != FUNNEL_OK) return false;
+  t->ns[t->done++] = smp.ns;
+  t->m->calls = smp.calls;
+  t->m->stats = smp.stats;
+  return true;
+}
+
+static void measure_end(struct timing *t) {
+  struct measurement *m = t->m;
+  if (t->ns != NULL && m->status == FUNNEL_OK && t->done == t->reps) {
+    const int reps = t->reps;
+    qsort(t->ns, (size_t)reps, sizeof(int64_t), cmp_i64);
+    const double mid = reps % 2 ? (double)t->ns[reps / 2]
+                                : (t->ns[reps / 2 - 1] + t->ns[reps / 2]) / 2.0;
     m->reps = reps;
     m->ms_median = mid / 1e6;
-    m->ms_min = (double)ns[0] / 1e6;
+    m->ms_min = (double)t->ns[0] / 1e6;
   }
-  free(ns);
+  free(t->ns);
+  t->ns = NULL;
+}
+
+/* One strategy measured alone: its iterations one after the other. */
+static void measure(struct bench *b, const struct workload *w, int src,
+                    const struct rep_policy *policy, const struct strategy *s,
+                    struct measurement *m) {
+  struct timing t;
+  if (measure_begin(b, w, src, policy, s, m, &t))
+    while (measure_rep(b, w, src, &t)) {
+    }
+  measure_end(&t);
 }
 
 /* Once per shape and source, untimed: the row count, the null counts, and
@@ -973,7 +1009,9 @@ static void usage(FILE *f) {
           "  --reps        timed iterations after %d warm-up ones; the median is reported.\n"
           "                Default: adaptive, from the time t of the last warm-up iteration:\n"
           "                50 ms / t of them, at least 7 and at most 51 (--quick: 20 ms / t, 3\n"
-          "                to 15), and 3 when t is over 25 ms\n"
+          "                to 15), and 3 when t is over 25 ms. The strategies take their timed\n"
+          "                iterations in turn (one of each, then the next of each), except with\n"
+          "                --concurrent and --devices\n"
           "  --max-bytes   skip shapes whose partitions exceed SIZE bytes (default 1G)\n"
           "  --max-pieces  leave naive and batched_scatter, which make one call per column\n"
           "                piece, out of shapes of more than N pieces (P x buffers; default 50000)\n"
@@ -1805,6 +1843,51 @@ static void *read_behind(void *arg) {
   return NULL;
 }
 
+/* Every strategy of `opt` measured at once, their timed iterations taken
+ * in turn (one of each, then the next of each): what slows the host or
+ * the device for a while (another tenant, the clocks, a fresh process's
+ * first second) then falls on every strategy alike, not on the one
+ * measured at the time. Measured one after the other, the strategy
+ * measured first after a workload was made came out up to 1.5x slower
+ * than the same read measured after it, now and then (bench/RESULTS.md,
+ * 2026-11-24). A strategy's warm-up still precedes its iterations. Sends
+ * each measurement to the parent; true when one found the context dead. */
+static bool measure_interleaved(struct bench *b, const struct workload *w, int src,
+                                const struct options *opt, int64_t pieces, int fd) {
+  struct child_msg msg[N_STRATEGIES];
+  struct timing t[N_STRATEGIES];
+  bool on[N_STRATEGIES] = {false};
+  for (int s = 0; s < N_STRATEGIES; s++) {
+    memset(&msg[s], 0, sizeof(msg[s]));
+    msg[s].kind = MSG_MEASURED;
+    msg[s].strategy = s;
+    t[s] = (struct timing){0};
+    if (opt->strategy_off[s]) continue;
+    if (STRATEGIES[s].per_piece && pieces > opt->max_pieces) {
+      msg[s].m.skipped = 1;
+      snprintf(msg[s].m.skip_why, sizeof(msg[s].m.skip_why),
+               "%lld column pieces, over --max-pieces %lld (one call each)", (long long)pieces,
+               (long long)opt->max_pieces);
+      continue;
+    }
+    on[s] = measure_begin(b, w, src, &opt->reps, &STRATEGIES[s], &msg[s].m, &t[s]);
+    if (msg[s].m.status == FUNNEL_ERR_FATAL) break;
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (int s = 0; s < N_STRATEGIES; s++)
+      if (on[s]) any |= on[s] = measure_rep(b, w, src, &t[s]);
+  }
+  bool fatal = false;
+  for (int s = 0; s < N_STRATEGIES; s++) {
+    measure_end(&t[s]);
+    if (opt->strategy_off[s]) continue;
+    send_msg(fd, &msg[s]);
+    fatal |= msg[s].m.status == FUNNEL_ERR_FATAL;
+  }
+  return fatal;
+}
+
 /* Measures every strategy of `opt` on `backend`. go_fd >= 0 (--devices,
  * all devices at once): before each strategy, says MSG_READY and waits for
  * the parent's byte on go_fd, so that every device's process starts it
@@ -1866,6 +1949,10 @@ static void child_measure(int fd, const struct options *opt, const char *backend
     if (pthread_create(&behind[started].thread, NULL, read_behind, &behind[started]) != 0) break;
   }
   const int64_t pieces = (int64_t)w->shape.parts * w->n_bufs;
+  if (go_fd < 0 && n_behind == 0) {
+    if (!measure_interleaved(&b, w, src, opt, pieces, fd)) bench_close(&b);
+    return;
+  }
   for (int s = 0; s < N_STRATEGIES && !fatal; s++) {
     if (opt->strategy_off[s]) continue;
     if (getenv("FUNNEL_BENCH_TRACE") != NULL) fprintf(stderr, "  %s\n", STRATEGIES[s].name);
