@@ -124,7 +124,14 @@ enum funnel_type_id {
   FUNNEL_TYPE_BINARY,
   FUNNEL_TYPE_LARGE_UTF8,
   FUNNEL_TYPE_LARGE_BINARY,
-  FUNNEL_TYPE_FIXED_SIZE_BINARY
+  FUNNEL_TYPE_FIXED_SIZE_BINARY,
+  /* nested: a column of these is followed by its children's columns
+   * (funnel_column.parent, n_children) */
+  FUNNEL_TYPE_LIST,            /* int32 offsets into its one child */
+  FUNNEL_TYPE_LARGE_LIST,      /* int64 offsets */
+  FUNNEL_TYPE_FIXED_SIZE_LIST, /* list_size child values a row */
+  FUNNEL_TYPE_STRUCT,          /* a child a field, each of the struct's rows */
+  FUNNEL_TYPE_MAP              /* int32 offsets into its child struct<key, value> */
 };
 
 enum funnel_time_unit {
@@ -171,6 +178,16 @@ struct funnel_column {
   struct funnel_buffer validity; /* size 0 when null_count is 0 */
   struct funnel_buffer offsets;  /* (length + 1) * offset_width bytes */
   struct funnel_buffer data;     /* values; bool: bit-packed */
+  /* The table's columns are the schema's nodes, depth first: a nested
+   * column (list, large_list, fixed_size_list, struct, map) is followed by
+   * its children and theirs. Top-level columns have parent -1. A list's
+   * offsets index its child's rows; a struct's children have its rows; a
+   * fixed_size_list's child list_size times its rows. */
+  int parent;             /* index of the column this one is a child of, or -1 */
+  int n_children;
+  int list_size;          /* fixed_size_list */
+  int keys_sorted;        /* map */
+  const char *path;       /* "c3.item.y": the names from the top-level column down */
 };
 
 /* ---------------------------------------------------------------- device */

@@ -147,7 +147,8 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
     if (automatic && left_alike(&parts[first], &pv, known)) return false;
     if (known == NULL) known = pv.schema;
   }
-  if (known == NULL || known->n_fields == 0) return false;
+  /* nested columns: the host path (the device parse reads flat ones) */
+  if (known == NULL || known->n_fields == 0 || known->nested) return false;
   /* what only the device path would need: its tables of pieces, a scan
    * launch's grid of string columns */
   int n_var = 0;
@@ -384,8 +385,8 @@ int funnel__dpath_plan(struct funnel_table *t, struct funnel__dpath *d,
     plan->columns[c].null_count = nulls[c];
     if (schema->fields[c].offset_width != 0) chars[c] = var_chars[v++];
   }
-  FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, plan->columns, chars, plan->rows,
-                                           &plan->out_size, error));
+  for (int c = 0; c < n_cols; c++) plan->columns[c].length = plan->rows; /* flat */
+  FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, plan->columns, chars, &plan->out_size, error));
   if (plan->out_size != s->out_size)
     return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT,
                       "internal error: the device laid out %lld bytes of output, the host %lld",

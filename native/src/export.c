@@ -253,6 +253,10 @@ funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDev
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(t != NULL && array != NULL,
                    "funnel_table_export_device: table and array must not be NULL");
+  if (t->plan.schema != NULL && t->plan.schema->nested)
+    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
+                      "funnel_table_export_device: the table has nested columns (list, struct, "
+                      "map), which the export does not carry yet");
   funnel__table_enter(t);
   const int st = export_device(t, array, schema, error);
   funnel__table_leave(t);

@@ -246,17 +246,56 @@ static const char *const arrow_type_names[] = {
 
 #define FIELD_ERROR(code, fmt, ...)                                    \
   funnel__error_set(error, (code), index, column, offset,              \
-                    "%s: column %d '%s': " fmt, where(index, wbuf), column, f->name, __VA_ARGS__)
+                    "%s: column %d '%s': " fmt, where(index, wbuf), column, f->path, __VA_ARGS__)
 
-/* Fills `f` from a Field table. `index` is the partition (-1: the reader's
- * schema), `offset` the message's offset, for errors. */
-static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int column, int64_t index,
-                       int64_t offset, struct funnel__arena *arena,
-                       struct funnel__field *f, struct funnel_error *error) {
-  char wbuf[32], what[48];
+/* The schema's nodes as they are parsed, depth first. */
+struct nodes {
+  struct funnel__field *v;
+  int n, cap;
+};
+
+/* A new node at the end of `ns`, zeroed; NULL when out of memory. */
+static struct funnel__field *node_add(struct nodes *ns, struct funnel__arena *arena) {
+  if (ns->n == ns->cap) {
+    const int cap = ns->cap ? 2 * ns->cap : 16;
+    struct funnel__field *v = funnel__arena_alloc(arena, (size_t)cap * sizeof(*v));
+    if (v == NULL) return NULL;
+    if (ns->n) memcpy(v, ns->v, (size_t)ns->n * sizeof(*v));
+    ns->v = v;
+    ns->cap = cap;
+  }
+  struct funnel__field *f = &ns->v[ns->n++];
   memset(f, 0, sizeof(*f));
+  return f;
+}
+
+/* "parent.name", or the name alone at the top. */
+static const char *path_of(const char *parent, const char *name, struct funnel__arena *arena) {
+  if (parent == NULL) return name;
+  const size_t a = strlen(parent), b = strlen(name);
+  char *p = funnel__arena_alloc(arena, a + b + 2);
+  if (p == NULL) return NULL;
+  memcpy(p, parent, a);
+  p[a] = '.';
+  memcpy(p + a + 1, name, b + 1);
+  return p;
+}
+
+/* Appends the node of a Field table to `ns`, then its children's, depth
+ * first; `parent` is the parent node's index (-1 at the top). `index` is
+ * the partition (-1: the reader's schema), `offset` the message's offset,
+ * for errors. A node's column number in messages is its index in `ns`. */
+static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int parent, int depth,
+                       int64_t index, int64_t offset, struct funnel__arena *arena,
+                       struct nodes *ns, struct funnel_error *error) {
+  char wbuf[32], what[48];
+  const int column = ns->n;
+  struct funnel__field *f = node_add(ns, arena);
+  if (f == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   f->name = "";
+  f->path = "";
   f->timezone = "";
+  f->parent = parent;
   uint32_t name_len = 0;
   const uint32_t name_at = fb_string(r, ft, 0, &name_len);
   f->nullable = funnel__fb_u8(r, ft, 1, 0) != 0;
@@ -264,7 +303,7 @@ static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int col
   uint32_t type_pos = funnel__fb_ref(r, ft, 3);
   uint32_t dict_pos = funnel__fb_ref(r, ft, 4);
   uint32_t n_children = 0;
-  (void)funnel__fb_vector(r, ft, 5, 4, &n_children);
+  const uint32_t children = funnel__fb_vector(r, ft, 5, 4, &n_children);
   struct funnel__fb_table ty = {0, 0, 0, 0};
   if (!r->bad && type_pos != 0) ty = funnel__fb_table_at(r, type_pos);
   if (r->bad)
@@ -275,7 +314,9 @@ static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int col
   snprintf(what, sizeof(what), "column %d name", column);
   FUNNEL_RETURN_NOT_OK(text_check(r, name_at, name_len, false, index, column, what, error));
   f->name = string_copy(r, name_at, name_len, arena);
-  if (f->name == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  f->path = f->name == NULL ? NULL
+            : path_of(parent >= 0 ? ns->v[parent].path : NULL, f->name, arena);
+  if (f->path == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   FUNNEL_RETURN_NOT_OK(metadata_check(r, ft, 6, index, column, offset, error));
   const char *tname = tt >= 0 && tt <= T_LARGE_LIST_VIEW ? arrow_type_names[tt] : "unknown";
   if (dict_pos != 0)
@@ -352,6 +393,33 @@ static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int col
       f->byte_width = w;
       break;
     }
+    case T_LIST:
+    case T_LARGE_LIST:
+      f->type_id = tt == T_LIST ? FUNNEL_TYPE_LIST : FUNNEL_TYPE_LARGE_LIST;
+      f->nested = FUNNEL__NESTED_LIST;
+      f->offset_width = tt == T_LIST ? 4 : 8;
+      break;
+    case T_MAP:
+      f->type_id = FUNNEL_TYPE_MAP;
+      f->nested = FUNNEL__NESTED_LIST;
+      f->offset_width = 4;
+      f->keys_sorted = funnel__fb_u8(r, ty, 0, 0) != 0;
+      break;
+    case T_FIXED_SIZE_LIST: {
+      const int32_t n = funnel__fb_i32(r, ty, 0, 0);
+      if (n < 0) return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "FixedSizeList with list size %d", (int)n);
+      if (n == 0)
+        return FIELD_ERROR(FUNNEL_ERR_UNSUPPORTED, "%s",
+                           "fixed_size_list of size 0 is not supported");
+      f->type_id = FUNNEL_TYPE_FIXED_SIZE_LIST;
+      f->nested = FUNNEL__NESTED_FIXED;
+      f->list_size = n;
+      break;
+    }
+    case T_STRUCT:
+      f->type_id = FUNNEL_TYPE_STRUCT;
+      f->nested = FUNNEL__NESTED_STRUCT;
+      break;
     case T_UTF8: f->type_id = FUNNEL_TYPE_UTF8; f->offset_width = 4; break;
     case T_BINARY: f->type_id = FUNNEL_TYPE_BINARY; f->offset_width = 4; break;
     case T_LARGE_UTF8: f->type_id = FUNNEL_TYPE_LARGE_UTF8; f->offset_width = 8; break;
@@ -363,9 +431,37 @@ static int field_parse(struct funnel__fb *r, struct funnel__fb_table ft, int col
   }
   if (r->bad)
     return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "corrupt %s type table", tname);
-  if (n_children != 0)
-    return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "%s field has %u children", tname, n_children);
-  f->n_buffers = f->offset_width != 0 ? 3 : 2;
+  const uint32_t want = f->nested == FUNNEL__NESTED_NONE     ? 0
+                        : f->nested == FUNNEL__NESTED_STRUCT ? n_children
+                                                             : 1;
+  if (n_children != want)
+    return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "%s field has %u children, not %u", tname,
+                       n_children, want);
+  f->n_buffers = f->nested == FUNNEL__NESTED_LIST   ? 2
+                 : f->nested != FUNNEL__NESTED_NONE ? 1
+                 : f->offset_width != 0             ? 3
+                                                    : 2;
+  f->n_children = (int)n_children;
+  if (n_children > 0 && depth >= FUNNEL__MAX_DEPTH)
+    return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "nested more than %d deep", FUNNEL__MAX_DEPTH);
+  for (uint32_t i = 0; i < n_children; i++) {
+    struct funnel__fb_table ct = funnel__fb_vector_table(r, children, i);
+    if (r->bad) /* f may have moved: the array grows */
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, column, offset,
+                               "%s: column %d '%s': corrupt Field flatbuffer for child %u",
+                               where(index, wbuf), column, ns->v[column].path, i);
+    FUNNEL_RETURN_NOT_OK(field_parse(r, ct, column, depth + 1, index, offset, arena, ns, error));
+  }
+  f = &ns->v[column];
+  if (f->type_id == FUNNEL_TYPE_MAP) {
+    /* entries: a struct of a key that is never null and a value */
+    const struct funnel__field *e = &ns->v[column + 1];
+    if (e->type_id != FUNNEL_TYPE_STRUCT || e->n_children != 2 || e->nullable)
+      return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "%s",
+                         "map's child is not a non-nullable struct of a key and a value");
+    if (ns->v[column + 2].nullable)
+      return FIELD_ERROR(FUNNEL_ERR_MALFORMED, "%s", "map's keys are nullable");
+  }
   return FUNNEL_OK;
 }
 
@@ -390,21 +486,26 @@ static int schema_from_message(const uint8_t *bytes, const struct message *m,
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
                              "%s: Schema with %u fields", where(index, wbuf), n);
   FUNNEL_RETURN_NOT_OK(metadata_check(&r, m->header, 2, index, -1, m->offset, error));
-  struct funnel__field *fields = funnel__arena_calloc(arena, n ? n : 1, sizeof(*fields));
+  struct nodes ns = {NULL, 0, 0};
   uint8_t *ipc = funnel__arena_alloc(arena, (size_t)(m->end - m->offset));
-  if (fields == NULL || ipc == NULL)
+  if (ipc == NULL || (n == 0 && node_add(&ns, arena) == NULL))
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  if (n == 0) ns.n = 0; /* room for one, as before: callers index fields[0] of nothing */
+  bool nested = false;
   for (uint32_t i = 0; i < n; i++) {
     struct funnel__fb_table ft = funnel__fb_vector_table(&r, first, i);
     if (r.bad)
-      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, (int64_t)i, m->offset,
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, (int64_t)ns.n, m->offset,
                                "%s: corrupt Field flatbuffer for column %u",
                                where(index, wbuf), i);
-    FUNNEL_RETURN_NOT_OK(field_parse(&r, ft, (int)i, index, m->offset, arena, &fields[i], error));
+    FUNNEL_RETURN_NOT_OK(field_parse(&r, ft, -1, 0, index, m->offset, arena, &ns, error));
   }
+  for (int i = 0; i < ns.n; i++) nested |= ns.v[i].nested != FUNNEL__NESTED_NONE;
   memcpy(ipc, bytes + m->offset, (size_t)(m->end - m->offset));
-  out->n_fields = (int)n;
-  out->fields = fields;
+  out->n_fields = ns.n;
+  out->fields = ns.v;
+  out->n_top = (int)n;
+  out->nested = nested;
   out->ipc = ipc;
   out->ipc_length = m->end - m->offset;
   return FUNNEL_OK;
@@ -644,10 +745,18 @@ static int64_t zero_bits(const uint8_t *bits, int64_t n) {
   return n - ones;
 }
 
+/* Zero bits among bits [from, from + n) of `bits`. */
+static int64_t zero_bits_from(const uint8_t *bits, int64_t from, int64_t n) {
+  int64_t zeros = 0;
+  const int64_t head = (8 - from % 8) % 8 < n ? (8 - from % 8) % 8 : n;
+  for (int64_t k = 0; k < head; k++) zeros += ((bits[(from + k) / 8] >> ((from + k) % 8)) & 1) == 0;
+  return zeros + (n > head ? zero_bits(bits + (from + head) / 8, n - head) : 0);
+}
+
 #define BIND_ERROR(code, at, fmt, ...)                                                  \
   funnel__error_set(error, (code), index, (int64_t)i, (at),                              \
                     "partition %lld: RecordBatch at offset %lld, column %d '%s': " fmt, \
-                    (long long)index, (long long)batch->message_offset, i, f->name, __VA_ARGS__)
+                    (long long)index, (long long)batch->message_offset, i, f->path, __VA_ARGS__)
 
 int funnel__batch_bind(const struct funnel__schema *schema,
                        const struct funnel__partition *part, struct funnel__batch *batch,
@@ -679,13 +788,14 @@ int funnel__piece_check(const struct funnel__schema *schema,
   if (f->offset_width == 0 || p->length == 0) return FUNNEL_OK;
   /* every offset, not just the ends: the table handed on must be valid
    * Arrow, whose consumers read values by these offsets */
-  const uint8_t *o = part->bytes + p->offsets;
+  const int64_t at = p->offsets + p->start * f->offset_width;
+  const uint8_t *o = part->bytes + at;
   const int64_t bad = f->offset_width == 4 ? first_decrease32(o, p->length)
                                            : first_decrease64(o, p->length);
   if (bad >= 0)
-    return BIND_ERROR(FUNNEL_ERR_MALFORMED, p->offsets + bad * f->offset_width,
+    return BIND_ERROR(FUNNEL_ERR_MALFORMED, at + bad * f->offset_width,
                       "offset %lld (at byte %lld) is smaller than the one before it",
-                      (long long)bad, (long long)(p->offsets + bad * f->offset_width));
+                      (long long)(p->start + bad), (long long)(at + bad * f->offset_width));
   return FUNNEL_OK;
 }
 
@@ -710,69 +820,132 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
   for (int i = 0; i < schema->n_fields; i++) {
     const struct funnel__field *f = &schema->fields[i];
     struct funnel__piece *p = &batch->pieces[i];
-    p->length = (int64_t)funnel__ld64(batch->nodes + 16 * i);
-    p->null_count = (int64_t)funnel__ld64(batch->nodes + 16 * i + 8);
+    const int64_t node_length = (int64_t)funnel__ld64(batch->nodes + 16 * i);
+    const int64_t node_nulls = (int64_t)funnel__ld64(batch->nodes + 16 * i + 8);
+    p->node_length = node_length;
     p->validity = p->validity_bits = p->offsets = p->data = -1;
-    if (p->length != batch->rows)
+    if (f->parent < 0 && node_length != batch->rows)
       return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
                         "field node length %lld differs from the batch length %lld",
-                        (long long)p->length, (long long)batch->rows);
-    if (p->null_count < 0 || p->null_count > p->length)
+                        (long long)node_length, (long long)batch->rows);
+    if (node_length < 0 || node_nulls < 0 || node_nulls > node_length)
       return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
-                        "null count %lld for %lld rows", (long long)p->null_count,
-                        (long long)p->length);
+                        "null count %lld for %lld rows", (long long)node_nulls,
+                        (long long)node_length);
+    if (node_length > FUNNEL__MAX_ROWS) /* a child's: the batch's rows are checked already */
+      return BIND_ERROR(FUNNEL_ERR_LIMIT, batch->message_offset,
+                        "field node length %lld (at most %lld rows are read)",
+                        (long long)node_length, (long long)FUNNEL__MAX_ROWS);
+    /* the rows the table takes: all of a top-level column's; a child's
+     * from its parent's (bound before it: the nodes are depth first) */
+    int64_t start = 0, length = node_length;
+    if (f->parent >= 0) {
+      const struct funnel__field *pf = &schema->fields[f->parent];
+      const struct funnel__piece *pp = &batch->pieces[f->parent];
+      const char *whose = pf->path;
+      if (pf->nested == FUNNEL__NESTED_LIST) {
+        start = pp->first_offset;
+        length = pp->last_offset - pp->first_offset;
+      } else if (pf->nested == FUNNEL__NESTED_FIXED) {
+        if (node_length / pf->list_size != pp->node_length || node_length % pf->list_size != 0)
+          return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
+                            "field node length %lld, but '%s' (fixed_size_list[%d]) of %lld "
+                            "rows needs %lld", (long long)node_length, whose, pf->list_size,
+                            (long long)pp->node_length,
+                            (long long)pp->node_length * pf->list_size);
+        start = pp->start * pf->list_size;
+        length = pp->length * pf->list_size;
+      } else {
+        if (node_length != pp->node_length)
+          return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
+                            "field node length %lld differs from the %lld rows of its struct '%s'",
+                            (long long)node_length, (long long)pp->node_length, whose);
+        start = pp->start;
+        length = pp->length;
+      }
+      if (start + length > node_length)
+        return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
+                          "field node length %lld, but the rows of '%s' reach row %lld",
+                          (long long)node_length, whose, (long long)(start + length));
+    }
+    p->start = start;
+    p->length = length;
+    p->null_count = node_nulls;
     int64_t off[3], len[3];
     for (int k = 0; k < f->n_buffers; k++) {
       off[k] = batch->body + (int64_t)funnel__ld64(buf + 16 * k);
       len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
     }
     buf += 16 * f->n_buffers;
-    int64_t bitmap_bytes = (p->length + 7) / 8;
-    if (p->null_count > 0 || len[0] > 0) {
+    int64_t bitmap_bytes = (node_length + 7) / 8;
+    if (node_nulls > 0 || len[0] > 0) {
       if (len[0] < bitmap_bytes)
         return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[0],
                           "validity buffer of %lld bytes at offset %lld, %lld rows need %lld",
-                          (long long)len[0], (long long)off[0], (long long)p->length,
+                          (long long)len[0], (long long)off[0], (long long)node_length,
                           (long long)bitmap_bytes);
       p->validity_bits = len[0] > 0 ? off[0] : -1; /* its count: funnel__piece_check */
-      if (p->null_count > 0) p->validity = off[0];
+      if (node_nulls > 0) p->validity = off[0];
     }
+    if (length != node_length) {
+      /* a part of the node: the nulls its bits hold (what a reader of
+       * the table sees), counted here; the rest of the node is not read */
+      p->null_count = p->validity_bits >= 0 ? zero_bits_from(part->bytes + p->validity_bits,
+                                                             start, length)
+                                            : 0;
+      p->validity = p->null_count > 0 ? p->validity_bits : -1;
+      p->validity_bits = -1;
+    }
+    if (p->null_count > 0 && f->parent >= 0 && schema->fields[f->parent].parent >= 0 &&
+        schema->fields[schema->fields[f->parent].parent].type_id == FUNNEL_TYPE_MAP &&
+        i == f->parent + 1)
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, p->validity >= 0 ? p->validity : batch->message_offset,
+                        "%lld of the map's keys are null", (long long)p->null_count);
+    if (f->nested == FUNNEL__NESTED_FIXED || f->nested == FUNNEL__NESTED_STRUCT) continue;
     if (f->offset_width == 0) {
       int64_t need = bitmap_bytes;
       if (f->type_id != FUNNEL_TYPE_BOOL &&
-          funnel__mul_overflows(p->length, f->byte_width, &need))
-        return BIND_ERROR(FUNNEL_ERR_LIMIT, off[1], "%lld rows overflow", (long long)p->length);
+          funnel__mul_overflows(node_length, f->byte_width, &need))
+        return BIND_ERROR(FUNNEL_ERR_LIMIT, off[1], "%lld rows overflow", (long long)node_length);
       if (len[1] < need)
         return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],
                           "data buffer of %lld bytes at offset %lld, %lld rows need %lld",
-                          (long long)len[1], (long long)off[1], (long long)p->length,
+                          (long long)len[1], (long long)off[1], (long long)node_length,
                           (long long)need);
       p->data = off[1];
       continue;
     }
     p->offsets = off[1];
-    p->data = off[2];
-    if (p->length == 0) continue; /* the offsets buffer may be empty */
+    if (f->nested == FUNNEL__NESTED_NONE) p->data = off[2];
+    if (node_length == 0) continue; /* the offsets buffer may be empty */
     int64_t need;
-    if (funnel__mul_overflows(p->length + 1, f->offset_width, &need) || len[1] < need)
+    if (funnel__mul_overflows(node_length + 1, f->offset_width, &need) || len[1] < need)
       return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],
                         "offsets buffer of %lld bytes at offset %lld, %lld rows need %lld",
-                        (long long)len[1], (long long)off[1], (long long)p->length,
-                        (long long)(p->length + 1) * f->offset_width);
+                        (long long)len[1], (long long)off[1], (long long)node_length,
+                        (long long)(node_length + 1) * f->offset_width);
     const uint8_t *o = part->bytes + off[1];
-    int64_t last_at = p->length * f->offset_width;
+    const int64_t first_at = start * f->offset_width, last_at = (start + length) * f->offset_width;
     if (f->offset_width == 4) {
-      p->first_offset = (int32_t)funnel__ld32(o);
+      p->first_offset = (int32_t)funnel__ld32(o + first_at);
       p->last_offset = (int32_t)funnel__ld32(o + last_at);
     } else {
-      p->first_offset = (int64_t)funnel__ld64(o);
+      p->first_offset = (int64_t)funnel__ld64(o + first_at);
       p->last_offset = (int64_t)funnel__ld64(o + last_at);
     }
-    if (p->first_offset < 0 || p->last_offset < p->first_offset || p->last_offset > len[2])
-      return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1],
+    if (f->nested == FUNNEL__NESTED_LIST) {
+      /* the end: against the child's node, when the child is bound */
+      if (p->first_offset < 0 || p->last_offset < p->first_offset)
+        return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1] + first_at,
+                          "offsets run from %lld to %lld", (long long)p->first_offset,
+                          (long long)p->last_offset);
+    } else if (p->first_offset < 0 || p->last_offset < p->first_offset ||
+               p->last_offset > len[2]) {
+      return BIND_ERROR(FUNNEL_ERR_MALFORMED, off[1] + first_at,
                         "offsets run from %lld to %lld, data buffer has %lld bytes",
                         (long long)p->first_offset, (long long)p->last_offset,
                         (long long)len[2]);
+    }
   }
   batch->bound = schema;
   return FUNNEL_OK;
@@ -794,6 +967,15 @@ void funnel__field_type_string(const struct funnel__field *f, char *buf, size_t 
       break;
     case FUNNEL_TYPE_FIXED_SIZE_BINARY:
       snprintf(buf, size, "fixed_size_binary[%d]", f->byte_width);
+      break;
+    case FUNNEL_TYPE_FIXED_SIZE_LIST:
+      snprintf(buf, size, "fixed_size_list[%d]", f->list_size);
+      break;
+    case FUNNEL_TYPE_STRUCT:
+      snprintf(buf, size, "struct of %d", f->n_children);
+      break;
+    case FUNNEL_TYPE_MAP:
+      snprintf(buf, size, "map%s", f->keys_sorted ? " (keys sorted)" : "");
       break;
     default:
       snprintf(buf, size, "%s", funnel_type_name(f->type_id));
@@ -822,6 +1004,11 @@ const char *funnel_type_name(int type_id) {
     case FUNNEL_TYPE_LARGE_UTF8: return "large_utf8";
     case FUNNEL_TYPE_LARGE_BINARY: return "large_binary";
     case FUNNEL_TYPE_FIXED_SIZE_BINARY: return "fixed_size_binary";
+    case FUNNEL_TYPE_LIST: return "list";
+    case FUNNEL_TYPE_LARGE_LIST: return "large_list";
+    case FUNNEL_TYPE_FIXED_SIZE_LIST: return "fixed_size_list";
+    case FUNNEL_TYPE_STRUCT: return "struct";
+    case FUNNEL_TYPE_MAP: return "map";
     default: return "unknown";
   }
 }
@@ -834,18 +1021,20 @@ int funnel__schema_diff(const struct funnel__schema *a, const struct funnel__sch
     if (x->type_id == y->type_id && x->nullable == y->nullable &&
         x->byte_width == y->byte_width && x->time_unit == y->time_unit &&
         x->precision == y->precision && x->scale == y->scale && strcmp(x->name, y->name) == 0 &&
-        (x->type_id != FUNNEL_TYPE_TIMESTAMP || strcmp(x->timezone, y->timezone) == 0))
+        (x->type_id != FUNNEL_TYPE_TIMESTAMP || strcmp(x->timezone, y->timezone) == 0) &&
+        x->parent == y->parent && x->n_children == y->n_children &&
+        x->list_size == y->list_size && x->keys_sorted == y->keys_sorted)
       continue;
     /* the same type string is the same type: only what it prints matters */
     char tx[96], ty[96];
     funnel__field_type_string(x, tx, sizeof(tx));
     funnel__field_type_string(y, ty, sizeof(ty));
     bool same = strcmp(x->name, y->name) == 0 && strcmp(tx, ty) == 0 &&
-                x->nullable == y->nullable;
+                x->nullable == y->nullable && x->parent == y->parent;
     if (same) continue;
     if (why != NULL)
-      snprintf(why, why_size, "column %d is '%s' %s%s, expected '%s' %s%s", i, y->name, ty,
-               y->nullable ? "" : " not null", x->name, tx, x->nullable ? "" : " not null");
+      snprintf(why, why_size, "column %d is '%s' %s%s, expected '%s' %s%s", i, y->path, ty,
+               y->nullable ? "" : " not null", x->path, tx, x->nullable ? "" : " not null");
     return i;
   }
   if (a->n_fields != b->n_fields) {

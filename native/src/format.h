@@ -18,12 +18,35 @@ struct funnel__field {
   int time_unit;         /* timestamp */
   const char *timezone;  /* timestamp: "" when none */
   int precision, scale;  /* decimal128 */
-  int n_buffers;         /* IPC buffers per field: 2 (fixed, bool) or 3 */
+  int n_buffers;         /* IPC buffers per field: 2 (fixed, bool, list), 3 (var
+                            width) or 1 (struct, fixed_size_list) */
+  /* the schema's tree, flattened depth first (funnel__schema.fields) */
+  int nested;            /* enum funnel__nested */
+  int parent;            /* index of the parent node, -1 for a top-level column */
+  int n_children;
+  int list_size;         /* fixed_size_list */
+  int keys_sorted;       /* map */
+  const char *path;      /* "c3.item.y" */
 };
 
+/* How a node's rows relate to its children's. FUNNEL__NESTED_LIST has
+ * offset_width 4 or 8 (map and list: 4) and no data buffer. */
+enum funnel__nested {
+  FUNNEL__NESTED_NONE = 0,
+  FUNNEL__NESTED_LIST,   /* list, large_list, map: offsets into the child */
+  FUNNEL__NESTED_FIXED,  /* fixed_size_list: list_size child rows a row */
+  FUNNEL__NESTED_STRUCT  /* the children have the struct's rows */
+};
+
+/* Nodes nested deeper than this are refused (MALFORMED): the parse walks
+ * the tree recursively. */
+#define FUNNEL__MAX_DEPTH 64
+
 struct funnel__schema {
-  int n_fields;
+  int n_fields;          /* nodes: the top-level columns and their children, depth first */
   struct funnel__field *fields;
+  int n_top;             /* top-level columns */
+  bool nested;           /* any node is a list, struct, map or fixed_size_list */
   const uint8_t *ipc;    /* the encapsulated Schema message, copied */
   int64_t ipc_length;
 };
@@ -31,6 +54,13 @@ struct funnel__schema {
 /* One column of one record batch, bound to the schema. Offsets are
  * absolute byte offsets within the partition; -1 when absent. */
 struct funnel__piece {
+  /* The rows of the node the table takes: [start, start + length) of its
+   * FieldNode's. A top-level column's start is 0 and its length the
+   * batch's rows; a child's follow from its parent's (a list's offsets, a
+   * struct's rows, list_size times a fixed_size_list's). null_count is
+   * the count in that range. */
+  int64_t start;
+  int64_t node_length;   /* the FieldNode's length */
   int64_t length;
   int64_t null_count;
   int64_t validity;      /* -1 when the piece is all valid */

@@ -316,6 +316,10 @@ funnel_status funnel_table_share(struct funnel_table *t, struct funnel_share **o
                                  struct funnel_error *error) {
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(t != NULL && out != NULL, "funnel_table_share: table and out must not be NULL");
+  if (t->plan.schema != NULL && t->plan.schema->nested)
+    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
+                      "funnel_table_share: the table has nested columns (list, struct, map), "
+                      "which sharing does not carry yet");
   funnel__table_enter(t); /* funnel_table_free waits for the copy */
   const int st = share_table(t, out, error);
   funnel__table_leave(t);
@@ -542,6 +546,9 @@ static int read_schema(struct cursor *cur, const struct header *h, struct funnel
   struct funnel__schema *schema = funnel__arena_calloc(&t->arena, 1, sizeof(*schema));
   if (schema == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   FUNNEL_RETURN_NOT_OK(funnel__schema_parse(cur->p + cur->at, length, &t->arena, schema, error));
+  if (schema->nested) /* never shared: funnel_table_share refuses them */
+    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
+                      "the shared table has nested columns, which sharing does not carry yet");
   const size_t padded = (size_t)funnel__align_up(length, 8), left = cur->length - cur->at;
   cur->at += padded < left ? padded : left;
   if (schema->n_fields != h->columns)
@@ -615,6 +622,7 @@ static int read_columns(struct cursor *cur, const struct header *h, const struct
     for (int k = FUNNEL_BUFFER_VALIDITY; k <= FUNNEL_BUFFER_DATA; k++)
       FUNNEL_RETURN_NOT_OK(read_buffer(cur, h, im, f, c, k, pl));
     oc->validity = oc->offsets = oc->data = -1;
+    oc->length = h->rows;
   }
   if (cur->at != cur->length)
     return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at,

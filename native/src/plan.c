@@ -155,6 +155,7 @@ static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p,
     FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
   for (int c = 0; c < k->schema->n_fields; c++) {
     const struct funnel__piece *pc = &batch->pieces[c];
+    k->cols[c].length += pc->length; /* no overflow: a node's rows <= the body's bits */
     k->cols[c].null_count += pc->null_count;
     k->chars[c] += pc->last_offset - pc->first_offset;
   }
@@ -167,18 +168,29 @@ static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p,
 
 /* Lays out column c's buffers in the output, after *size bytes. */
 static int layout_column(const struct funnel__field *f, int c, struct funnel__out_column *oc,
-                         int64_t chars, int64_t rows, int64_t *size, struct funnel_error *error) {
+                         int64_t chars, int64_t *size, struct funnel_error *error) {
+  const int64_t rows = oc->length;
   oc->validity = oc->offsets = oc->data = -1;
   if (oc->null_count > 0) {
     oc->validity_size = bitmap_bytes(rows);
     oc->validity = funnel__carve(size, oc->validity_size);
   }
-  if (f->offset_width != 0) {
+  if (f->offset_width != 0 && f->nested != FUNNEL__NESTED_NONE) {
+    if (f->offset_width == 4 && chars > INT32_MAX)
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
+                               "column %d '%s': %lld values of %s overflow its 32-bit offsets%s",
+                               c, f->path, (long long)chars, funnel_type_name(f->type_id),
+                               f->type_id == FUNNEL_TYPE_LIST ? "; write it as large_list" : "");
+    oc->offsets_size = (rows + 1) * f->offset_width;
+    oc->offsets = funnel__carve(size, oc->offsets_size);
+  } else if (f->nested != FUNNEL__NESTED_NONE) {
+    /* a struct or fixed_size_list: its validity only */
+  } else if (f->offset_width != 0) {
     if (f->offset_width == 4 && chars > INT32_MAX)
       return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
                                "column %d '%s': %lld bytes of %s data overflow its 32-bit "
                                "offsets; write the column as %s",
-                               c, f->name, (long long)chars, funnel_type_name(f->type_id),
+                               c, f->path, (long long)chars, funnel_type_name(f->type_id),
                                f->type_id == FUNNEL_TYPE_UTF8 ? "large_utf8" : "large_binary");
     oc->offsets_size = (rows + 1) * f->offset_width;
     oc->offsets = funnel__carve(size, oc->offsets_size);
@@ -187,23 +199,22 @@ static int layout_column(const struct funnel__field *f, int c, struct funnel__ou
     oc->data_size = bitmap_bytes(rows);
   } else if (funnel__mul_overflows(rows, f->byte_width, &oc->data_size)) {
     return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
-                             "column %d '%s': %lld rows overflow", c, f->name, (long long)rows);
+                             "column %d '%s': %lld rows overflow", c, f->path, (long long)rows);
   }
-  oc->data = funnel__carve(size, oc->data_size);
+  if (f->nested == FUNNEL__NESTED_NONE) oc->data = funnel__carve(size, oc->data_size);
   if (*size > FUNNEL__MAX_OUTPUT_BYTES)
     return funnel__error_set(error, FUNNEL_ERR_LIMIT, -1, c, -1,
                              "column %d '%s': the table of %lld rows would need more than "
                              "%lld bytes of device memory",
-                             c, f->name, (long long)rows, (long long)FUNNEL__MAX_OUTPUT_BYTES);
+                             c, f->path, (long long)rows, (long long)FUNNEL__MAX_OUTPUT_BYTES);
   return FUNNEL_OK;
 }
 
 int funnel__plan_layout(const struct funnel__schema *schema, struct funnel__out_column *cols,
-                        const int64_t *chars, int64_t rows, int64_t *size,
-                        struct funnel_error *error) {
+                        const int64_t *chars, int64_t *size, struct funnel_error *error) {
   *size = 0;
   for (int c = 0; c < schema->n_fields; c++)
-    FUNNEL_RETURN_NOT_OK(layout_column(&schema->fields[c], c, &cols[c], chars[c], rows, size, error));
+    FUNNEL_RETURN_NOT_OK(layout_column(&schema->fields[c], c, &cols[c], chars[c], size, error));
   return FUNNEL_OK;
 }
 
@@ -267,7 +278,10 @@ static void scan_task(void *ctx, int64_t t) {
 /* Whether the scan on the host threads filled `k` (else it is untouched). */
 static bool scan_parallel(struct scan *k, const struct funnel__partition *parts, int64_t n_parts) {
   const int n_cols = k->schema->n_fields;
-  if (n_parts <= FUNNEL__PLAN_TASK || n_parts * n_cols < FUNNEL__PLAN_PARALLEL_MIN) return false;
+  /* a nested column's children have rows of their own: summed by the loop */
+  if (n_parts <= FUNNEL__PLAN_TASK || n_parts * n_cols < FUNNEL__PLAN_PARALLEL_MIN ||
+      k->schema->nested)
+    return false;
   const int64_t tasks = (n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
   struct scan_tasks s = {.k = k, .parts = parts, .n_parts = n_parts, .n_cols = n_cols,
                          .sums = calloc((size_t)(tasks * SCAN_SUMS(n_cols)), sizeof(int64_t))};
@@ -285,6 +299,7 @@ static bool scan_parallel(struct scan *k, const struct funnel__partition *parts,
     k->batches = batches;
     k->pieces = pieces;
     k->rows = rows;
+    for (int c = 0; c < n_cols; c++) k->cols[c].length = rows;
     for (int64_t t = 0; t < tasks; t++) {
       const int64_t *nulls = s.sums + t * SCAN_SUMS(n_cols) + 4, *chars = nulls + n_cols;
       for (int c = 0; c < n_cols; c++) {
@@ -312,7 +327,7 @@ int funnel__plan_build(const struct funnel__schema *schema, struct funnel__parti
       FUNNEL_RETURN_NOT_OK(scan_batch(&k, &parts[p], p, b, arena, error));
   }
   int64_t size = 0;
-  FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, k.cols, k.chars, k.rows, &size, error));
+  FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, k.cols, k.chars, &size, error));
   out->schema = schema;
   out->parts = parts;
   out->n_parts = n_parts;
@@ -393,30 +408,36 @@ struct column_out {
 static int64_t emit_piece(const struct sink *k, int64_t n, struct column_out *o,
                           const struct funnel__piece *pc, uint64_t in) {
   const struct funnel__field *f = o->f;
-  const int64_t len = pc->length, row = o->row;
+  const int64_t len = pc->length, row = o->row, start = pc->start;
   if (o->oc->null_count > 0)
     n = emit(k, n, (struct funnel__segment){
         .kind = pc->validity >= 0 ? FUNNEL_SEG_BITS : FUNNEL_SEG_ONES,
-        .src = pc->validity >= 0 ? in + (uint64_t)pc->validity : 0,
-        .dst = o->validity, .dst_bit = (uint64_t)row}, len);
+        .src = pc->validity >= 0 ? in + (uint64_t)(pc->validity + start / 8) : 0,
+        .src_bit = (uint16_t)(start % 8), .dst = o->validity, .dst_bit = (uint64_t)row}, len);
   if (f->offset_width != 0) {
+    /* string bytes, or a list's child rows: offsets rebased the same way */
     n = emit(k, n, (struct funnel__segment){
         .kind = f->offset_width == 4 ? FUNNEL_SEG_OFFSETS32 : FUNNEL_SEG_OFFSETS64,
-        .src = in + (uint64_t)pc->offsets, .dst = o->offsets + (uint64_t)(row * f->offset_width),
+        .src = in + (uint64_t)(pc->offsets + start * f->offset_width),
+        .dst = o->offsets + (uint64_t)(row * f->offset_width),
         .value = o->char_base - pc->first_offset}, len);
     const int64_t bytes = pc->last_offset - pc->first_offset;
-    if (bytes > 0)
+    if (bytes > 0 && f->nested == FUNNEL__NESTED_NONE)
       n = emit(k, n, (struct funnel__segment){
           .kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)(pc->data + pc->first_offset),
           .dst = o->data + (uint64_t)o->char_base}, bytes);
     o->char_base += bytes;
+  } else if (f->nested != FUNNEL__NESTED_NONE) {
+    /* a struct or fixed_size_list: its validity only */
   } else if (f->type_id == FUNNEL_TYPE_BOOL) {
-    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BITS, .src = in + (uint64_t)pc->data,
+    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BITS,
+                                            .src = in + (uint64_t)(pc->data + start / 8),
+                                            .src_bit = (uint16_t)(start % 8),
                                             .dst = o->data, .dst_bit = (uint64_t)row}, len);
   } else if (f->byte_width > 0) {
-    n = emit(k, n, (struct funnel__segment){.kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)pc->data,
-                                            .dst = o->data + (uint64_t)(row * f->byte_width)},
-             len * f->byte_width);
+    n = emit(k, n, (struct funnel__segment){
+        .kind = FUNNEL_SEG_BYTES, .src = in + (uint64_t)(pc->data + start * f->byte_width),
+        .dst = o->data + (uint64_t)(row * f->byte_width)}, len * f->byte_width);
   }
   o->row += len;
   return n;
@@ -562,11 +583,11 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *i
                                    .data = out_base + (uint64_t)oc->data};
     }
     int64_t done = -1; /* written in parallel: the count */
-    if (out != NULL && plan->n_parts > FUNNEL__PLAN_TASK &&
-        plan->n_parts * g.m >= FUNNEL__PLAN_PARALLEL_MIN)
+    if (out != NULL && plan->n_parts > FUNNEL__PLAN_TASK && !plan->schema->nested &&
+        plan->n_parts * g.m >= FUNNEL__PLAN_PARALLEL_MIN) /* a task's rows: the same a column */
       done = emit_parallel(&g, n);
     n = done >= 0 ? done : emit_parts(&g, &g.k, g.o, 0, plan->n_parts, n);
-    for (int j = 0; j < g.m; j++) n = emit_column_end(&g.k, n, &g.o[j], plan->rows);
+    for (int j = 0; j < g.m; j++) n = emit_column_end(&g.k, n, &g.o[j], g.o[j].oc->length);
   }
   return n;
 }

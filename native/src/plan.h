@@ -9,6 +9,7 @@
 /* Where one output column's buffers go, as byte offsets within the read's
  * output allocation (-1 when absent), and their meaningful sizes. */
 struct funnel__out_column {
+  int64_t length; /* rows: the table's for a top-level column, a child's its own */
   int64_t null_count;
   int64_t validity, validity_size;
   int64_t offsets, offsets_size;
@@ -48,14 +49,13 @@ int funnel__plan_build(const struct funnel__schema *schema,
                        int64_t chunk_bytes, struct funnel__arena *arena,
                        struct funnel__plan *out, struct funnel_error *error);
 
-/* Lays the output of `rows` rows out, column after column at 64-byte
- * boundaries: cols[c] (whose null_count is set) gets its buffers' offsets
- * and sizes from the null count and chars[c], its string bytes; *size is
- * the allocation's. The read's limits (32-bit offsets, output size) are
- * checked here. */
+/* Lays the output out, column after column at 64-byte boundaries:
+ * cols[c] (whose length and null_count are set) gets its buffers' offsets
+ * and sizes from them and chars[c], its string bytes (a list's: its
+ * child's rows); *size is the allocation's. The read's limits (32-bit
+ * offsets, output size) are checked here. */
 int funnel__plan_layout(const struct funnel__schema *schema, struct funnel__out_column *cols,
-                        const int64_t *chars, int64_t rows, int64_t *size,
-                        struct funnel_error *error);
+                        const int64_t *chars, int64_t *size, struct funnel_error *error);
 
 /* Checks what grows with the rows in every planned piece (funnel__piece_check:
  * interior string offsets rising, null counts equal to the zero bits of a

@@ -249,8 +249,13 @@ funnel_status funnel_table_column(const struct funnel_table *t, int index,
   out->timezone = f->timezone;
   out->decimal_precision = f->precision;
   out->decimal_scale = f->scale;
-  out->length = t->plan.rows;
+  out->length = t->plan.columns[index].length;
   out->null_count = t->plan.columns[index].null_count;
+  out->parent = f->parent;
+  out->n_children = f->n_children;
+  out->list_size = f->list_size;
+  out->keys_sorted = f->keys_sorted;
+  out->path = f->path;
   out->validity = buffer_at(t, index, FUNNEL_BUFFER_VALIDITY);
   out->offsets = buffer_at(t, index, FUNNEL_BUFFER_OFFSETS);
   out->data = buffer_at(t, index, FUNNEL_BUFFER_DATA);

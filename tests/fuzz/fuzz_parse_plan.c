@@ -196,22 +196,31 @@ static void check_layout(const struct funnel__plan *plan, const struct funnel__p
   for (int p = 0; p < n_parts; p++) rows += pv[p].rows;
   if (plan->rows != rows) fail("plan has %lld rows, the partitions %lld", (long long)plan->rows, (long long)rows);
   int64_t end = 0;
+  const int64_t table_rows = rows;
   for (int c = 0; c < plan->schema->n_fields; c++) {
     const struct funnel__field *f = &plan->schema->fields[c];
     const struct funnel__out_column *oc = &plan->columns[c];
+    /* a top-level column has the table's rows; a nested column's child
+     * the rows its pieces take */
     int64_t nulls = 0, chars = 0;
+    rows = f->parent < 0 ? table_rows : 0;
     for (int p = 0; p < n_parts; p++)
       for (int64_t b = 0; b < pv[p].n_batches; b++) {
         const struct funnel__piece *pc = &pv[p].batches[b].pieces[c];
+        if (pv[p].batches[b].rows == 0) continue;
         nulls += pc->null_count;
+        if (f->parent >= 0) rows += pc->length;
         if (f->offset_width != 0 && pc->length > 0) chars += pc->last_offset - pc->first_offset;
       }
+    if (oc->length != rows)
+      fail("column %d: %lld rows, pieces say %lld", c, (long long)oc->length, (long long)rows);
     if (oc->null_count != nulls)
       fail("column %d: null count %lld, pieces say %lld", c, (long long)oc->null_count, (long long)nulls);
     int64_t data_size;
     if (f->offset_width != 0) data_size = chars;
     else if (f->type_id == FUNNEL_TYPE_BOOL) data_size = bitmap_bytes(rows);
     else data_size = rows * f->byte_width; /* the plan refused an overflow */
+    const int has_data = f->nested == FUNNEL__NESTED_NONE;
     const struct {
       int64_t at, size, want;
       int present;
@@ -219,7 +228,7 @@ static void check_layout(const struct funnel__plan *plan, const struct funnel__p
         {oc->validity, oc->validity_size, nulls > 0 ? bitmap_bytes(rows) : 0, nulls > 0},
         {oc->offsets, oc->offsets_size, f->offset_width ? (rows + 1) * f->offset_width : 0,
          f->offset_width != 0},
-        {oc->data, oc->data_size, data_size, 1},
+        {oc->data, oc->data_size, data_size, has_data},
     };
     for (int k = 0; k < 3; k++) {
       if (!regions[k].present) {
@@ -314,7 +323,7 @@ static int first_bad_offsets(const struct funnel__plan *plan, const struct funne
           }
         }
         if (w == 0 || pc->length == 0) continue;
-        const uint8_t *o = pv[p].bytes + pc->offsets;
+        const uint8_t *o = pv[p].bytes + pc->offsets + pc->start * w;
         int64_t prev = INT64_MIN;
         for (int64_t k = 0; k <= pc->length; k++) {
           int64_t v;
@@ -355,7 +364,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
                                int with_template, int host_ok, const struct funnel__plan *plan,
                                const struct funnel__partition *pv) {
   const int n = in->n_parts, n_cols = schema->n_fields;
-  if (n_cols == 0) return; /* a read takes the host path */
+  if (n_cols == 0 || schema->nested) return; /* a read takes the host path */
   struct funnel__dp_column *cols = zalloc((size_t)n_cols * sizeof(*cols));
   int n_var, n_buffers;
   funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);

@@ -3,8 +3,8 @@
  * strings with offsets not starting at 0, several batches and partitions,
  * legacy framing, the IPC file format, bare batches with a reader schema,
  * two streams in one partition, empty partitions, 0-row batches, small
- * segment chunks, non-ASCII names and custom_metadata, and partitions
- * written by pyarrow and Arrow JS.
+ * segment chunks, non-ASCII names and custom_metadata, nested columns, and
+ * partitions written by pyarrow and Arrow JS.
  *
  *   cmake --build target/native-fuzz --target fuzz_gen_corpus   (configured by mvn verify)
  *   target/native-fuzz/fuzz_gen_corpus tests/fuzz/corpus tests/data
@@ -290,6 +290,70 @@ static void seeds_generated(void) {
   }
 }
 
+/* Nested columns: list, struct, map, fixed_size_list and a list of lists,
+ * offsets that do not start at 0, nulls at several levels, in two
+ * partitions (the second with a 0-row batch after its rows). */
+static void seeds_nested(void) {
+  static const struct iw_field l_item[] = {{.type = FUNNEL_TYPE_INT64, .name = "item", .nullable = 1}};
+  static const struct iw_field s_kids[] = {{.type = FUNNEL_TYPE_INT32, .name = "a", .nullable = 1},
+                                           {.type = FUNNEL_TYPE_UTF8, .name = "b", .nullable = 1}};
+  static const struct iw_field kv[] = {{.type = FUNNEL_TYPE_UTF8, .name = "key", .nullable = 0},
+                                       {.type = FUNNEL_TYPE_INT64, .name = "value", .nullable = 1}};
+  static const struct iw_field entries[] = {
+      {.type = FUNNEL_TYPE_STRUCT, .name = "entries", .n_children = 2, .children = kv}};
+  static const struct iw_field f_item[] = {{.type = FUNNEL_TYPE_INT16, .name = "item", .nullable = 1}};
+  static const struct iw_field inner[] = {{.type = FUNNEL_TYPE_UTF8, .name = "item", .nullable = 1}};
+  static const struct iw_field ll_item[] = {
+      {.type = FUNNEL_TYPE_LIST, .name = "item", .nullable = 1, .n_children = 1, .children = inner}};
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_LIST, .name = "l", .nullable = 1, .n_children = 1, .children = l_item},
+      {.type = FUNNEL_TYPE_STRUCT, .name = "s", .nullable = 1, .n_children = 2, .children = s_kids},
+      {.type = FUNNEL_TYPE_MAP, .name = "m", .nullable = 1, .n_children = 1, .children = entries},
+      {.type = FUNNEL_TYPE_FIXED_SIZE_LIST, .name = "f", .nullable = 1, .n_children = 1,
+       .children = f_item, .list_size = 2},
+      {.type = FUNNEL_TYPE_LIST, .name = "ll", .nullable = 1, .n_children = 1, .children = ll_item},
+  };
+  static const struct iw_schema schema = {5, fields, 0};
+  static const int32_t l_off[] = {1, 3, 3, 4}, b_off[] = {0, 1, 1, 3}, m_off[] = {0, 2, 2, 3},
+                       k_off[] = {0, 1, 2, 3}, ll_off[] = {0, 1, 3, 3}, lli_off[] = {2, 3, 3, 5},
+                       s_off[] = {0, 1, 2, 3, 4, 5, 6};
+  static const int64_t l_vals[] = {9, 1, 2, 3, 9}, m_vals[] = {10, 20, 30};
+  static const int32_t a_vals[] = {7, 8, 9};
+  static const int16_t f_vals[] = {1, 2, 3, 4, 5, 6};
+  static const uint8_t five = 0x5, one_null = 0x1d, row1_null = 0x5;
+  const struct iw_column cols[14] = {
+      {.length = 3, .offsets = l_off, .offsets_length = 16},
+      {.length = 5, .null_count = 1, .validity = &one_null, .validity_length = 1, .data = l_vals,
+       .data_length = 40},
+      {.length = 3, .null_count = 1, .validity = &five, .validity_length = 1},
+      {.length = 3, .data = a_vals, .data_length = 12},
+      {.length = 3, .offsets = b_off, .offsets_length = 16, .data = "xyz", .data_length = 3},
+      {.length = 3, .offsets = m_off, .offsets_length = 16},
+      {.length = 3},
+      {.length = 3, .offsets = k_off, .offsets_length = 16, .data = "abc", .data_length = 3},
+      {.length = 3, .null_count = 1, .validity = &row1_null, .validity_length = 1, .data = m_vals,
+       .data_length = 24},
+      {.length = 3},
+      {.length = 6, .data = f_vals, .data_length = 12},
+      {.length = 3, .offsets = ll_off, .offsets_length = 16},
+      {.length = 3, .offsets = lli_off, .offsets_length = 16},
+      {.length = 6, .offsets = s_off, .offsets_length = 28, .data = "uvwxyz", .data_length = 6},
+  };
+  struct iw_buf c[2] = {{0}, {0}};
+  for (int p = 0; p < 2; p++) {
+    iw_schema_message(&c[p], &schema, NULL, NULL);
+    iw_batch_message(&c[p], &schema, 3, cols, NULL, NULL);
+    if (p == 1) {
+      const struct iw_column none[14] = {{0}};
+      iw_batch_message(&c[p], &schema, 0, none, NULL, NULL);
+    }
+    iw_eos(&c[p], NULL);
+  }
+  write_seed("nested_2parts", 0, c, 2);
+  write_seed("nested_known_2parts_chunk7", KNOWN | CHUNK(4), c, 2);
+  free_chunks(c, 2);
+}
+
 /* A producer's file (tests/data) as one partition, or two as two. */
 static int read_file(const char *dir, const char *name, struct iw_buf *out) {
   char path[4096];
@@ -330,6 +394,7 @@ int main(int argc, char **argv) {
   }
   out_dir = argv[1];
   seeds_generated();
+  seeds_nested();
   if (argc == 3) seeds_from_producers(argv[2]);
   return 0;
 }

@@ -184,7 +184,27 @@ int iw_offset_width(const struct iw_field *f) {
   }
 }
 
-int iw_buffer_count(const struct iw_field *f) { return iw_offset_width(f) ? 3 : 2; }
+static int iw_is_list(const struct iw_field *f) {
+  return f->type == FUNNEL_TYPE_LIST || f->type == FUNNEL_TYPE_LARGE_LIST ||
+         f->type == FUNNEL_TYPE_MAP;
+}
+
+int iw_buffer_count(const struct iw_field *f) {
+  if (f->type == FUNNEL_TYPE_STRUCT || f->type == FUNNEL_TYPE_FIXED_SIZE_LIST) return 1;
+  return iw_offset_width(f) ? 3 : 2;
+}
+
+static void nodes_of(const struct iw_field *f, const struct iw_field **out, int cap, int *n) {
+  if (*n < cap) out[*n] = f;
+  (*n)++;
+  for (int i = 0; i < f->n_children; i++) nodes_of(&f->children[i], out, cap, n);
+}
+
+int iw_schema_nodes(const struct iw_schema *s, const struct iw_field **out, int cap) {
+  int n = 0;
+  for (int i = 0; i < s->n_fields; i++) nodes_of(&s->fields[i], out, cap, &n);
+  return n;
+}
 
 static size_t int_table(struct iw_buf *b, int bits, int is_signed) {
   size_t at[2];
@@ -236,6 +256,19 @@ static size_t type_table(struct iw_buf *b, const struct iw_field *f, int *tag) {
     case FUNNEL_TYPE_BINARY: *tag = IW_TAG_BINARY; return fb_empty_table(b);
     case FUNNEL_TYPE_LARGE_UTF8: *tag = IW_TAG_LARGE_UTF8; return fb_empty_table(b);
     case FUNNEL_TYPE_LARGE_BINARY: *tag = IW_TAG_LARGE_BINARY; return fb_empty_table(b);
+    case FUNNEL_TYPE_LIST: *tag = IW_TAG_LIST; return fb_empty_table(b);
+    case FUNNEL_TYPE_LARGE_LIST: *tag = 21; return fb_empty_table(b);
+    case FUNNEL_TYPE_STRUCT: *tag = IW_TAG_STRUCT; return fb_empty_table(b);
+    case FUNNEL_TYPE_FIXED_SIZE_LIST: {
+      *tag = 16;
+      struct slot s[1] = {{S_I32, f->list_size}};
+      return fb_table(b, 1, s, at);
+    }
+    case FUNNEL_TYPE_MAP: {
+      *tag = 17;
+      struct slot s[1] = {{S_U8, f->keys_sorted ? 1 : 0}};
+      return fb_table(b, 1, s, at);
+    }
     case IW_TYPE_LIST: *tag = IW_TAG_LIST; return fb_empty_table(b);
     case IW_TYPE_STRUCT: *tag = IW_TAG_STRUCT; return fb_empty_table(b);
     case IW_TYPE_UTF8_VIEW: *tag = IW_TAG_UTF8_VIEW; return fb_empty_table(b);
@@ -272,9 +305,11 @@ static void field_table(struct iw_buf *b, size_t ref, const struct iw_field *f) 
     fb_patch(b, at[4], d);
     fb_patch(b, dat[1], int_table(b, 32, 1));
   }
-  size_t children = fb_vector(b, child ? 1 : 0, 4, 4);
+  const int n_children = f->n_children > 0 ? f->n_children : child ? 1 : 0;
+  size_t children = fb_vector(b, (uint32_t)n_children, 4, 4);
   fb_patch(b, at[5], children);
-  if (child) field_table(b, children + 4, child);
+  for (int i = 0; i < n_children; i++)
+    field_table(b, children + 4 + 4 * (size_t)i, f->n_children > 0 ? &f->children[i] : child);
   if (f->n_metadata) fb_metadata(b, at[6], f->n_metadata, f->metadata);
 }
 
@@ -362,22 +397,25 @@ void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t len
                       const struct iw_column *cols, const struct iw_options *o,
                       struct iw_layout *layout) {
   /* the body first: it fixes bodyLength and the Buffer structs */
+  const int n_nodes = iw_schema_nodes(s, NULL, 0);
+  const struct iw_field **node = xrealloc(NULL, sizeof(*node) * (size_t)(n_nodes ? n_nodes : 1));
+  iw_schema_nodes(s, node, n_nodes);
   int n_buffers = 0;
-  for (int i = 0; i < s->n_fields; i++) n_buffers += iw_buffer_count(&s->fields[i]);
+  for (int i = 0; i < n_nodes; i++) n_buffers += iw_buffer_count(node[i]);
   int64_t *boff = xrealloc(NULL, sizeof(int64_t) * 2 * (size_t)(n_buffers ? n_buffers : 1));
   struct iw_buf body = {0};
   int k = 0;
-  for (int i = 0; i < s->n_fields; i++) {
+  for (int i = 0; i < n_nodes; i++) {
     const struct iw_column *c = &cols[i];
     const void *ptr[3] = {c->validity, c->data, NULL};
     int64_t len[3] = {c->validity_length, c->data_length, 0};
-    if (iw_buffer_count(&s->fields[i]) == 3) {
+    if (iw_buffer_count(node[i]) == 3 || iw_is_list(node[i])) {
       ptr[1] = c->offsets;
       len[1] = c->offsets_length;
       ptr[2] = c->data;
       len[2] = c->data_length;
     }
-    for (int j = 0; j < iw_buffer_count(&s->fields[i]); j++, k++) {
+    for (int j = 0; j < iw_buffer_count(node[i]); j++, k++) {
       boff[2 * k] = (int64_t)body.len;
       boff[2 * k + 1] = len[j];
       iw_buf_append(&body, ptr[j], (size_t)len[j]);
@@ -392,9 +430,9 @@ void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t len
   struct slot rs[4] = {{S_I64, length}, {S_REF, 0}, {S_REF, 0}, {compressed ? S_REF : S_ABSENT, 0}};
   size_t t = fb_table(&meta, 4, rs, rat);
   fb_patch(&meta, header, t);
-  size_t nodes = fb_vector(&meta, (uint32_t)s->n_fields, 16, 8);
+  size_t nodes = fb_vector(&meta, (uint32_t)n_nodes, 16, 8);
   fb_patch(&meta, rat[1], nodes);
-  for (int i = 0; i < s->n_fields; i++) {
+  for (int i = 0; i < n_nodes; i++) {
     put64(meta.data + nodes + 4 + 16 * (size_t)i, (uint64_t)cols[i].length);
     put64(meta.data + nodes + 12 + 16 * (size_t)i, (uint64_t)cols[i].null_count);
   }
@@ -418,6 +456,7 @@ void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t len
   iw_buf_free(&meta);
   iw_buf_free(&body);
   free(boff);
+  free(node);
 }
 
 void iw_dictionary_message(struct iw_buf *out, const struct iw_options *o,

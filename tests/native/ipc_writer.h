@@ -72,6 +72,13 @@ struct iw_field {
   int raw_tag;           /* IW_TYPE_RAW: the Type union tag */
   int n_metadata;        /* custom_metadata: written when nonzero */
   const struct iw_kv *metadata;
+  /* nested types (FUNNEL_TYPE_LIST, LARGE_LIST, FIXED_SIZE_LIST, STRUCT,
+   * MAP): their children, written as given (a map's: one struct of a key
+   * and a value) */
+  int n_children;
+  const struct iw_field *children;
+  int list_size;         /* fixed_size_list */
+  int keys_sorted;       /* map */
 };
 
 struct iw_schema {
@@ -84,8 +91,13 @@ struct iw_schema {
  * and the offset width of a variable-width type (else 0). */
 int iw_value_width(const struct iw_field *f);
 int iw_offset_width(const struct iw_field *f);
-/* IPC buffers per field: 3 for variable width, else 2. */
+/* IPC buffers per field: 3 for variable width, 2 for fixed width, bool
+ * and the lists (validity, offsets), 1 for struct and fixed_size_list. */
 int iw_buffer_count(const struct iw_field *f);
+/* The schema's nodes, depth first (a field, then its children's nodes):
+ * fills `out` (room for `cap`) and returns how many there are. A record
+ * batch's columns (iw_batch_message) are these nodes. */
+int iw_schema_nodes(const struct iw_schema *s, const struct iw_field **out, int cap);
 
 struct iw_options {
   int legacy;       /* no continuation marker (framing before Arrow 0.15) */
@@ -130,7 +142,8 @@ struct iw_column {
 void iw_schema_message(struct iw_buf *out, const struct iw_schema *s,
                        const struct iw_options *o, struct iw_layout *layout);
 /* Appends a RecordBatch message of `length` rows; cols[i] follows the
- * schema's field i (its buffer count). */
+ * schema's node i (iw_schema_nodes; its buffer count: a list's second
+ * buffer is its offsets). */
 void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t length,
                       const struct iw_column *cols, const struct iw_options *o,
                       struct iw_layout *layout);

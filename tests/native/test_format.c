@@ -347,8 +347,9 @@ static void schema_with(struct iw_buf *b, struct iw_field bad, const struct iw_o
 
 static void parse_rejects_unsupported_types(void) {
   struct { const char *what; struct iw_field f; int code; } cases[] = {
-      {"list", {.type = IW_TYPE_LIST, .name = "l"}, FUNNEL_ERR_UNSUPPORTED},
-      {"struct", {.type = IW_TYPE_STRUCT, .name = "st"}, FUNNEL_ERR_UNSUPPORTED},
+      {"list view", {.type = IW_TYPE_RAW, .name = "x", .raw_tag = 25}, FUNNEL_ERR_UNSUPPORTED},
+      {"union", {.type = IW_TYPE_RAW, .name = "u", .raw_tag = 14}, FUNNEL_ERR_UNSUPPORTED},
+      {"run-end encoded", {.type = IW_TYPE_RAW, .name = "r", .raw_tag = 22}, FUNNEL_ERR_UNSUPPORTED},
       {"utf8 view", {.type = IW_TYPE_UTF8_VIEW, .name = "v"}, FUNNEL_ERR_UNSUPPORTED},
       {"dictionary int32", {.type = FUNNEL_TYPE_INT32, .name = "d", .dictionary = 1}, FUNNEL_ERR_UNSUPPORTED},
       {"dictionary utf8", {.type = FUNNEL_TYPE_UTF8, .name = "d", .dictionary = 1}, FUNNEL_ERR_UNSUPPORTED},

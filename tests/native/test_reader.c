@@ -329,8 +329,8 @@ static void reader_create_rejects_bad_schema(void) {
   CHECK_STATUS(funnel_reader_create(NULL, s.data, s.len, &rd, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
   CHECK_STATUS(funnel_reader_create(device(), s.data, s.len, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
   iw_buf_free(&s);
-  static const struct iw_field list[] = {{.type = IW_TYPE_LIST, .name = "l", .nullable = 1}};
-  static const struct iw_schema ls = {1, list, 0};
+  static const struct iw_field view[] = {{.type = IW_TYPE_UTF8_VIEW, .name = "v", .nullable = 1}};
+  static const struct iw_schema ls = {1, view, 0};
   s = schema_bytes(&ls);
   if (CHECK_STATUS(funnel_reader_create(device(), s.data, s.len, &rd, &err), FUNNEL_ERR_UNSUPPORTED, &err))
     CHECK_EQ_I64(err.column, 0);

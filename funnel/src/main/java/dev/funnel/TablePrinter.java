@@ -32,6 +32,11 @@ import org.apache.arrow.vector.UInt8Vector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.FixedSizeListVector;
+import org.apache.arrow.vector.complex.LargeListVector;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.MapVector;
+import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 
@@ -62,6 +67,35 @@ final class TablePrinter {
   private static final String ELLIPSIS = "...";
   private static final DateTimeFormatter DATE_TIME =
       DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss", Locale.ROOT);
+
+  /**
+   * A field's type as funnel's README names it, nested ones with their children's:
+   * list&lt;int64&gt;, struct&lt;a: int32, b: utf8&gt;, map&lt;utf8, int64&gt;,
+   * fixed_size_list&lt;int16&gt;[3].
+   */
+  static String typeName(Field field) {
+    ArrowType type = field.getType();
+    List<Field> kids = field.getChildren();
+    if (type instanceof ArrowType.Map && kids.size() == 1
+        && kids.get(0).getChildren().size() == 2) {
+      List<Field> kv = kids.get(0).getChildren();
+      return "map<" + typeName(kv.get(0)) + ", " + typeName(kv.get(1)) + ">";
+    } else if (type instanceof ArrowType.List && kids.size() == 1) {
+      return "list<" + typeName(kids.get(0)) + ">";
+    } else if (type instanceof ArrowType.LargeList && kids.size() == 1) {
+      return "large_list<" + typeName(kids.get(0)) + ">";
+    } else if (type instanceof ArrowType.FixedSizeList t && kids.size() == 1) {
+      return "fixed_size_list<" + typeName(kids.get(0)) + ">[" + t.getListSize() + "]";
+    } else if (type instanceof ArrowType.Struct) {
+      StringBuilder b = new StringBuilder("struct<");
+      for (int i = 0; i < kids.size(); i++) {
+        b.append(i > 0 ? ", " : "").append(kids.get(i).getName()).append(": ")
+            .append(typeName(kids.get(i)));
+      }
+      return b.append('>').toString();
+    }
+    return typeName(type);
+  }
 
   /** The type as funnel's README names it: int64, timestamp[us, tz=UTC], decimal128(20, 3). */
   static String typeName(ArrowType type) {
@@ -124,7 +158,7 @@ final class TablePrinter {
     for (DeviceColumn c : columns) {
       rows.add(new String[] {
           cut(c.name(), MAX_WIDTH),
-          typeName(c.field().getType()),
+          typeName(c.field()),
           c.field().isNullable() ? "yes" : "no",
           count(c.nullCount())});
     }
@@ -150,7 +184,7 @@ final class TablePrinter {
     for (int c = 0; c < n; c++) {
       Field f = vectors.get(c).getField();
       names[c] = cut(f.getName(), MAX_WIDTH);
-      types[c] = typeName(f.getType());
+      types[c] = cut(typeName(f), MAX_WIDTH);
       right[c] = isNumber(f.getType());
     }
     List<String[]> cells = new ArrayList<>(rows);
@@ -173,9 +207,59 @@ final class TablePrinter {
 
   /** Value {@code row} of {@code v} as one cell: at most {@link #MAX_WIDTH} characters. */
   static String cell(FieldVector v, int row) {
+    return cut(value(v, row), MAX_WIDTH);
+  }
+
+  /**
+   * Value {@code row} of {@code v}, whole: nested values as {@code [1, null, 3]}, {@code {a: 1,
+   * b: "x"}} and {@code {k1: 1, k2: null}}.
+   */
+  private static String value(FieldVector v, int row) {
     if (v.isNull(row)) {
       return "null";
     }
+    if (v instanceof MapVector m) { // before ListVector, which it extends
+      StructVector entries = (StructVector) m.getDataVector();
+      List<FieldVector> kv = entries.getChildrenFromFields();
+      StringBuilder b = new StringBuilder("{");
+      for (int k = m.getElementStartIndex(row); k < m.getElementEndIndex(row); k++) {
+        b.append(k > m.getElementStartIndex(row) ? ", " : "").append(value(kv.get(0), k))
+            .append(": ").append(value(kv.get(1), k));
+      }
+      return b.append('}').toString();
+    } else if (v instanceof ListVector l) {
+      return items((FieldVector) l.getDataVector(), l.getElementStartIndex(row),
+          l.getElementEndIndex(row));
+    } else if (v instanceof LargeListVector l) {
+      return items((FieldVector) l.getDataVector(), (int) l.getElementStartIndex(row),
+          (int) l.getElementEndIndex(row));
+    } else if (v instanceof FixedSizeListVector l) {
+      int n = l.getListSize();
+      return items((FieldVector) l.getDataVector(), row * n, row * n + n);
+    } else if (v instanceof StructVector st) {
+      StringBuilder b = new StringBuilder("{");
+      List<FieldVector> kids = st.getChildrenFromFields();
+      for (int k = 0; k < kids.size(); k++) {
+        b.append(k > 0 ? ", " : "").append(kids.get(k).getName()).append(": ")
+            .append(value(kids.get(k), row));
+      }
+      return b.append('}').toString();
+    }
+    return scalar(v, row);
+  }
+
+  private static String items(FieldVector child, int from, int to) {
+    StringBuilder b = new StringBuilder("[");
+    for (int k = from; k < to; k++) {
+      b.append(k > from ? ", " : "").append(value(child, k));
+      if (b.length() > MAX_WIDTH) {
+        break; // the cell is cut there anyway
+      }
+    }
+    return b.append(']').toString();
+  }
+
+  private static String scalar(FieldVector v, int row) {
     String s;
     if (v instanceof TinyIntVector x) {
       s = Byte.toString(x.get(row));
@@ -222,7 +306,7 @@ final class TablePrinter {
     } else {
       s = String.valueOf(v.getObject(row)); // a type funnel does not read
     }
-    return cut(s, MAX_WIDTH);
+    return s;
   }
 
   /** A date64: its date, or its date and time when it is not a whole day (the spec says it is). */

@@ -305,7 +305,6 @@ class BadInputTest extends DeviceTestCase {
   // ------------------------------------------------------------ unsupported
 
   static Stream<Arguments> unsupportedFields() {
-    Field int32 = nullable("item", new ArrowType.Int(32, true));
     return Stream.of(
         Arguments.of(nullable("t32", new ArrowType.Time(TimeUnit.MILLISECOND, 32))),
         Arguments.of(nullable("t64", new ArrowType.Time(TimeUnit.MICROSECOND, 64))),
@@ -316,16 +315,7 @@ class BadInputTest extends DeviceTestCase {
         Arguments.of(nullable("null", ArrowType.Null.INSTANCE)),
         Arguments.of(nullable("f16", new ArrowType.FloatingPoint(FloatingPointPrecision.HALF))),
         Arguments.of(nullable("d256", new ArrowType.Decimal(40, 2, 256))),
-        Arguments.of(new Field("list", FieldType.nullable(ArrowType.List.INSTANCE), List.of(int32))),
-        Arguments.of(new Field("large_list", FieldType.nullable(ArrowType.LargeList.INSTANCE),
-            List.of(int32))),
-        Arguments.of(new Field("fixed_list", FieldType.nullable(new ArrowType.FixedSizeList(3)),
-            List.of(int32))),
-        Arguments.of(new Field("struct", FieldType.nullable(ArrowType.Struct.INSTANCE),
-            List.of(int32, nullable("s", ArrowType.Utf8.INSTANCE)))),
-        Arguments.of(new Field("map", FieldType.nullable(new ArrowType.Map(false)),
-            List.of(new Field("entries", FieldType.notNullable(ArrowType.Struct.INSTANCE),
-                List.of(notNull("key", ArrowType.Utf8.INSTANCE), int32))))),
+        // list, large_list, fixed_size_list, struct and map are read: NestedReadTest
         Arguments.of(new Field("union",
             FieldType.nullable(new ArrowType.Union(UnionMode.Sparse,
                 new int[] {MinorType.INT.ordinal()})),

@@ -1,0 +1,531 @@
+/* test_nested.c: nested columns (list, large_list, fixed_size_list,
+ * struct, map, and lists of lists) read from many partitions into one
+ * table.
+ *
+ * Each partition's batches are random trees of rows, written with the
+ * tests' own IPC writer in the shape real writers give them: list offsets
+ * that do not start at 0 (a sliced writer's), child rows before and after
+ * the ones referenced, nulls at every level, empty lists, empty batches and
+ * partitions. The expected answer is each row rendered as text
+ * ("[1, null]", "{a: 1, b: \"x\"}", "{k: 1}") straight from the buffers the
+ * test wrote; the answer is the same rendering of the table funnel copied
+ * back. The renderer is this file's, written from the Arrow format's
+ * layout and sharing nothing with funnel. Then the malformed inputs the
+ * format allows a writer to get wrong, each refused with the column's path
+ * and its partition. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ipc_writer.h"
+
+/* -------------------------------------------------------------- schema */
+
+static const struct iw_field L_ITEM[] = {{.type = FUNNEL_TYPE_INT64, .name = "item", .nullable = 1}};
+static const struct iw_field S_KIDS[] = {{.type = FUNNEL_TYPE_INT32, .name = "a", .nullable = 1},
+                                         {.type = FUNNEL_TYPE_UTF8, .name = "b", .nullable = 1}};
+static const struct iw_field M_KV[] = {{.type = FUNNEL_TYPE_UTF8, .name = "key", .nullable = 0},
+                                       {.type = FUNNEL_TYPE_INT64, .name = "value", .nullable = 1}};
+static const struct iw_field M_ENTRIES[] = {
+    {.type = FUNNEL_TYPE_STRUCT, .name = "entries", .nullable = 0, .n_children = 2, .children = M_KV}};
+static const struct iw_field F_ITEM[] = {{.type = FUNNEL_TYPE_INT16, .name = "item", .nullable = 1}};
+static const struct iw_field LL_INNER_ITEM[] = {{.type = FUNNEL_TYPE_UTF8, .name = "item", .nullable = 1}};
+static const struct iw_field LL_ITEM[] = {
+    {.type = FUNNEL_TYPE_LIST, .name = "item", .nullable = 1, .n_children = 1, .children = LL_INNER_ITEM}};
+static const struct iw_field LB_ITEM[] = {{.type = FUNNEL_TYPE_BOOL, .name = "item", .nullable = 1}};
+static const struct iw_field FIELDS[] = {
+    {.type = FUNNEL_TYPE_LIST, .name = "l", .nullable = 1, .n_children = 1, .children = L_ITEM},
+    {.type = FUNNEL_TYPE_STRUCT, .name = "s", .nullable = 1, .n_children = 2, .children = S_KIDS},
+    {.type = FUNNEL_TYPE_MAP, .name = "m", .nullable = 1, .n_children = 1, .children = M_ENTRIES},
+    {.type = FUNNEL_TYPE_FIXED_SIZE_LIST, .name = "f", .nullable = 1, .n_children = 1,
+     .children = F_ITEM, .list_size = 3},
+    {.type = FUNNEL_TYPE_LIST, .name = "ll", .nullable = 1, .n_children = 1, .children = LL_ITEM},
+    {.type = FUNNEL_TYPE_LARGE_LIST, .name = "lb", .nullable = 1, .n_children = 1, .children = LB_ITEM},
+    {.type = FUNNEL_TYPE_INT64, .name = "x", .nullable = 1},
+};
+static const struct iw_schema SCHEMA = {7, FIELDS, 0};
+enum { MAX_NODES = 32 };
+
+/* ---------------------------------------------------------------- views */
+
+/* One node of a table in Arrow's layout: what the renderer reads. */
+struct vnode {
+  const struct iw_field *f;
+  const uint8_t *valid;   /* bits; NULL: every row valid */
+  const uint8_t *off;     /* lists and strings */
+  const uint8_t *data;
+  int child;              /* index of the first child */
+  int next;               /* index after the subtree */
+};
+
+static int width_of(int type) {
+  switch (type) {
+    case FUNNEL_TYPE_INT16: return 2;
+    case FUNNEL_TYPE_INT32: return 4;
+    case FUNNEL_TYPE_INT64: return 8;
+    default: return 0;
+  }
+}
+static int offset_width_of(int type) {
+  return type == FUNNEL_TYPE_LARGE_LIST ? 8
+         : type == FUNNEL_TYPE_LIST || type == FUNNEL_TYPE_MAP || type == FUNNEL_TYPE_UTF8 ? 4
+                                                                                          : 0;
+}
+static int bit(const uint8_t *b, int64_t i) { return b == NULL || ((b[i >> 3] >> (i & 7)) & 1); }
+static int64_t off_at(const uint8_t *o, int w, int64_t i) {
+  if (w == 4) {
+    int32_t v;
+    memcpy(&v, o + 4 * i, 4);
+    return v;
+  }
+  int64_t v;
+  memcpy(&v, o + 8 * i, 8);
+  return v;
+}
+
+/* Child indices: the nodes are depth first. */
+static void link_nodes(struct vnode *v, int n) {
+  for (int i = n - 1; i >= 0; i--) {
+    v[i].child = i + 1;
+    int next = i + 1;
+    for (int k = 0; k < v[i].f->n_children; k++) next = v[next].next;
+    v[i].next = next;
+  }
+}
+
+struct text {
+  char *s;
+  size_t len, cap;
+};
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct text *t, const char *fmt, ...) {
+  char tmp[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+  va_end(ap);
+  if (t->len + (size_t)n + 1 > t->cap) {
+    t->cap = 2 * (t->len + (size_t)n + 1);
+    t->s = realloc(t->s, t->cap);
+    if (t->s == NULL) abort();
+  }
+  memcpy(t->s + t->len, tmp, (size_t)n + 1);
+  t->len += (size_t)n;
+}
+
+static void render(const struct vnode *v, int i, int64_t row, struct text *t) {
+  const struct vnode *n = &v[i];
+  if (!bit(n->valid, row)) {
+    put(t, "null");
+    return;
+  }
+  const int type = n->f->type, ow = offset_width_of(type);
+  switch (type) {
+    case FUNNEL_TYPE_INT16: {
+      int16_t x;
+      memcpy(&x, n->data + 2 * row, 2);
+      put(t, "%d", x);
+      return;
+    }
+    case FUNNEL_TYPE_INT32: {
+      int32_t x;
+      memcpy(&x, n->data + 4 * row, 4);
+      put(t, "%d", x);
+      return;
+    }
+    case FUNNEL_TYPE_INT64: {
+      int64_t x;
+      memcpy(&x, n->data + 8 * row, 8);
+      put(t, "%lld", (long long)x);
+      return;
+    }
+    case FUNNEL_TYPE_BOOL: put(t, "%s", bit(n->data, row) ? "true" : "false"); return;
+    case FUNNEL_TYPE_UTF8: {
+      const int64_t a = off_at(n->off, ow, row), b = off_at(n->off, ow, row + 1);
+      put(t, "\"%.*s\"", (int)(b - a), (const char *)n->data + a);
+      return;
+    }
+    case FUNNEL_TYPE_LIST:
+    case FUNNEL_TYPE_LARGE_LIST:
+    case FUNNEL_TYPE_FIXED_SIZE_LIST: {
+      const int64_t a = type == FUNNEL_TYPE_FIXED_SIZE_LIST ? row * n->f->list_size : off_at(n->off, ow, row);
+      const int64_t b = type == FUNNEL_TYPE_FIXED_SIZE_LIST ? a + n->f->list_size : off_at(n->off, ow, row + 1);
+      put(t, "[");
+      for (int64_t k = a; k < b; k++) {
+        if (k > a) put(t, ", ");
+        render(v, n->child, k, t);
+      }
+      put(t, "]");
+      return;
+    }
+    case FUNNEL_TYPE_STRUCT: {
+      put(t, "{");
+      for (int k = 0, c = n->child; k < n->f->n_children; k++, c = v[c].next) {
+        put(t, "%s%s: ", k ? ", " : "", v[c].f->name);
+        render(v, c, row, t);
+      }
+      put(t, "}");
+      return;
+    }
+    case FUNNEL_TYPE_MAP: {
+      const int e = n->child, key = v[e].child, value = v[key].next;
+      const int64_t a = off_at(n->off, ow, row), b = off_at(n->off, ow, row + 1);
+      put(t, "{");
+      for (int64_t k = a; k < b; k++) {
+        if (k > a) put(t, ", ");
+        render(v, key, k, t);
+        put(t, ": ");
+        render(v, value, k, t);
+      }
+      put(t, "}");
+      return;
+    }
+    default: put(t, "?"); return;
+  }
+}
+
+/* Row `row` of every top-level column, rendered. */
+static void render_row(const struct vnode *v, int n_top, int64_t row, struct text *t) {
+  for (int c = 0, i = 0; c < n_top; c++, i = v[i].next) {
+    put(t, "%s%s=", c ? "; " : "", v[i].f->name);
+    render(v, i, row, t);
+  }
+  put(t, "\n");
+}
+
+/* ------------------------------------------------------- random batches */
+
+/* One node of one batch, as written. */
+struct wnode {
+  int64_t length, null_count;
+  struct iw_buf valid, off, data;
+};
+
+static void put_off(struct iw_buf *b, int w, int64_t v) {
+  if (w == 4) {
+    int32_t x = (int32_t)v;
+    iw_buf_append(b, &x, 4);
+  } else {
+    iw_buf_append(b, &v, 8);
+  }
+}
+
+/* Writes node i's `rows` rows and its children's into w[]; returns the
+ * index after its subtree. */
+static int gen(const struct iw_field *const *node, int i, int64_t rows, struct wnode *w,
+               uint64_t *rng, int never_null) {
+  const struct iw_field *f = node[i];
+  struct wnode *n = &w[i];
+  n->length = rows;
+  const int nullable = f->nullable && !never_null;
+  const int nulls_ok = nullable && check_rand_below(rng, 4) != 0;
+  uint8_t byte = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const int valid = !nulls_ok || check_rand_below(rng, 5) != 0;
+    n->null_count += !valid;
+    byte |= (uint8_t)(valid << (r & 7));
+    if ((r & 7) == 7 || r == rows - 1) {
+      iw_buf_append(&n->valid, &byte, 1);
+      byte = 0;
+    }
+  }
+  const int type = f->type, ow = offset_width_of(type);
+  if (width_of(type) > 0) {
+    for (int64_t r = 0; r < rows; r++) {
+      const int64_t x = (int64_t)check_rand_below(rng, 2000) - 1000;
+      iw_buf_append(&n->data, &x, (size_t)width_of(type));
+    }
+    return i + 1;
+  }
+  if (type == FUNNEL_TYPE_BOOL) {
+    byte = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      byte |= (uint8_t)(check_rand_below(rng, 2) << (r & 7));
+      if ((r & 7) == 7 || r == rows - 1) {
+        iw_buf_append(&n->data, &byte, 1);
+        byte = 0;
+      }
+    }
+    return i + 1;
+  }
+  if (type == FUNNEL_TYPE_UTF8) {
+    int64_t at = (int64_t)check_rand_below(rng, 4); /* junk before the first string */
+    for (int64_t k = 0; k < at; k++) iw_buf_append(&n->data, "#", 1);
+    put_off(&n->off, ow, at);
+    for (int64_t r = 0; r < rows; r++) {
+      const int64_t len = (int64_t)check_rand_below(rng, 6);
+      for (int64_t k = 0; k < len; k++) {
+        const char c = (char)('a' + check_rand_below(rng, 26));
+        iw_buf_append(&n->data, &c, 1);
+      }
+      at += len;
+      put_off(&n->off, ow, at);
+    }
+    return i + 1;
+  }
+  if (type == FUNNEL_TYPE_FIXED_SIZE_LIST)
+    return gen(node, i + 1, rows * f->list_size, w, rng, 0);
+  if (type == FUNNEL_TYPE_STRUCT) {
+    int next = i + 1;
+    for (int k = 0; k < f->n_children; k++) {
+      /* a map's key is never null */
+      const int key = never_null && k == 0;
+      next = gen(node, next, rows, w, rng, key);
+    }
+    return next;
+  }
+  /* a list or a map: child rows before the first referenced (a sliced
+   * writer's offsets) and after the last */
+  const int64_t base = (int64_t)check_rand_below(rng, 3);
+  int64_t at = base;
+  put_off(&n->off, ow, at);
+  for (int64_t r = 0; r < rows; r++) {
+    at += (int64_t)check_rand_below(rng, 4);
+    put_off(&n->off, ow, at);
+  }
+  const int64_t child_rows = at + (int64_t)check_rand_below(rng, 3);
+  return gen(node, i + 1, child_rows, w, rng, type == FUNNEL_TYPE_MAP);
+}
+
+/* The view of a batch as written. */
+static void view_of_batch(const struct iw_field *const *node, int n_nodes, const struct wnode *w,
+                          struct vnode *v) {
+  for (int i = 0; i < n_nodes; i++)
+    v[i] = (struct vnode){.f = node[i], .valid = w[i].valid.data, .off = w[i].off.data,
+                          .data = w[i].data.data};
+  link_nodes(v, n_nodes);
+}
+
+static void batch_columns(int n_nodes, const struct wnode *w, struct iw_column *cols) {
+  for (int i = 0; i < n_nodes; i++) {
+    /* no validity buffer when nothing is null, now and then */
+    const int with_valid = w[i].null_count > 0 || (w[i].length % 2 == 1);
+    cols[i] = (struct iw_column){
+        .length = w[i].length, .null_count = w[i].null_count,
+        .validity = with_valid ? w[i].valid.data : NULL,
+        .validity_length = with_valid ? (int64_t)w[i].valid.len : 0,
+        .offsets = w[i].off.data, .offsets_length = (int64_t)w[i].off.len,
+        .data = w[i].data.data, .data_length = (int64_t)w[i].data.len};
+  }
+}
+
+static void free_batch(int n_nodes, struct wnode *w) {
+  for (int i = 0; i < n_nodes; i++) {
+    iw_buf_free(&w[i].valid);
+    iw_buf_free(&w[i].off);
+    iw_buf_free(&w[i].data);
+  }
+}
+
+/* ------------------------------------------------------------- the read */
+
+/* Reads `parts` and renders the table's rows; FUNNEL_OK or the read's
+ * status (err filled). */
+static int read_and_render_schema(struct funnel_device *dev, const struct funnel_partition *parts,
+                                  size_t n_parts, const struct iw_schema *schema,
+                                  const struct iw_field *const *node, int n_nodes,
+                                  struct text *out, struct funnel_error *err) {
+  struct funnel_reader *rd = NULL;
+  int st = funnel_reader_create(dev, NULL, 0, &rd, err);
+  struct funnel_table *t = NULL;
+  if (st == FUNNEL_OK) st = funnel_reader_read_async(rd, parts, n_parts, 0, &t, err);
+  if (st == FUNNEL_OK) st = funnel_table_wait(t, err);
+  if (st != FUNNEL_OK) {
+    funnel_table_free(t);
+    funnel_reader_free(rd);
+    return st;
+  }
+  CHECK_EQ_I64(funnel_table_num_columns(t), n_nodes);
+  struct funnel_column col[MAX_NODES];
+  struct funnel_host_column host[MAX_NODES];
+  struct vnode v[MAX_NODES];
+  for (int i = 0; i < n_nodes; i++) {
+    CHECK_OK(funnel_table_column(t, i, &col[i], err), err);
+    host[i] = (struct funnel_host_column){
+        .validity = col[i].validity.size ? malloc((size_t)col[i].validity.size) : NULL,
+        .offsets = col[i].offsets.size ? malloc((size_t)col[i].offsets.size) : NULL,
+        .data = col[i].data.size ? malloc((size_t)col[i].data.size) : NULL};
+  }
+  CHECK_OK(funnel_table_copy_to_host(t, host, err), err);
+  for (int i = 0; i < n_nodes; i++) {
+    v[i] = (struct vnode){.f = node[i], .valid = col[i].null_count > 0 ? host[i].validity : NULL,
+                          .off = host[i].offsets, .data = host[i].data};
+    CHECK_EQ_STR(col[i].name, node[i]->name);
+    CHECK_EQ_I64(col[i].type_id, node[i]->type);
+    CHECK_EQ_I64(col[i].n_children, node[i]->n_children);
+  }
+  link_nodes(v, n_nodes);
+  const int64_t rows = funnel_table_num_rows(t);
+  for (int i = 0; i < n_nodes; i++) {
+    /* the tree: a child's parent, and the table's rows on top */
+    for (int k = 0, c = v[i].child; k < node[i]->n_children; k++, c = v[c].next)
+      CHECK_EQ_I64(col[c].parent, i);
+    /* the null count: the zero bits of the validity copied back */
+    int64_t zeros = 0;
+    for (int64_t r = 0; r < col[i].length; r++) zeros += !bit(v[i].valid, r);
+    CHECK_EQ_I64(zeros, col[i].null_count);
+  }
+  for (int c = 0, i = 0; c < schema->n_fields; c++, i = v[i].next) {
+    CHECK_EQ_I64(col[i].parent, -1);
+    CHECK_EQ_I64(col[i].length, rows);
+  }
+  for (int64_t r = 0; r < rows; r++) render_row(v, schema->n_fields, r, out);
+  for (int i = 0; i < n_nodes; i++) {
+    free(host[i].validity);
+    free(host[i].offsets);
+    free(host[i].data);
+  }
+  funnel_table_free(t);
+  funnel_reader_free(rd);
+  return FUNNEL_OK;
+}
+
+static void nested_rows_read_as_written(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  const struct iw_field *node[MAX_NODES];
+  const int n_nodes = iw_schema_nodes(&SCHEMA, node, MAX_NODES);
+  CHECK_EQ_I64(n_nodes, 17);
+  uint64_t rng = 42;
+  for (int round = 0; round < 12; round++) {
+    const size_t n_parts = round < 4 ? (size_t)(1 + round) : round < 10 ? 40 : 300;
+    check_context("round %d, %zu partitions", round, n_parts);
+    struct iw_buf *bufs = calloc(n_parts, sizeof(*bufs));
+    struct funnel_partition *parts = calloc(n_parts, sizeof(*parts));
+    struct text want = {0}, got = {0};
+    for (size_t p = 0; p < n_parts; p++) {
+      const int batches = (int)check_rand_below(&rng, 3); /* 0: a schema alone */
+      iw_schema_message(&bufs[p], &SCHEMA, NULL, NULL);
+      for (int b = 0; b < batches; b++) {
+        struct wnode w[MAX_NODES];
+        memset(w, 0, sizeof(w));
+        const int64_t rows = (int64_t)check_rand_below(&rng, round < 10 ? 9 : 30);
+        for (int c = 0, i = 0; c < SCHEMA.n_fields; c++) i = gen(node, i, rows, w, &rng, 0);
+        struct iw_column cols[MAX_NODES];
+        batch_columns(n_nodes, w, cols);
+        iw_batch_message(&bufs[p], &SCHEMA, rows, cols, NULL, NULL);
+        struct vnode v[MAX_NODES];
+        view_of_batch(node, n_nodes, w, v);
+        for (int64_t r = 0; r < rows; r++) render_row(v, SCHEMA.n_fields, r, &want);
+        free_batch(n_nodes, w);
+      }
+      iw_eos(&bufs[p], NULL);
+      parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
+    }
+    if (CHECK_OK(read_and_render_schema(dev, parts, n_parts, &SCHEMA, node, n_nodes, &got, &err),
+                 &err))
+      CHECK_EQ_STR(got.s ? got.s : "", want.s ? want.s : "");
+    free(want.s);
+    free(got.s);
+    for (size_t p = 0; p < n_parts; p++) iw_buf_free(&bufs[p]);
+    free(bufs);
+    free(parts);
+  }
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+static const struct iw_field BAD_L[] = {{.type = FUNNEL_TYPE_INT64, .name = "item", .nullable = 1}};
+static const struct iw_field BAD_S[] = {{.type = FUNNEL_TYPE_INT32, .name = "a", .nullable = 1}};
+static const struct iw_field BAD_F[] = {{.type = FUNNEL_TYPE_INT16, .name = "item", .nullable = 1}};
+static const struct iw_field BAD_FIELDS[] = {
+    {.type = FUNNEL_TYPE_LIST, .name = "l", .nullable = 1, .n_children = 1, .children = BAD_L},
+    {.type = FUNNEL_TYPE_STRUCT, .name = "s", .nullable = 1, .n_children = 1, .children = BAD_S},
+    {.type = FUNNEL_TYPE_MAP, .name = "m", .nullable = 1, .n_children = 1, .children = M_ENTRIES},
+    {.type = FUNNEL_TYPE_FIXED_SIZE_LIST, .name = "f", .nullable = 1, .n_children = 1,
+     .children = BAD_F, .list_size = 2},
+};
+static const struct iw_schema BAD_SCHEMA = {4, BAD_FIELDS, 0};
+
+/* Two rows of every column, right unless `bad` says which to spoil. */
+static void bad_partition(struct iw_buf *b, int bad) {
+  static const int32_t l_off[] = {0, 2, 3}, l_off_bad[] = {0, 3, 2}, m_off[] = {0, 1, 2},
+                       k_off[] = {0, 1, 2};
+  static const int64_t l_item[] = {1, 2, 3}, m_value[] = {5, 6};
+  static const int32_t s_a[] = {7, 8, 9};
+  static const int16_t f_item[] = {1, 2, 3, 4};
+  static const uint8_t one_null = 0x2; /* row 0 null, row 1 valid */
+  struct iw_column c[10] = {
+      {.length = 2, .offsets = bad == 2 ? l_off_bad : l_off, .offsets_length = 12},
+      {.length = bad == 1 ? 2 : bad == 6 ? (int64_t)1 << 62 : 3, .data = l_item, .data_length = 24},
+      {.length = 2},
+      {.length = bad == 4 ? 3 : 2, .data = s_a, .data_length = 12},
+      {.length = 2, .offsets = m_off, .offsets_length = 12},
+      {.length = 2},
+      {.length = 2, .null_count = bad == 3 ? 1 : 0, .validity = bad == 3 ? &one_null : NULL,
+       .validity_length = bad == 3 ? 1 : 0, .offsets = k_off, .offsets_length = 12,
+       .data = "ab", .data_length = 2},
+      {.length = 2, .data = m_value, .data_length = 16},
+      {.length = 2},
+      {.length = bad == 5 ? 3 : 4, .data = f_item, .data_length = 8},
+  };
+  iw_schema_message(b, &BAD_SCHEMA, NULL, NULL);
+  iw_batch_message(b, &BAD_SCHEMA, 2, c, NULL, NULL);
+  iw_eos(b, NULL);
+}
+
+static void malformed_nested_columns_are_named(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  const struct iw_field *node[MAX_NODES];
+  const int n_nodes = iw_schema_nodes(&BAD_SCHEMA, node, MAX_NODES);
+  static const struct {
+    const char *what;
+    int column;
+    const char *path;
+    int code;
+  } cases[] = {
+      {"right", -1, "", FUNNEL_OK},
+      {"a child shorter than its list's offsets say", 1, "'l.item'", FUNNEL_ERR_MALFORMED},
+      {"list offsets out of order", 0, "'l'", FUNNEL_ERR_MALFORMED},
+      {"a map with a null key", 6, "'m.entries.key'", FUNNEL_ERR_MALFORMED},
+      {"a struct child of the wrong length", 3, "'s.a'", FUNNEL_ERR_MALFORMED},
+      {"a fixed_size_list whose child does not hold 2 x rows", 9, "'f.item'", FUNNEL_ERR_MALFORMED},
+      /* the fuzz harness found its multiplications overflowing */
+      {"a child of 2^62 rows", 1, "'l.item'", FUNNEL_ERR_LIMIT},
+  };
+  for (int k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++) {
+    check_context("%s", cases[k].what);
+    struct iw_buf good = {0}, bad = {0};
+    bad_partition(&good, 0);
+    bad_partition(&bad, k);
+    const struct funnel_partition parts[2] = {{good.data, good.len}, {bad.data, bad.len}};
+    struct text got = {0};
+    const int st = read_and_render_schema(dev, parts, 2, &BAD_SCHEMA, node, n_nodes, &got, &err);
+    if (cases[k].column < 0) {
+      CHECK_OK(st, &err);
+      CHECK_EQ_STR(got.s ? got.s : "",
+                   "l=[1, 2]; s={a: 7}; m={\"a\": 5}; f=[1, 2]\n"
+                   "l=[3]; s={a: 8}; m={\"b\": 6}; f=[3, 4]\n"
+                   "l=[1, 2]; s={a: 7}; m={\"a\": 5}; f=[1, 2]\n"
+                   "l=[3]; s={a: 8}; m={\"b\": 6}; f=[3, 4]\n");
+    } else if (CHECK_STATUS(st, cases[k].code, &err)) {
+      CHECK_EQ_I64(err.partition, 1);
+      CHECK_EQ_I64(err.column, cases[k].column);
+      if (strstr(err.message, cases[k].path) == NULL)
+        check_fail(__FILE__, __LINE__, "the message does not name %s: %s", cases[k].path,
+                   err.message);
+    }
+    free(got.s);
+    iw_buf_free(&good);
+    iw_buf_free(&bad);
+  }
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  static const struct check_test tests[] = {
+      CHECK_TEST(nested_rows_read_as_written),
+      CHECK_TEST(malformed_nested_columns_are_named),
+  };
+  return CHECK_MAIN(argc, argv, tests);
+}
