@@ -630,9 +630,12 @@ struct ArrowDeviceArray {
 #endif /* ARROW_C_DEVICE_DATA_INTERFACE */
 
 /* Exports the table, without copying it, as a struct array (one child per
- * column, the table's rows as its length) into the caller's `array`, and
- * optionally its schema (a "+s" struct, one child field per column, names,
- * types and nullability as read) into `schema` (NULL: not wanted).
+ * top-level column, the table's rows as its length; a nested column's
+ * children are its children arrays, as Arrow lays them out) into the
+ * caller's `array`, and optionally its schema (a "+s" struct, one child
+ * field per top-level column, nested ones with their children: "+l",
+ * "+L", "+w:n", "+s", "+m"; names, types, nullability and a map's sorted
+ * keys as read) into `schema` (NULL: not wanted).
  *
  * cuda: device_type ARROW_DEVICE_CUDA, device_id the CUDA device ordinal,
  * buffers are device addresses; sync_event points to a CUevent recorded
@@ -644,8 +647,8 @@ struct ArrowDeviceArray {
  * The export holds the table (and its device) until the consumer calls
  * array->release: the table's buffers stay valid after funnel_table_free
  * and funnel_device_close, and are freed by the last of the release and
- * funnel_table_free. Children may be moved out and released on their own
- * (each holds the table too). The schema holds nothing of the table. A
+ * funnel_table_free. Children, at any depth, may be moved out and released
+ * on their own (each holds the table too, and its own children). The schema holds nothing of the table. A
  * column with no nulls has a NULL validity buffer. */
 FUNNEL_API funnel_status funnel_table_export_device(struct funnel_table *table,
                                                     struct ArrowDeviceArray *array,

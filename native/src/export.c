@@ -13,95 +13,97 @@
 
 /* ------------------------------------------------------------------ array */
 
-struct child_private {
+/* A node of the exported tree: the struct array on top (the table), a
+ * column, or a nested column's child. Each owns its children's structs,
+ * so a consumer may move any array out and release the rest. */
+struct node_private {
   struct funnel_table *table;
   const void *buffers[3];
+  struct ArrowArray *kids;
+  struct ArrowArray **kid_ptrs;
+  int64_t n_kids;
+  void *event; /* the top's: what sync_event points to */
 };
 
-struct parent_private {
-  struct funnel_table *table;
-  const void *buffers[1];
-  struct ArrowArray *children;   /* the child structs, as given out */
-  struct ArrowArray **child_ptrs;
-  int64_t n_children;
-  void *event; /* what sync_event points to */
-};
-
-static void release_child(struct ArrowArray *a) {
+static void release_node(struct ArrowArray *a) {
   if (a == NULL || a->release == NULL) return;
-  struct child_private *p = a->private_data;
+  struct node_private *p = a->private_data;
+  /* children the consumer did not move out are released with their parent */
+  for (int64_t i = 0; i < p->n_kids; i++)
+    if (p->kids[i].release != NULL) p->kids[i].release(&p->kids[i]);
+  free(p->kids);
+  free(p->kid_ptrs);
   funnel__table_unref(p->table);
   free(p);
   a->release = NULL;
 }
 
-static void release_parent(struct ArrowArray *a) {
-  if (a == NULL || a->release == NULL) return;
-  struct parent_private *p = a->private_data;
-  /* children the consumer did not move out are released with the parent */
-  for (int64_t i = 0; i < p->n_children; i++)
-    if (p->children[i].release != NULL) p->children[i].release(&p->children[i]);
-  free(p->children);
-  free(p->child_ptrs);
-  funnel__table_unref(p->table);
-  free(p);
-  a->release = NULL;
+/* The index after column c's subtree (its next sibling's). */
+static int subtree_end(const struct funnel__schema *s, int c) {
+  int next = c + 1;
+  for (int k = 0; k < s->fields[c].n_children; k++) next = subtree_end(s, next);
+  return next;
 }
 
-/* buffers of column `c` in the order Arrow gives them for its type */
-static int64_t child_buffers(const struct funnel_table *t, int c, const void **out) {
-  int64_t size;
-  const bool var = t->plan.schema->fields[c].offset_width > 0;
-  out[0] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_VALIDITY, &size);
-  if (var) out[1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_OFFSETS, &size);
-  out[var ? 2 : 1] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_DATA, &size);
-  return var ? 3 : 2;
+/* buffers of column `c` in the order Arrow gives them for its type:
+ * validity, then offsets (strings, lists), then data (all but nested) */
+static int64_t node_buffers(const struct funnel_table *t, int c, const void **out) {
+  const struct funnel__field *f = &t->plan.schema->fields[c];
+  int64_t size, n = 0;
+  out[n++] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_VALIDITY, &size);
+  if (f->offset_width > 0)
+    out[n++] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_OFFSETS, &size);
+  if (f->nested == FUNNEL__NESTED_NONE)
+    out[n++] = (const void *)(uintptr_t)funnel__table_buffer(t, c, FUNNEL_BUFFER_DATA, &size);
+  return n;
 }
 
-static int export_array(struct funnel_table *t, struct ArrowArray *out,
-                        struct funnel_error *error) {
-  const int n = t->plan.schema->n_fields;
-  struct parent_private *p = calloc(1, sizeof(*p));
-  struct child_private **cp = calloc((size_t)n + 1, sizeof(*cp));
-  if (p != NULL) {
-    p->children = calloc((size_t)n + 1, sizeof(*p->children));
-    p->child_ptrs = calloc((size_t)n + 1, sizeof(*p->child_ptrs));
+/* Fills `out` with column c (c < 0: the struct array on top) and its
+ * children, recursively. */
+static int export_node(struct funnel_table *t, int c, struct ArrowArray *out,
+                       struct funnel_error *error) {
+  const struct funnel__schema *s = t->plan.schema;
+  const int64_t n_kids = c < 0 ? s->n_top : s->fields[c].n_children;
+  struct node_private *p = calloc(1, sizeof(*p));
+  if (p != NULL && n_kids > 0) {
+    p->kids = calloc((size_t)n_kids, sizeof(*p->kids));
+    p->kid_ptrs = calloc((size_t)n_kids, sizeof(*p->kid_ptrs));
   }
-  bool ok = p != NULL && cp != NULL && p->children != NULL && p->child_ptrs != NULL;
-  for (int c = 0; ok && c < n; c++) ok = (cp[c] = calloc(1, sizeof(**cp))) != NULL;
-  if (!ok) {
-    for (int c = 0; cp != NULL && c < n; c++) free(cp[c]);
+  if (p == NULL || (n_kids > 0 && (p->kids == NULL || p->kid_ptrs == NULL))) {
     if (p != NULL) {
-      free(p->children);
-      free(p->child_ptrs);
+      free(p->kids);
+      free(p->kid_ptrs);
     }
     free(p);
-    free(cp);
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   }
-  p->n_children = n;
-  for (int c = 0; c < n; c++) {
-    struct ArrowArray *a = &p->children[c];
-    cp[c]->table = funnel__table_ref(t);
-    a->length = t->plan.rows;
-    a->null_count = t->plan.columns[c].null_count;
-    a->n_buffers = child_buffers(t, c, cp[c]->buffers);
-    a->buffers = cp[c]->buffers;
-    a->release = release_child;
-    a->private_data = cp[c];
-    p->child_ptrs[c] = a;
-  }
-  free(cp);
   p->table = funnel__table_ref(t);
-  p->event = t->event;
   memset(out, 0, sizeof(*out));
-  out->length = t->plan.rows;
-  out->n_buffers = 1; /* a struct's validity: none, no row of it is null */
-  out->buffers = p->buffers;
-  out->n_children = n;
-  out->children = p->child_ptrs;
-  out->release = release_parent;
+  out->release = release_node;
   out->private_data = p;
+  if (c < 0) {
+    p->event = t->event;
+    out->length = t->plan.rows;
+    out->n_buffers = 1; /* a struct's validity: none, no row of it is null */
+  } else {
+    out->length = t->plan.columns[c].length;
+    out->null_count = t->plan.columns[c].null_count;
+    out->n_buffers = node_buffers(t, c, p->buffers);
+  }
+  out->buffers = p->buffers;
+  out->n_children = n_kids;
+  out->children = n_kids > 0 ? p->kid_ptrs : NULL;
+  for (int64_t k = 0, kid = c + 1; k < n_kids; k++) {
+    const int st = export_node(t, (int)kid, &p->kids[k], error);
+    if (st != FUNNEL_OK) {
+      release_node(out); /* and the children made so far */
+      return st;
+    }
+    p->kid_ptrs[k] = &p->kids[k];
+    p->n_kids = k + 1;
+    kid = subtree_end(s, (int)kid);
+  }
+  p->n_kids = n_kids;
   return FUNNEL_OK;
 }
 
@@ -157,6 +159,13 @@ static int format_of(const struct funnel__field *f, struct schema_private *p,
     case FUNNEL_TYPE_FIXED_SIZE_BINARY:
       snprintf(p->format, sizeof(p->format), "w:%d", f->byte_width);
       return FUNNEL_OK;
+    case FUNNEL_TYPE_LIST: snprintf(p->format, sizeof(p->format), "+l"); return FUNNEL_OK;
+    case FUNNEL_TYPE_LARGE_LIST: snprintf(p->format, sizeof(p->format), "+L"); return FUNNEL_OK;
+    case FUNNEL_TYPE_STRUCT: snprintf(p->format, sizeof(p->format), "+s"); return FUNNEL_OK;
+    case FUNNEL_TYPE_MAP: snprintf(p->format, sizeof(p->format), "+m"); return FUNNEL_OK;
+    case FUNNEL_TYPE_FIXED_SIZE_LIST:
+      snprintf(p->format, sizeof(p->format), "+w:%d", f->list_size);
+      return FUNNEL_OK;
     default:
       if (f->type_id <= 0 || f->type_id >= (int)(sizeof(simple) / sizeof(simple[0])) ||
           simple[f->type_id] == NULL)
@@ -196,7 +205,8 @@ static int export_field(const char *name, const struct funnel__field *f, struct 
   memset(out, 0, sizeof(*out));
   out->format = p->owned != NULL ? p->owned : p->format;
   out->name = copy;
-  out->flags = f == NULL || f->nullable ? ARROW_FLAG_NULLABLE : 0;
+  out->flags = (f == NULL || f->nullable ? ARROW_FLAG_NULLABLE : 0) |
+               (f != NULL && f->keys_sorted ? ARROW_FLAG_MAP_KEYS_SORTED : 0);
   out->n_children = n_children;
   out->children = p->child_ptrs;
   out->release = release_schema;
@@ -204,22 +214,30 @@ static int export_field(const char *name, const struct funnel__field *f, struct 
   return FUNNEL_OK;
 }
 
-static int export_schema(const struct funnel_table *t, struct ArrowSchema *out,
-                         struct funnel_error *error) {
-  const struct funnel__schema *s = t->plan.schema;
-  FUNNEL_RETURN_NOT_OK(export_field("", NULL, out, s->n_fields, error));
+/* The schema of column c (c < 0: the struct on top) and its children. */
+static int export_node_schema(const struct funnel__schema *s, int c, struct ArrowSchema *out,
+                              struct funnel_error *error) {
+  const int n_kids = c < 0 ? s->n_top : s->fields[c].n_children;
+  FUNNEL_RETURN_NOT_OK(export_field(c < 0 ? "" : s->fields[c].name, c < 0 ? NULL : &s->fields[c],
+                                    out, n_kids, error));
   struct schema_private *p = out->private_data;
-  for (int c = 0; c < s->n_fields; c++) {
-    int st = export_field(s->fields[c].name, &s->fields[c], &p->children[c], 0, error);
+  for (int k = 0, kid = c + 1; k < n_kids; k++) {
+    const int st = export_node_schema(s, kid, &p->children[k], error);
     if (st != FUNNEL_OK) {
-      p->n_children = c; /* release what was made */
+      p->n_children = k; /* release what was made */
       out->release(out);
       return st;
     }
-    p->child_ptrs[c] = &p->children[c];
-    p->n_children = c + 1;
+    p->child_ptrs[k] = &p->children[k];
+    p->n_children = k + 1;
+    kid = subtree_end(s, kid);
   }
   return FUNNEL_OK;
+}
+
+static int export_schema(const struct funnel_table *t, struct ArrowSchema *out,
+                         struct funnel_error *error) {
+  return export_node_schema(t->plan.schema, -1, out, error);
 }
 
 /* ----------------------------------------------------------------- export */
@@ -234,12 +252,12 @@ static int export_device(struct funnel_table *t, struct ArrowDeviceArray *array,
   if (schema != NULL) FUNNEL_RETURN_NOT_OK(export_schema(t, &s, error));
   struct ArrowDeviceArray a;
   memset(&a, 0, sizeof(a));
-  int st = export_array(t, &a.array, error);
+  int st = export_node(t, -1, &a.array, error);
   if (st != FUNNEL_OK) {
     if (schema != NULL) s.release(&s);
     return st;
   }
-  struct parent_private *p = a.array.private_data;
+  struct node_private *p = a.array.private_data;
   a.device_type = be->arrow_device_type;
   a.device_id = be->device_id;
   a.sync_event = !cpu && p->event != NULL && !funnel_table_is_ready(t) ? (void *)&p->event : NULL;
@@ -253,10 +271,6 @@ funnel_status funnel_table_export_device(struct funnel_table *t, struct ArrowDev
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(t != NULL && array != NULL,
                    "funnel_table_export_device: table and array must not be NULL");
-  if (t->plan.schema != NULL && t->plan.schema->nested)
-    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
-                      "funnel_table_export_device: the table has nested columns (list, struct, "
-                      "map), which the export does not carry yet");
   funnel__table_enter(t);
   const int st = export_device(t, array, schema, error);
   funnel__table_leave(t);

@@ -24,7 +24,9 @@
 #include "work.h"
 
 #define DESCRIPTOR_MAGIC "FNLTBL01"
-#define DESCRIPTOR_VERSION 1
+/* 2: a column's length after its null count (a nested column's children
+ * have rows of their own) */
+#define DESCRIPTOR_VERSION 2
 #define CONTROL_MAGIC UINT64_C(0x31544c43464e4c46) /* "FLNFCLT1" */
 #define NAME_BYTES 64
 
@@ -223,7 +225,7 @@ static int write_descriptor(struct funnel_table *t, struct funnel_share *sh,
   const int n_alloc = sh->mem != 0 ? 1 : 0;
   const size_t schema_padded = (size_t)funnel__align_up(schema->ipc_length, 8);
   const size_t length = 8 + 4 + 4 + 16 + 8 + NAME_BYTES + 8 + 4 * 4 + 64 +
-                        (size_t)n_alloc * (64 + 8) + 8 + schema_padded + (size_t)n * (8 + 3 * 24);
+                        (size_t)n_alloc * (64 + 8) + 8 + schema_padded + (size_t)n * (16 + 3 * 24);
   struct writer w = {calloc(1, length), 0};
   if (w.p == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   put(&w, DESCRIPTOR_MAGIC, 8);
@@ -248,6 +250,7 @@ static int write_descriptor(struct funnel_table *t, struct funnel_share *sh,
   for (int c = 0; c < n; c++) {
     const struct funnel__out_column *oc = &t->plan.columns[c];
     put_i64(&w, oc->null_count);
+    put_i64(&w, oc->length);
     const int64_t offset[3] = {oc->validity, oc->offsets, oc->data};
     const int64_t size[3] = {oc->validity_size, oc->offsets_size, oc->data_size};
     for (int k = 0; k < 3; k++) {
@@ -316,10 +319,6 @@ funnel_status funnel_table_share(struct funnel_table *t, struct funnel_share **o
                                  struct funnel_error *error) {
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(t != NULL && out != NULL, "funnel_table_share: table and out must not be NULL");
-  if (t->plan.schema != NULL && t->plan.schema->nested)
-    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
-                      "funnel_table_share: the table has nested columns (list, struct, map), "
-                      "which sharing does not carry yet");
   funnel__table_enter(t); /* funnel_table_free waits for the copy */
   const int st = share_table(t, out, error);
   funnel__table_leave(t);
@@ -468,10 +467,12 @@ static int read_header(struct cursor *cur, struct header *h) {
   return FUNNEL_OK;
 }
 
-/* The smallest size Arrow's layout allows for buffer k of a column. */
+/* The smallest size Arrow's layout allows for buffer k of a column of
+ * `rows` rows (at most FUNNEL__MAX_ROWS: no overflow). */
 static int64_t min_size(const struct funnel__field *f, int k, int64_t rows) {
   if (k == 0) return (rows + 7) / 8;
   if (k == 1) return f->offset_width > 0 ? (rows + 1) * f->offset_width : 0;
+  if (f->nested != FUNNEL__NESTED_NONE) return 0; /* no data buffer */
   if (f->type_id == FUNNEL_TYPE_BOOL) return (rows + 7) / 8;
   return f->offset_width > 0 ? 0 : rows * f->byte_width;
 }
@@ -546,9 +547,6 @@ static int read_schema(struct cursor *cur, const struct header *h, struct funnel
   struct funnel__schema *schema = funnel__arena_calloc(&t->arena, 1, sizeof(*schema));
   if (schema == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   FUNNEL_RETURN_NOT_OK(funnel__schema_parse(cur->p + cur->at, length, &t->arena, schema, error));
-  if (schema->nested) /* never shared: funnel_table_share refuses them */
-    return FUNNEL_ERR(error, FUNNEL_ERR_UNSUPPORTED,
-                      "the shared table has nested columns, which sharing does not carry yet");
   const size_t padded = (size_t)funnel__align_up(length, 8), left = cur->length - cur->at;
   cur->at += padded < left ? padded : left;
   if (schema->n_fields != h->columns)
@@ -579,7 +577,7 @@ static int read_buffer(struct cursor *cur, const struct header *h, const struct 
   FUNNEL_RETURN_NOT_OK(take(cur, &size, 8, "a buffer's length"));
   struct funnel__out_column *oc = &pl->cols[c];
   const bool wanted = k != FUNNEL_BUFFER_VALIDITY || oc->null_count > 0;
-  const int64_t need = wanted ? min_size(f, k, h->rows) : 0;
+  const int64_t need = wanted ? min_size(f, k, oc->length) : 0;
   const bool bad = alloc < -1 || alloc >= h->allocations ||
                    (alloc >= 0 && (offset < 0 || size < need ||
                                    funnel__add_overflows(offset, size, &end) ||
@@ -590,7 +588,7 @@ static int read_buffer(struct cursor *cur, const struct header *h, const struct 
         cur->error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
         "column %d ('%s'), buffer %d: allocation %d, offset %lld, length %lld does not "
         "fit (%d allocations, %lld bytes needed)",
-        c, f->name, k, alloc, (long long)offset, (long long)size, h->allocations,
+        c, f->path, k, alloc, (long long)offset, (long long)size, h->allocations,
         (long long)need);
   pl->which[3 * c + k] = alloc;
   pl->addr[3 * c + k] = (uint64_t)offset;
@@ -615,14 +613,27 @@ static int read_columns(struct cursor *cur, const struct header *h, const struct
     struct funnel__out_column *oc = &pl->cols[c];
     const size_t at = cur->at;
     FUNNEL_RETURN_NOT_OK(take(cur, &oc->null_count, 8, "a column's null count"));
-    if (oc->null_count < 0 || oc->null_count > h->rows)
+    FUNNEL_RETURN_NOT_OK(take(cur, &oc->length, 8, "a column's length"));
+    /* a top-level column has the table's rows, a struct's child the
+     * struct's, a fixed_size_list's child list_size times its; a list's
+     * child any (its offsets, in device memory, are the sharer's word) */
+    const struct funnel__field *pf = f->parent >= 0 ? &schema->fields[f->parent] : NULL;
+    const int64_t want = pf == NULL                              ? h->rows
+                         : pf->nested == FUNNEL__NESTED_STRUCT   ? pl->cols[f->parent].length
+                         : pf->nested == FUNNEL__NESTED_FIXED &&
+                                   pl->cols[f->parent].length <= FUNNEL__MAX_ROWS / pf->list_size
+                             ? pl->cols[f->parent].length * pf->list_size
+                             : -1;
+    if (oc->length < 0 || oc->length > FUNNEL__MAX_ROWS || (want >= 0 && oc->length != want) ||
+        (want < 0 && pf->nested != FUNNEL__NESTED_LIST) || oc->null_count < 0 ||
+        oc->null_count > oc->length)
       return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, c, (int64_t)at,
-                               "column %d ('%s'): null count %lld of %lld rows", c, f->name,
-                               (long long)oc->null_count, (long long)h->rows);
+                               "column %d ('%s'): null count %lld of %lld rows (%lld expected)", c,
+                               f->path, (long long)oc->null_count, (long long)oc->length,
+                               (long long)want);
     for (int k = FUNNEL_BUFFER_VALIDITY; k <= FUNNEL_BUFFER_DATA; k++)
       FUNNEL_RETURN_NOT_OK(read_buffer(cur, h, im, f, c, k, pl));
     oc->validity = oc->offsets = oc->data = -1;
-    oc->length = h->rows;
   }
   if (cur->at != cur->length)
     return funnel__error_set(cur->error, FUNNEL_ERR_MALFORMED, -1, -1, (int64_t)cur->at,

@@ -403,12 +403,18 @@ static void import_rejects_other_devices_and_bad_bytes(void) {
     import_altered(&s, 0, NULL, 0, 100, FUNNEL_ERR_MALFORMED, "truncated at byte");
     const uint32_t version = 7;
     import_altered(&s, 8, &version, 4, 0, FUNNEL_ERR_UNSUPPORTED, "version 7");
-    /* the first column's validity claims bytes past its allocation */
+    /* the first column's validity claims bytes past its allocation (a
+     * column: null count, length, then three buffers of allocation,
+     * padding, offset and length) */
     size_t full = 0;
     funnel_share_descriptor(s.ex, &full);
     const int64_t huge = INT64_C(1) << 40;
-    import_altered(&s, full - (size_t)N_FIELDS * 80 + 8 + 8, &huge, 8, 0, FUNNEL_ERR_MALFORMED,
+    import_altered(&s, full - (size_t)N_FIELDS * 88 + 16 + 8, &huge, 8, 0, FUNNEL_ERR_MALFORMED,
                    "column 0 ('k'), buffer 0");
+    /* and a length other than the table's rows */
+    const int64_t rows_plus_one = ROWS + 1;
+    import_altered(&s, full - (size_t)N_FIELDS * 88 + 8, &rows_plus_one, 8, 0, FUNNEL_ERR_MALFORMED,
+                   "column 0 ('k'): null count");
   }
   unshare(&s);
 }

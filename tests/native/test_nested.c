@@ -429,6 +429,110 @@ static void nested_rows_read_as_written(void) {
   funnel_device_close(dev);
 }
 
+/* --------------------------------------------------------------- export */
+
+static const char *format_for(const struct iw_field *f) {
+  switch (f->type) {
+    case FUNNEL_TYPE_INT16: return "s";
+    case FUNNEL_TYPE_INT32: return "i";
+    case FUNNEL_TYPE_INT64: return "l";
+    case FUNNEL_TYPE_BOOL: return "b";
+    case FUNNEL_TYPE_UTF8: return "u";
+    case FUNNEL_TYPE_LIST: return "+l";
+    case FUNNEL_TYPE_LARGE_LIST: return "+L";
+    case FUNNEL_TYPE_STRUCT: return "+s";
+    case FUNNEL_TYPE_MAP: return "+m";
+    case FUNNEL_TYPE_FIXED_SIZE_LIST: return f->list_size == 3 ? "+w:3" : "+w:?";
+    default: return "?";
+  }
+}
+
+/* Node i of the export (array a, schema s) against column i of the table
+ * and field f of the test's schema; returns the index after its subtree. */
+static int check_exported(struct funnel_table *t, int i, const struct ArrowArray *a,
+                          const struct ArrowSchema *s, const struct iw_field *f) {
+  struct funnel_column col;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_table_column(t, i, &col, &err), &err)) return i + 1;
+  check_context("exported column %d '%s'", i, col.path);
+  CHECK_EQ_STR(s->format, format_for(f));
+  CHECK_EQ_STR(s->name, f->name);
+  CHECK_EQ_I64(a->length, col.length);
+  CHECK_EQ_I64(a->null_count, col.null_count);
+  CHECK_EQ_I64(a->n_children, f->n_children);
+  CHECK_EQ_I64(s->n_children, f->n_children);
+  /* validity, then offsets for strings and lists, then data but for nested */
+  const int nested = f->n_children > 0;
+  const int has_off = f->type == FUNNEL_TYPE_UTF8 || f->type == FUNNEL_TYPE_LIST ||
+                      f->type == FUNNEL_TYPE_LARGE_LIST || f->type == FUNNEL_TYPE_MAP;
+  CHECK_EQ_I64(a->n_buffers, 1 + has_off + !nested);
+  if (a->n_buffers >= 1) CHECK_EQ_I64((uint64_t)(uintptr_t)a->buffers[0], col.validity.address);
+  if (has_off && a->n_buffers >= 2)
+    CHECK_EQ_I64((uint64_t)(uintptr_t)a->buffers[1], col.offsets.address);
+  if (!nested && a->n_buffers == 1 + has_off + 1)
+    CHECK_EQ_I64((uint64_t)(uintptr_t)a->buffers[a->n_buffers - 1], col.data.address);
+  int next = i + 1;
+  for (int k = 0; k < f->n_children && k < a->n_children && k < s->n_children; k++)
+    next = check_exported(t, next, a->children[k], s->children[k], &f->children[k]);
+  return next;
+}
+
+static void nested_export_is_the_table_tree(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  const struct iw_field *node[MAX_NODES];
+  const int n_nodes = iw_schema_nodes(&SCHEMA, node, MAX_NODES);
+  uint64_t rng = 7;
+  struct iw_buf bufs[3] = {{0}, {0}, {0}};
+  struct funnel_partition parts[3];
+  for (int p = 0; p < 3; p++) {
+    struct wnode w[MAX_NODES];
+    memset(w, 0, sizeof(w));
+    const int64_t rows = 5 + p;
+    for (int c = 0, i = 0; c < SCHEMA.n_fields; c++) i = gen(node, i, rows, w, &rng, 0);
+    struct iw_column cols[MAX_NODES];
+    batch_columns(n_nodes, w, cols);
+    iw_schema_message(&bufs[p], &SCHEMA, NULL, NULL);
+    iw_batch_message(&bufs[p], &SCHEMA, rows, cols, NULL, NULL);
+    iw_eos(&bufs[p], NULL);
+    free_batch(n_nodes, w);
+    parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
+  }
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *t = NULL;
+  if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err) &&
+      CHECK_OK(funnel_reader_read_async(rd, parts, 3, 0, &t, &err), &err) &&
+      CHECK_OK(funnel_table_wait(t, &err), &err)) {
+    struct ArrowDeviceArray a;
+    struct ArrowSchema s;
+    if (CHECK_OK(funnel_table_export_device(t, &a, &s, &err), &err)) {
+      CHECK_EQ_I64(a.array.length, 18);
+      CHECK_EQ_I64(a.array.n_children, SCHEMA.n_fields);
+      CHECK_EQ_STR(s.format, "+s");
+      for (int c = 0, i = 0; c < SCHEMA.n_fields && c < a.array.n_children; c++)
+        i = check_exported(t, i, a.array.children[c], s.children[c], &FIELDS[c]);
+      check_context("%s", "");
+      /* a consumer moves a nested column out, releases the rest, then it */
+      struct ArrowArray moved = *a.array.children[4];
+      a.array.children[4]->release = NULL;
+      funnel_table_free(t);
+      t = NULL;
+      a.array.release(&a.array);
+      s.release(&s);
+      CHECK_EQ_I64(moved.n_children, 1);
+      CHECK_EQ_I64(moved.children[0]->n_children, 1);
+      CHECK(moved.children[0]->children[0]->release != NULL);
+      moved.release(&moved);
+      CHECK(moved.release == NULL);
+    }
+  }
+  funnel_table_free(t);
+  funnel_reader_free(rd);
+  for (int p = 0; p < 3; p++) iw_buf_free(&bufs[p]);
+  funnel_device_close(dev);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static const struct iw_field BAD_L[] = {{.type = FUNNEL_TYPE_INT64, .name = "item", .nullable = 1}};
@@ -525,6 +629,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const struct check_test tests[] = {
       CHECK_TEST(nested_rows_read_as_written),
+      CHECK_TEST(nested_export_is_the_table_tree),
       CHECK_TEST(malformed_nested_columns_are_named),
   };
   return CHECK_MAIN(argc, argv, tests);

@@ -2,9 +2,10 @@ package dev.funnel;
 
 import static dev.funnel.TestSupport.assertRowsMatch;
 import static dev.funnel.TestSupport.read;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -12,8 +13,14 @@ import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import org.apache.arrow.c.ArrowArray;
+import org.apache.arrow.c.ArrowSchema;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
@@ -151,6 +158,11 @@ class NestedReadTest extends DeviceTestCase {
 
   /** An IPC stream of one RecordBatch of random rows per entry of batchRows. */
   byte[] stream(Schema schema, Random random, double nullRate, int... batchRows) {
+    return stream(schema, allocator, random, nullRate, batchRows);
+  }
+
+  static byte[] stream(Schema schema, BufferAllocator allocator, Random random, double nullRate,
+      int... batchRows) {
     try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
       ByteArrayOutputStream out = new ByteArrayOutputStream();
       try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
@@ -257,15 +269,36 @@ class NestedReadTest extends DeviceTestCase {
   }
 
   @Test
-  void exportAndShareSayNestedColumnsAreNotCarriedYet() {
-    Schema schema = new Schema(List.of(
-        field("l", true, ArrowType.List.INSTANCE, field("item", true, I64))));
-    List<byte[]> parts = List.of(stream(schema, new Random(5), 0.1, 4));
-    try (FunnelReader reader = new FunnelReader(device);
-        DeviceTable table = read(reader, parts)) {
-      UnsupportedTypeException e =
-          assertThrows(UnsupportedTypeException.class, () -> table.share());
-      assertTrue(e.getMessage().contains("nested"), e.getMessage());
+  void arrowJavaImportsTheNestedCpuExport() {
+    assumeTrue(TestSupport.BACKEND.equals("cpu"), "Arrow Java reads host memory only: cpu backend");
+    Schema schema = nestedSchema();
+    Random random = new Random(17);
+    List<byte[]> parts = new ArrayList<>();
+    for (int p = 0; p < 9; p++) {
+      parts.add(stream(schema, random, 0.25, random.nextInt(30)));
     }
+    long[] native0 = Faults.nativeLive();
+    try (ArrowBuf deviceArray = allocator.buffer(128);
+        ArrowSchema cSchema = ArrowSchema.allocateNew(allocator)) {
+      deviceArray.setZero(0, 128);
+      try (FunnelReader reader = new FunnelReader(device);
+          DeviceTable table = read(reader, parts)) {
+        table.exportTo(deviceArray.memoryAddress(), cSchema.memoryAddress());
+      }
+      device.close(); // the export holds what it needs
+      device = null;
+      ArrowArray array = ArrowArray.wrap(deviceArray.memoryAddress());
+      try (VectorSchemaRoot root = Data.importVectorSchemaRoot(allocator, array, cSchema, null)) {
+        assertRowsMatch(root, parts, null, allocator);
+        assertEquals(schema.getFields().size(), root.getSchema().getFields().size());
+        for (int c = 0; c < schema.getFields().size(); c++) {
+          assertEquals(schema.getFields().get(c).getType(),
+              root.getSchema().getFields().get(c).getType());
+        }
+      }
+    }
+    assertArrayEquals(Arrays.copyOf(native0, 3), Arrays.copyOf(Faults.nativeLive(), 3),
+        "native allocations, pinned allocations and events left after the release");
   }
+
 }

@@ -95,6 +95,25 @@ class SharedTableTest extends DeviceTestCase {
   }
 
   @Test
+  void anotherJvmReadsASharedTableOfNestedColumns() throws Exception {
+    Random random = new Random(77);
+    for (int p = 0; p < 5; p++) {
+      byte[] bytes = NestedReadTest.stream(NestedReadTest.nestedSchema(), allocator, random, 0.2,
+          1 + random.nextInt(60));
+      Path file = dir.resolve("part-" + p + ".arrows");
+      Files.write(file, bytes);
+      parts.add(bytes);
+      partitionFiles.add(file);
+    }
+    try (FunnelReader reader = new FunnelReader(device);
+        DeviceTable table = TestSupport.read(reader, parts);
+        SharedTable shared = table.share()) {
+      Files.write(dir.resolve("descriptor"), shared.descriptor());
+      assertMatched(child("verify"));
+    }
+  }
+
+  @Test
   void aShareableTableIsSharedWithoutACopy() throws Exception {
     long allocs;
     try (SharedTable shared = share(76, true)) { // the table is closed: the share holds it
