@@ -431,7 +431,7 @@ static void another_gpu_reads_it_in_place_or_is_told_why(void) {
     return;
   }
   for (int from = 0; from < 2; from++) {
-    char kind[16], import_on[40], shared_on[40];
+    char kind[24], import_on[48], shared_on[40];
     snprintf(kind, sizeof(kind), "cuda:%d", from);
     snprintf(import_on, sizeof(import_on), "FUNNEL_TEST_IMPORT_ON=cuda:%d", 1 - from);
     snprintf(shared_on, sizeof(shared_on), "FUNNEL_TEST_SHARED_ON=%d", from);

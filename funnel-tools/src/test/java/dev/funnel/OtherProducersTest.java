@@ -104,6 +104,12 @@ class OtherProducersTest {
   }
 
   @Test
+  void readsNestedColumnsPyarrowWrote() throws IOException {
+    readsLikeArrowJava("pyarrow", "list.arrows", "list.arrows");
+    readsLikeArrowJava("pyarrow", "struct.arrows");
+  }
+
+  @Test
   void readsArrowJsStreams() throws IOException {
     readsLikeArrowJava("arrowjs", "p0.arrows", "p1.arrows", "p2.arrows", "p3.arrows");
   }
@@ -157,8 +163,6 @@ class OtherProducersTest {
     "bad_lz4.arrows, UnsupportedTypeException, LZ4_FRAME",
     "bad_zstd.arrows, UnsupportedTypeException, ZSTD",
     "bad_dictionary.arrows, UnsupportedTypeException, dictionary",
-    "bad_list.arrows, UnsupportedTypeException, List",
-    "bad_struct.arrows, UnsupportedTypeException, Struct",
     "bad_utf8_view.arrows, UnsupportedTypeException, Utf8View",
     "bad_other_schema.arrows, SchemaMismatchException, int16",
   })
