@@ -243,17 +243,17 @@ struct scan_tasks {
   const struct funnel__partition *parts;
   int64_t n_parts;
   int n_cols;
-  int64_t *sums; /* per task: clean, batches, pieces, rows, then nulls and chars per column */
+  int64_t *sums; /* per task: clean, batches, pieces, rows, then nulls, chars and rows per column */
 };
 
-#define SCAN_SUMS(n_cols) (4 + 2 * (int64_t)(n_cols))
+#define SCAN_SUMS(n_cols) (4 + 3 * (int64_t)(n_cols))
 
 static void scan_task(void *ctx, int64_t t) {
   const struct scan_tasks *s = ctx;
   const struct funnel__schema *schema = s->k->schema;
   const int n_cols = s->n_cols;
   int64_t *sum = s->sums + t * SCAN_SUMS(n_cols);
-  int64_t *nulls = sum + 4, *chars = nulls + n_cols;
+  int64_t *nulls = sum + 4, *chars = nulls + n_cols, *lengths = chars + n_cols;
   const int64_t p1 = s->n_parts - t * FUNNEL__PLAN_TASK < FUNNEL__PLAN_TASK
                          ? s->n_parts : (t + 1) * FUNNEL__PLAN_TASK;
   for (int64_t p = t * FUNNEL__PLAN_TASK; p < p1; p++) {
@@ -269,6 +269,7 @@ static void scan_task(void *ctx, int64_t t) {
       for (int c = 0; c < n_cols; c++) {
         nulls[c] += batch->pieces[c].null_count;
         chars[c] += batch->pieces[c].last_offset - batch->pieces[c].first_offset;
+        lengths[c] += batch->pieces[c].length; /* a nested column's child: its own rows */
       }
     }
   }
@@ -278,10 +279,7 @@ static void scan_task(void *ctx, int64_t t) {
 /* Whether the scan on the host threads filled `k` (else it is untouched). */
 static bool scan_parallel(struct scan *k, const struct funnel__partition *parts, int64_t n_parts) {
   const int n_cols = k->schema->n_fields;
-  /* a nested column's children have rows of their own: summed by the loop */
-  if (n_parts <= FUNNEL__PLAN_TASK || n_parts * n_cols < FUNNEL__PLAN_PARALLEL_MIN ||
-      k->schema->nested)
-    return false;
+  if (n_parts <= FUNNEL__PLAN_TASK || n_parts * n_cols < FUNNEL__PLAN_PARALLEL_MIN) return false;
   const int64_t tasks = (n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
   struct scan_tasks s = {.k = k, .parts = parts, .n_parts = n_parts, .n_cols = n_cols,
                          .sums = calloc((size_t)(tasks * SCAN_SUMS(n_cols)), sizeof(int64_t))};
@@ -299,12 +297,13 @@ static bool scan_parallel(struct scan *k, const struct funnel__partition *parts,
     k->batches = batches;
     k->pieces = pieces;
     k->rows = rows;
-    for (int c = 0; c < n_cols; c++) k->cols[c].length = rows;
     for (int64_t t = 0; t < tasks; t++) {
-      const int64_t *nulls = s.sums + t * SCAN_SUMS(n_cols) + 4, *chars = nulls + n_cols;
+      const int64_t *nulls = s.sums + t * SCAN_SUMS(n_cols) + 4, *chars = nulls + n_cols,
+                    *lengths = chars + n_cols;
       for (int c = 0; c < n_cols; c++) {
         k->cols[c].null_count += nulls[c];
         k->chars[c] += chars[c];
+        k->cols[c].length += lengths[c];
       }
     }
   }
@@ -503,7 +502,8 @@ struct seg_tasks {
   const struct seg_pass *g;
   bool write;      /* the second round */
   int64_t *count;  /* per task: its segments, then the index of its first */
-  int64_t *rows;   /* per task: its rows, then the row it starts at */
+  int64_t *rows;   /* per task and column: its rows, then the row it starts at (a nested
+                      column's children have rows of their own) */
   int64_t *chars;  /* per task and column: its string bytes, then where they start */
 };
 
@@ -516,7 +516,7 @@ static void seg_task(void *ctx, int64_t t) {
   struct column_out o[SEGMENT_PASS_COLUMNS];
   for (int j = 0; j < g->m; j++) {
     o[j] = g->o[j];
-    o[j].row = s->write ? s->rows[t] : 0;
+    o[j].row = s->write ? s->rows[t * g->m + j] : 0;
     o[j].char_base = s->write ? s->chars[t * g->m + j] : 0;
   }
   if (s->write) {
@@ -525,8 +525,10 @@ static void seg_task(void *ctx, int64_t t) {
   }
   const struct sink count_only = {NULL, 0, g->k.unit};
   s->count[t] = emit_parts(g, &count_only, o, p0, p1, 0);
-  s->rows[t] = o[0].row;
-  for (int j = 0; j < g->m; j++) s->chars[t * g->m + j] = o[j].char_base;
+  for (int j = 0; j < g->m; j++) {
+    s->rows[t * g->m + j] = o[j].row;
+    s->chars[t * g->m + j] = o[j].char_base;
+  }
 }
 
 /* The pass on the host threads, from the n-th segment on; returns the
@@ -535,29 +537,29 @@ static int64_t emit_parallel(struct seg_pass *g, int64_t n) {
   const int64_t tasks = (g->plan->n_parts + FUNNEL__PLAN_TASK - 1) / FUNNEL__PLAN_TASK;
   struct seg_tasks s = {.g = g,
                         .count = malloc((size_t)tasks * sizeof(int64_t)),
-                        .rows = malloc((size_t)tasks * sizeof(int64_t)),
+                        .rows = malloc((size_t)(tasks * g->m) * sizeof(int64_t)),
                         .chars = malloc((size_t)(tasks * g->m) * sizeof(int64_t))};
   if (s.count == NULL || s.rows == NULL || s.chars == NULL) {
     n = -1;
   } else {
     funnel__parallel_for(tasks, seg_task, &s);
-    int64_t row = 0, chars[SEGMENT_PASS_COLUMNS] = {0};
+    int64_t rows[SEGMENT_PASS_COLUMNS] = {0}, chars[SEGMENT_PASS_COLUMNS] = {0};
     for (int64_t t = 0; t < tasks; t++) {
-      const int64_t c = s.count[t], r = s.rows[t];
+      const int64_t c = s.count[t];
       s.count[t] = n;
-      s.rows[t] = row;
       n += c;
-      row += r;
       for (int j = 0; j < g->m; j++) {
-        const int64_t ch = s.chars[t * g->m + j];
+        const int64_t r = s.rows[t * g->m + j], ch = s.chars[t * g->m + j];
+        s.rows[t * g->m + j] = rows[j];
         s.chars[t * g->m + j] = chars[j];
+        rows[j] += r;
         chars[j] += ch;
       }
     }
     s.write = true;
     funnel__parallel_for(tasks, seg_task, &s);
     for (int j = 0; j < g->m; j++) {
-      g->o[j].row = row;
+      g->o[j].row = rows[j];
       g->o[j].char_base = chars[j];
     }
   }
@@ -583,8 +585,8 @@ int64_t funnel__plan_segments(const struct funnel__plan *plan, const uint64_t *i
                                    .data = out_base + (uint64_t)oc->data};
     }
     int64_t done = -1; /* written in parallel: the count */
-    if (out != NULL && plan->n_parts > FUNNEL__PLAN_TASK && !plan->schema->nested &&
-        plan->n_parts * g.m >= FUNNEL__PLAN_PARALLEL_MIN) /* a task's rows: the same a column */
+    if (out != NULL && plan->n_parts > FUNNEL__PLAN_TASK &&
+        plan->n_parts * g.m >= FUNNEL__PLAN_PARALLEL_MIN)
       done = emit_parallel(&g, n);
     n = done >= 0 ? done : emit_parts(&g, &g.k, g.o, 0, plan->n_parts, n);
     for (int j = 0; j < g.m; j++) n = emit_column_end(&g.k, n, &g.o[j], g.o[j].oc->length);
