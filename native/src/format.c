@@ -972,7 +972,7 @@ void funnel__field_type_string(const struct funnel__field *f, char *buf, size_t 
       snprintf(buf, size, "fixed_size_list[%d]", f->list_size);
       break;
     case FUNNEL_TYPE_STRUCT:
-      snprintf(buf, size, "struct of %d", f->n_children);
+      snprintf(buf, size, "struct (%d field%s)", f->n_children, f->n_children == 1 ? "" : "s");
       break;
     case FUNNEL_TYPE_MAP:
       snprintf(buf, size, "map%s", f->keys_sorted ? " (keys sorted)" : "");
