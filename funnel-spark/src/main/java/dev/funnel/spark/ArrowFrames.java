@@ -26,6 +26,9 @@ import org.apache.arrow.vector.TinyIntVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.MapVector;
+import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.types.DateUnit;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
@@ -36,6 +39,10 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.SpecializedGetters;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.MapData;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
@@ -46,6 +53,7 @@ import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
@@ -64,8 +72,10 @@ import scala.Tuple2;
  *
  * <p>Spark types and the Arrow types they are written as: byte, short, int, long (int8..64),
  * float, double, boolean, date (date32), timestamp (timestamp[us, UTC]), timestamp_ntz
- * (timestamp[us]), decimal (decimal128), string (utf8), binary. Other types are rejected when the
- * writer is made, naming the column.
+ * (timestamp[us]), decimal (decimal128), string (utf8), binary, and nested in each other to any
+ * depth: array (list, its child named element), map (map of a non-null entries struct of a
+ * non-null key and a value) and struct (struct), with the nullability of Spark's elements, values
+ * and fields. Other types are rejected when the writer is made, naming the column.
  */
 public final class ArrowFrames implements AutoCloseable {
   /** Rows of a frame unless {@code batchBytes} is reached first. */
@@ -125,13 +135,43 @@ public final class ArrowFrames implements AutoCloseable {
   public static Schema arrowSchema(StructType sparkSchema) {
     List<Field> fields = new ArrayList<>();
     for (StructField f : sparkSchema.fields()) {
-      fields.add(new Field(f.name(), new FieldType(f.nullable(), arrowType(f), null), null));
+      fields.add(field(f.name(), f.dataType(), f.nullable(), f, f.name()));
     }
     return new Schema(fields);
   }
 
-  private static ArrowType arrowType(StructField f) {
-    DataType t = f.dataType();
+  /**
+   * The field of a value of type {@code t}, at {@code path} (such as {@code tags.element.x}) in
+   * {@code column}, which the error names when a type in it is not one the shuffle writes. The
+   * children's names are Spark's own in its Arrow conversion (ArrowUtils).
+   */
+  private static Field field(
+      String name, DataType t, boolean nullable, StructField column, String path) {
+    ArrowType type;
+    List<Field> children = null;
+    if (t instanceof ArrayType a) {
+      type = ArrowType.List.INSTANCE;
+      children =
+          List.of(field("element", a.elementType(), a.containsNull(), column, path + ".element"));
+    } else if (t instanceof MapType m) {
+      type = new ArrowType.Map(false); // Spark keeps a map's entries as they came, unsorted
+      Field key = field("key", m.keyType(), false, column, path + ".key"); // never null in Spark
+      Field value = field("value", m.valueType(), m.valueContainsNull(), column, path + ".value");
+      FieldType entries = new FieldType(false, ArrowType.Struct.INSTANCE, null);
+      children = List.of(new Field("entries", entries, List.of(key, value)));
+    } else if (t instanceof StructType s) {
+      type = ArrowType.Struct.INSTANCE;
+      children = new ArrayList<>();
+      for (StructField f : s.fields()) {
+        children.add(field(f.name(), f.dataType(), f.nullable(), column, path + "." + f.name()));
+      }
+    } else {
+      type = flatType(t, column, path);
+    }
+    return new Field(name, new FieldType(nullable, type, null), children);
+  }
+
+  private static ArrowType flatType(DataType t, StructField column, String path) {
     if (t instanceof ByteType) {
       return new ArrowType.Int(8, true);
     } else if (t instanceof ShortType) {
@@ -160,15 +200,30 @@ public final class ArrowFrames implements AutoCloseable {
     } else if (t instanceof BinaryType) {
       return ArrowType.Binary.INSTANCE;
     }
+    String where =
+        path.equals(column.name()) ? "" : ", whose " + path + " is " + t.simpleString();
     throw new IllegalArgumentException(
-        "column '" + f.name() + "' has type " + t.simpleString() + ", which the funnel shuffle"
-            + " does not write (it writes byte, short, int, bigint, float, double, boolean, date,"
-            + " timestamp, timestamp_ntz, decimal, string, binary)");
+        "column '" + column.name() + "' has type " + column.dataType().simpleString() + where
+            + ", which the funnel shuffle does not write (it writes byte, short, int, bigint,"
+            + " float, double, boolean, date, timestamp, timestamp_ntz, decimal, string, binary,"
+            + " and array, map and struct of these)");
   }
 
+  /**
+   * The bytes any value of type {@code t} takes in its vectors; a writer returns the rest (a
+   * string's or binary's bytes, an array's elements, a map's entries).
+   */
   private static long fixedBytes(DataType t) {
-    if (t instanceof StringType || t instanceof BinaryType) {
-      return 4;
+    if (t instanceof StringType || t instanceof BinaryType || t instanceof ArrayType
+        || t instanceof MapType) {
+      return 4; // an offset
+    }
+    if (t instanceof StructType s) {
+      long bytes = 0;
+      for (StructField f : s.fields()) {
+        bytes += fixedBytes(f.dataType());
+      }
+      return bytes;
     }
     if (t instanceof DecimalType) {
       return 16;
@@ -192,13 +247,7 @@ public final class ArrowFrames implements AutoCloseable {
     int i = b.rows;
     long bytes = fixedRowBytes;
     for (int c = 0; c < writers.length; c++) {
-      int o = firstOrdinal + c;
-      FieldVector v = b.vectors[c];
-      if (row.isNullAt(o)) {
-        setNull(v, i);
-      } else {
-        bytes += writers[c].write(v, i, row, o);
-      }
+      bytes += put(writers[c], b.vectors[c], i, row, firstOrdinal + c);
     }
     b.rows = i + 1;
     b.bytes += bytes;
@@ -331,16 +380,25 @@ public final class ArrowFrames implements AutoCloseable {
     return out.toByteArray();
   }
 
-  /** Writes a non-null value; returns the bytes it added beyond the fixed width. */
+  /**
+   * Writes value {@code ordinal} of {@code values} (a row's column, an array's element, a
+   * struct's field), not null, into slot {@code i} of {@code v}; returns the bytes it added beyond
+   * the fixed width.
+   */
   private interface ColumnWriter {
-    long write(FieldVector v, int i, InternalRow row, int ordinal);
+    long write(FieldVector v, int i, SpecializedGetters values, int ordinal);
   }
 
-  private static void setNull(FieldVector v, int i) {
-    while (i >= v.getValueCapacity()) {
-      v.reAlloc();
+  /** {@link ColumnWriter#write}, or a null when the value is null. */
+  private static long put(
+      ColumnWriter w, FieldVector v, int i, SpecializedGetters values, int ordinal) {
+    if (values.isNullAt(ordinal)) {
+      // grows the vector as setSafe does; a loop on getValueCapacity would never end for a
+      // struct of no fields, whose capacity is its children's, 0
+      v.setNull(i);
+      return 0;
     }
-    v.setNull(i);
+    return w.write(v, i, values, ordinal);
   }
 
   private static ColumnWriter writer(DataType t) {
@@ -419,8 +477,63 @@ public final class ArrowFrames implements AutoCloseable {
         ((VarBinaryVector) v).setSafe(i, b);
         return b.length;
       };
+    } else if (t instanceof ArrayType a) {
+      ColumnWriter element = writer(a.elementType());
+      long elementBytes = fixedBytes(a.elementType());
+      return (v, i, r, o) -> {
+        ListVector list = (ListVector) v;
+        FieldVector elements = list.getDataVector();
+        ArrayData array = r.getArray(o);
+        int n = array.numElements();
+        int start = list.startNewValue(i);
+        long bytes = n * elementBytes;
+        for (int k = 0; k < n; k++) {
+          bytes += put(element, elements, start + k, array, k);
+        }
+        list.endValue(i, n);
+        return bytes;
+      };
+    } else if (t instanceof MapType m) {
+      ColumnWriter key = writer(m.keyType());
+      ColumnWriter value = writer(m.valueType());
+      long entryBytes = fixedBytes(m.keyType()) + fixedBytes(m.valueType());
+      return (v, i, r, o) -> {
+        MapVector map = (MapVector) v;
+        StructVector entries = (StructVector) map.getDataVector();
+        FieldVector keys = (FieldVector) entries.getChildByOrdinal(0);
+        FieldVector values = (FieldVector) entries.getChildByOrdinal(1);
+        MapData data = r.getMap(o);
+        ArrayData keyArray = data.keyArray();
+        ArrayData valueArray = data.valueArray();
+        int n = data.numElements();
+        int start = map.startNewValue(i);
+        long bytes = n * entryBytes;
+        for (int k = 0; k < n; k++) {
+          entries.setIndexDefined(start + k);
+          bytes += key.write(keys, start + k, keyArray, k); // a Spark map's keys are never null
+          bytes += put(value, values, start + k, valueArray, k);
+        }
+        map.endValue(i, n);
+        return bytes;
+      };
+    } else if (t instanceof StructType s) {
+      int n = s.fields().length;
+      ColumnWriter[] fields = new ColumnWriter[n];
+      for (int c = 0; c < n; c++) {
+        fields[c] = writer(s.fields()[c].dataType());
+      }
+      return (v, i, r, o) -> {
+        StructVector struct = (StructVector) v;
+        InternalRow row = r.getStruct(o, n);
+        struct.setIndexDefined(i);
+        long bytes = 0;
+        for (int c = 0; c < n; c++) {
+          bytes += put(fields[c], (FieldVector) struct.getChildByOrdinal(c), i, row, c);
+        }
+        return bytes;
+      };
     }
-    throw new AssertionError(t); // arrowType rejected it first
+    throw new AssertionError(t); // field rejected it first
   }
 
   @Override

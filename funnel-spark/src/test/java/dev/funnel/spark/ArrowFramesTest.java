@@ -21,16 +21,27 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayBasedMapData;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.ArrowUtils;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.Test;
 import scala.Tuple2;
 
-/** The map side's frames, read back by Arrow Java's own stream reader. */
+/**
+ * The map side's frames, read back by Arrow Java's own stream reader, and as Spark reads Arrow
+ * (its ArrowColumnVector) for the nested types.
+ */
 class ArrowFramesTest {
   static final StructType ALL =
       new StructType()
@@ -108,10 +119,22 @@ class ArrowFramesTest {
   @Test
   void rejectsTypesItDoesNotWriteNamingTheColumn() {
     StructType t = new StructType().add("ok", DataTypes.IntegerType)
-        .add("tags", DataTypes.createArrayType(DataTypes.StringType));
+        .add("span", DataTypes.CalendarIntervalType);
     IllegalArgumentException e =
         assertThrows(IllegalArgumentException.class, () -> ArrowFrames.arrowSchema(t));
-    assertTrue(e.getMessage().contains("'tags'") && e.getMessage().contains("array<string>"),
+    assertTrue(e.getMessage().startsWith("column 'span' has type interval, which"),
+        e.getMessage());
+  }
+
+  @Test
+  void rejectsATypeItDoesNotWriteInsideANestedOneNamingWhere() {
+    StructType t = new StructType().add("ok", DataTypes.createArrayType(DataTypes.IntegerType))
+        .add("spans", DataTypes.createMapType(DataTypes.StringType,
+            new StructType().add("x", DataTypes.createArrayType(DataTypes.CalendarIntervalType))));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> ArrowFrames.arrowSchema(t));
+    assertTrue(e.getMessage().startsWith("column 'spans' has type"
+        + " map<string,struct<x:array<interval>>>, whose spans.value.x.element is interval,"),
         e.getMessage());
   }
 
@@ -205,6 +228,201 @@ class ArrowFramesTest {
       String big = "x".repeat(60);
       assertNull(w.append(0, new GenericInternalRow(new Object[] {0, UTF8String.fromString(big)})));
       assertNotNull(w.append(0, new GenericInternalRow(new Object[] {0, UTF8String.fromString(big)})));
+    }
+  }
+
+  static final StructType AB =
+      new StructType().add("a", DataTypes.IntegerType).add("b", DataTypes.StringType);
+
+  /**
+   * Nested columns, with nulls allowed at every level but the map keys and in tags; none is a
+   * struct of no fields.
+   */
+  static final StructType NESTED =
+      new StructType()
+          .add("ints", DataTypes.createArrayType(DataTypes.IntegerType))
+          .add("strs", DataTypes.createArrayType(DataTypes.StringType))
+          .add("m", DataTypes.createMapType(DataTypes.StringType, DataTypes.LongType))
+          .add("st", AB)
+          .add("structs", DataTypes.createArrayType(AB))
+          .add("sm", new StructType().add("n", DataTypes.IntegerType)
+              .add("m", DataTypes.createMapType(DataTypes.StringType, DataTypes.IntegerType)))
+          .add("deep", DataTypes.createArrayType(DataTypes.createMapType(
+              DataTypes.StringType, DataTypes.createArrayType(DataTypes.IntegerType))))
+          .add("tags", DataTypes.createArrayType(DataTypes.StringType, false), false)
+          .add("none", new StructType());
+
+  private static GenericArrayData array(Object... values) {
+    return new GenericArrayData(values);
+  }
+
+  private static ArrayBasedMapData map(Object... keysAndValues) {
+    Object[] keys = new Object[keysAndValues.length / 2];
+    Object[] values = new Object[keys.length];
+    for (int k = 0; k < keys.length; k++) {
+      keys[k] = keysAndValues[2 * k];
+      values[k] = keysAndValues[2 * k + 1];
+    }
+    return new ArrayBasedMapData(array(keys), array(values));
+  }
+
+  private static GenericInternalRow struct(Object... values) {
+    return new GenericInternalRow(values);
+  }
+
+  private static UTF8String s(String s) {
+    return UTF8String.fromString(s);
+  }
+
+  /** Rows of {@link #NESTED}: values with nulls inside, empty ones, nulls, single elements. */
+  static final Object[][] NESTED_ROWS = {
+    {
+      array(1, null, 3),
+      array(s("a"), null, s("")),
+      map(s("k1"), 1L, s("k2"), null),
+      struct(7, null),
+      array(struct(1, s("x")), null, struct(null, s("y"))),
+      struct(5, map(s("z"), null, s("y"), 2)),
+      array(map(s("p"), array(1, null)), null, map(), map(s("q"), null)),
+      array(s("t1"), s("t2")),
+      struct()
+    },
+    {
+      array(), array(), map(), struct(null, null), array(), struct(null, map()), array(), array(),
+      null
+    },
+    {null, null, null, null, null, null, null, array(s("")), null},
+    {
+      array((Object) null),
+      array((Object) null),
+      map(s("only"), null),
+      struct(0, s("é")),
+      array((Object) null),
+      struct(1, null),
+      array((Object) null),
+      array(s("中文")),
+      struct()
+    },
+    {
+      array(-1),
+      array(s("a longer string, of more than a few bytes")),
+      map(s(""), Long.MIN_VALUE),
+      struct(Integer.MAX_VALUE, s("")),
+      array(struct(null, null)),
+      null,
+      array(map(s("a"), array())),
+      array(),
+      null
+    },
+  };
+
+  /**
+   * {@code root}'s rows as Spark reads Arrow (its ArrowColumnVector), made external rows (Row,
+   * Seq, Map) by Spark's own converter, which compare by value.
+   */
+  static List<Row> sparkRows(VectorSchemaRoot root, StructType schema) {
+    ColumnVector[] columns = new ColumnVector[root.getFieldVectors().size()];
+    for (int c = 0; c < columns.length; c++) {
+      columns[c] = new ArrowColumnVector(root.getVector(c));
+    }
+    ColumnarBatch batch = new ColumnarBatch(columns, root.getRowCount());
+    scala.Function1<Object, Object> toRow = CatalystTypeConverters.createToScalaConverter(schema);
+    List<Row> rows = new ArrayList<>();
+    for (int r = 0; r < root.getRowCount(); r++) {
+      rows.add((Row) toRow.apply(batch.getRow(r))); // a copy: the batch's row is reused
+    }
+    return rows;
+  }
+
+  /** The frame's rows as Spark reads them ({@link #sparkRows}). */
+  static List<Row> readBySpark(byte[] frame, StructType schema, BufferAllocator allocator)
+      throws IOException {
+    List<Row> rows = new ArrayList<>();
+    try (ArrowStreamReader reader =
+        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator)) {
+      VectorSchemaRoot root = reader.getVectorSchemaRoot();
+      assertEquals(ArrowFrames.arrowSchema(schema), root.getSchema());
+      while (reader.loadNextBatch()) {
+        rows.addAll(sparkRows(root, schema));
+      }
+    }
+    return rows;
+  }
+
+  @Test
+  void nestedTypesAreWrittenAsSparksOwnArrowSchema() {
+    // Spark's own conversion (ArrowUtils, as for Arrow UDFs): the same names, types, nullability
+    assertEquals(ArrowUtils.toArrowSchema(NESTED, "UTC", true, false),
+        ArrowFrames.arrowSchema(NESTED));
+  }
+
+  /**
+   * Writes rows of {@code schema} (their values; partition 0) in frames of {@code batchRows} rows
+   * and asserts that Spark reads back each row written; returns the frames' rows.
+   */
+  static List<Integer> assertRoundTrip(StructType schema, List<Object[]> rows, int batchRows)
+      throws IOException {
+    scala.Function1<Object, Object> toRow = CatalystTypeConverters.createToScalaConverter(schema);
+    List<Row> expected = new ArrayList<>();
+    List<Row> got = new ArrayList<>();
+    List<Integer> frameRows = new ArrayList<>();
+    try (BufferAllocator allocator = new RootAllocator();
+        ArrowFrames w = new ArrowFrames(schema, 1, 1, batchRows, 1 << 20)) {
+      List<byte[]> frames = new ArrayList<>();
+      for (Object[] values : rows) {
+        expected.add((Row) toRow.apply(new GenericInternalRow(values)));
+        Object[] row = new Object[1 + values.length];
+        System.arraycopy(values, 0, row, 1, values.length); // column 0, the partition: 0
+        row[0] = 0;
+        byte[] f = w.append(0, new GenericInternalRow(row));
+        if (f != null) {
+          frames.add(f);
+        }
+      }
+      frames.add(w.flush(0));
+      for (byte[] f : frames) {
+        List<Row> read = readBySpark(f, schema, allocator);
+        frameRows.add(read.size());
+        got.addAll(read);
+      }
+    }
+    assertEquals(expected.size(), got.size());
+    for (int r = 0; r < expected.size(); r++) {
+      assertEquals(expected.get(r), got.get(r), "row " + r);
+    }
+    return frameRows;
+  }
+
+  @Test
+  void nestedTypesNullsAndEmptyCollectionsRoundTripThroughSparksArrowReader() throws IOException {
+    List<Object[]> rows = new ArrayList<>();
+    for (int k = 0; k < 3; k++) { // thrice: the frames after the first reuse the vectors
+      rows.addAll(Arrays.asList(NESTED_ROWS));
+    }
+    assertEquals(List.of(4, 4, 4, 3), assertRoundTrip(NESTED, rows, 4));
+  }
+
+  @Test
+  void everyFlatTypeInsideAnArrayOfStructs() throws IOException {
+    StructType schema = new StructType().add("all", DataTypes.createArrayType(ALL));
+    int n = ALL.fields().length;
+    Object[] one = Arrays.copyOfRange(((GenericInternalRow) row(0, 1)).values(), 1, 1 + n);
+    Object[] two = Arrays.copyOfRange(((GenericInternalRow) row(0, 2)).values(), 1, 1 + n);
+    List<Object[]> rows = List.of(
+        new Object[] {array(struct(one), null, struct(new Object[n]), struct(two))},
+        new Object[] {array()},
+        new Object[] {null});
+    assertEquals(List.of(3), assertRoundTrip(schema, rows, 10));
+  }
+
+  @Test
+  void nestedBytesCloseAFrame() {
+    StructType schema =
+        new StructType().add("strs", DataTypes.createArrayType(DataTypes.StringType));
+    try (ArrowFrames w = new ArrowFrames(schema, 1, 1, 1000, 100)) {
+      GenericArrayData strs = array(s("x".repeat(30)), s("y".repeat(30)));
+      assertNull(w.append(0, new GenericInternalRow(new Object[] {0, strs})));
+      assertNotNull(w.append(0, new GenericInternalRow(new Object[] {0, strs})));
     }
   }
 }

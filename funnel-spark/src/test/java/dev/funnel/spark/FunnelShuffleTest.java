@@ -1,10 +1,13 @@
 package dev.funnel.spark;
 
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.spark_partition_id;
 import static org.apache.spark.sql.functions.when;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,6 +23,7 @@ import dev.funnel.PinnedPool;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -29,10 +33,13 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.SparkException;
 import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -42,6 +49,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import scala.Tuple2;
+import scala.Tuple3;
 
 /**
  * Real Spark jobs (local mode, 4 task threads, 200 reduce partitions) whose reduce tasks read
@@ -316,5 +324,122 @@ class FunnelShuffleTest {
     ByteBuffer b = ByteBuffer.allocateDirect(bytes.length);
     b.put(bytes).flip();
     return b;
+  }
+
+  /**
+   * {@code rows} rows of id (bigint), key (int, from {@code key}) and nested columns made by
+   * Spark: ints array<int>, strs array<string>, m map<string,bigint>, st struct<a:int,b:string>,
+   * structs array<struct<a:int,b:string>>, sm struct<n:int,m:map<string,int>>, deep
+   * array<array<int>>, each with nulls at every level (the column, elements, values, fields) and
+   * empty arrays and maps; tags array<string> whose elements are never null, pair
+   * struct<id:bigint,ids:array<bigint>> of which nothing may be null, and none, a struct of no
+   * fields or null.
+   */
+  static Dataset<Row> nestedTable(long rows, Column key) {
+    String n4 = "array_repeat(0, cast(id % 4 as int))"; // 0..3 elements
+    return spark
+        .range(0, rows, 1, 4)
+        .select(
+            col("id"),
+            key.cast("int").as("key"),
+            expr("CASE WHEN id % 11 = 0 THEN NULL ELSE transform(array_repeat(0, cast(id % 5 as"
+                    + " int)), (x, j) -> IF((id + j) % 3 = 0, NULL, cast(id * 10 + j as int))) END")
+                .as("ints"),
+            expr("CASE WHEN id % 13 = 0 THEN NULL ELSE transform(" + n4 + ", (x, j) ->"
+                    + " IF((id + j) % 5 = 0, NULL, concat('s', id, '-', j, repeat('é', j)))) END")
+                .as("strs"),
+            expr("CASE WHEN id % 7 = 0 THEN NULL ELSE map_from_arrays(transform(" + n4
+                    + ", (x, j) -> concat('k', j)), transform(" + n4 + ", (x, j) ->"
+                    + " IF((id + j) % 3 = 1, NULL, id * 1000 + j))) END")
+                .as("m"),
+            expr("CASE WHEN id % 17 = 0 THEN NULL ELSE named_struct('a', IF(id % 3 = 0, NULL,"
+                    + " cast(id as int)), 'b', IF(id % 5 = 0, NULL, concat('b', id))) END")
+                .as("st"),
+            expr("CASE WHEN id % 19 = 0 THEN NULL ELSE transform(" + n4 + ", (x, j) ->"
+                    + " IF((id + j) % 4 = 3, NULL, named_struct('a', IF(j = 1, NULL,"
+                    + " cast(id + j as int)), 'b', IF((id + j) % 2 = 0, NULL, concat('e', j)))))"
+                    + " END")
+                .as("structs"),
+            expr("CASE WHEN id % 23 = 0 THEN NULL ELSE named_struct('n', IF(id % 2 = 0, NULL,"
+                    + " cast(id % 100 as int)), 'm', IF(id % 6 = 1, NULL, map_from_arrays("
+                    + "transform(" + n4 + ", (x, j) -> concat('m', j)), transform(" + n4
+                    + ", (x, j) -> IF(j = 1, NULL, cast(id + j as int)))))) END")
+                .as("sm"),
+            expr("CASE WHEN id % 29 = 0 THEN NULL ELSE transform(" + n4 + ", (x, j) ->"
+                    + " IF((id + j) % 5 = 2, NULL, transform(array_repeat(0, cast((id + j) % 3"
+                    + " as int)), (y, k) -> IF(k = 1, NULL, cast(id + k as int))))) END")
+                .as("deep"),
+            expr("transform(array_repeat(0, cast(id % 3 as int)), (x, j) -> concat('t', j))")
+                .as("tags"),
+            expr("named_struct('id', id, 'ids', array(id, id + 1))").as("pair"),
+            expr("IF(id % 2 = 0, NULL, struct())").as("none"));
+  }
+
+  /** Rows in order of their column 0, a bigint. */
+  static List<Row> byId(List<Row> rows) {
+    List<Row> sorted = new ArrayList<>(rows);
+    sorted.sort(Comparator.comparingLong(r -> r.getLong(0)));
+    return sorted;
+  }
+
+  @Test
+  void nestedColumnsMatchSparksOwnShuffleRowForRow() {
+    Dataset<Row> df = nestedTable(20_000, col("id").multiply(7919).mod(10_007));
+    StructType schema = df.schema();
+    assertFalse(((ArrayType) schema.apply("tags").dataType()).containsNull(), schema.treeString());
+    assertFalse(schema.apply("pair").nullable(), schema.treeString());
+
+    // Spark's own shuffle of the same rows: each reduce partition's rows
+    Map<Integer, List<Row>> expected = new TreeMap<>();
+    for (int p = 0; p < PARTITIONS; p++) {
+      expected.put(p, new ArrayList<>());
+    }
+    for (Row r : df.repartition(PARTITIONS, col("key"))
+        .withColumn("pid", spark_partition_id())
+        .collectAsList()) {
+      Object[] values = new Object[r.length() - 1];
+      for (int c = 0; c < values.length; c++) {
+        values[c] = r.get(c);
+      }
+      expected.get(r.getInt(values.length)).add(RowFactory.create(values));
+    }
+
+    // small frames: a map task writes many per reduce partition, whose nested columns funnel
+    // concatenates (their offsets rebased)
+    FunnelShuffle shuffle = FunnelShuffle.repartition(df, PARTITIONS, 50, 1L << 20, col("key"));
+    List<Tuple3<Integer, List<Row>, long[]>> got =
+        shuffle
+            .mapTables(
+                (partition, table) -> {
+                  assertEquals(shuffle.schema(), table.schema());
+                  long[] nulls = new long[table.numColumns()]; // funnel's own, from its scan
+                  for (int c = 0; c < nulls.length; c++) {
+                    nulls[c] = table.column(c).nullCount();
+                  }
+                  try (BufferAllocator allocator = new RootAllocator();
+                      VectorSchemaRoot root = table.toArrow(allocator)) {
+                    List<Row> rows = ArrowFramesTest.sparkRows(root, schema);
+                    return List.of(new Tuple3<>(partition, rows, nulls)).iterator();
+                  }
+                })
+            .collect();
+    assertEquals(PARTITIONS, got.size(), "tables, one per reduce partition");
+    long nonEmpty = expected.values().stream().filter(rows -> !rows.isEmpty()).count();
+    assertTrue(nonEmpty > PARTITIONS * 9 / 10, nonEmpty + " non-empty reduce partitions");
+    for (Tuple3<Integer, List<Row>, long[]> t : got) {
+      List<Row> want = byId(expected.get(t._1()));
+      List<Row> have = byId(t._2());
+      assertEquals(want.size(), have.size(), "rows of reduce partition " + t._1());
+      for (int r = 0; r < want.size(); r++) {
+        assertEquals(want.get(r), have.get(r), "reduce partition " + t._1() + ", row " + r);
+      }
+      long[] nulls = new long[schema.fields().length];
+      for (Row r : want) {
+        for (int c = 0; c < nulls.length; c++) {
+          nulls[c] += r.isNullAt(c) ? 1 : 0;
+        }
+      }
+      assertArrayEquals(nulls, t._3(), "null counts of reduce partition " + t._1());
+    }
   }
 }
