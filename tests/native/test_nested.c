@@ -383,50 +383,146 @@ static int read_and_render_schema(struct funnel_device *dev, const struct funnel
   return FUNNEL_OK;
 }
 
+/* Writes `n_parts` partitions of random batches of `schema` (0 to 2 batches
+ * a partition, up to max_rows rows each), reads them and compares every
+ * row, rendered, with what was written. */
+static void reads_as_written(struct funnel_device *dev, const struct iw_schema *schema,
+                             size_t n_parts, int max_rows, uint64_t *rng) {
+  const struct iw_field *node[MAX_NODES];
+  const int n_nodes = iw_schema_nodes(schema, node, MAX_NODES);
+  struct iw_buf *bufs = calloc(n_parts, sizeof(*bufs));
+  struct funnel_partition *parts = calloc(n_parts, sizeof(*parts));
+  struct text want = {0}, got = {0};
+  for (size_t p = 0; p < n_parts; p++) {
+    const int batches = (int)check_rand_below(rng, 3); /* 0: a schema alone */
+    iw_schema_message(&bufs[p], schema, NULL, NULL);
+    for (int b = 0; b < batches; b++) {
+      struct wnode w[MAX_NODES];
+      memset(w, 0, sizeof(w));
+      const int64_t rows = (int64_t)check_rand_below(rng, (uint64_t)max_rows + 1);
+      for (int c = 0, i = 0; c < schema->n_fields; c++) i = gen(node, i, rows, w, rng, 0);
+      struct iw_column cols[MAX_NODES];
+      batch_columns(n_nodes, w, cols);
+      iw_batch_message(&bufs[p], schema, rows, cols, NULL, NULL);
+      struct vnode v[MAX_NODES];
+      view_of_batch(node, n_nodes, w, v);
+      for (int64_t r = 0; r < rows; r++) render_row(v, schema->n_fields, r, &want);
+      free_batch(n_nodes, w);
+    }
+    iw_eos(&bufs[p], NULL);
+    parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
+  }
+  struct funnel_error err;
+  if (CHECK_OK(read_and_render_schema(dev, parts, n_parts, schema, node, n_nodes, &got, &err),
+               &err))
+    CHECK_EQ_STR(got.s ? got.s : "", want.s ? want.s : "");
+  free(want.s);
+  free(got.s);
+  for (size_t p = 0; p < n_parts; p++) iw_buf_free(&bufs[p]);
+  free(bufs);
+  free(parts);
+}
+
 static void nested_rows_read_as_written(void) {
   struct funnel_device *dev = NULL;
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
-  const struct iw_field *node[MAX_NODES];
-  const int n_nodes = iw_schema_nodes(&SCHEMA, node, MAX_NODES);
-  CHECK_EQ_I64(n_nodes, 17);
+  CHECK_EQ_I64(iw_schema_nodes(&SCHEMA, NULL, 0), 17);
   uint64_t rng = 42;
   for (int round = 0; round < 12; round++) {
     /* the last: enough pieces for the plan's passes on the host threads */
     const size_t n_parts = round < 4 ? (size_t)(1 + round) : round < 10 ? 40 : round < 11 ? 300 : 1100;
     check_context("round %d, %zu partitions", round, n_parts);
-    struct iw_buf *bufs = calloc(n_parts, sizeof(*bufs));
-    struct funnel_partition *parts = calloc(n_parts, sizeof(*parts));
-    struct text want = {0}, got = {0};
-    for (size_t p = 0; p < n_parts; p++) {
-      const int batches = (int)check_rand_below(&rng, 3); /* 0: a schema alone */
-      iw_schema_message(&bufs[p], &SCHEMA, NULL, NULL);
-      for (int b = 0; b < batches; b++) {
-        struct wnode w[MAX_NODES];
-        memset(w, 0, sizeof(w));
-        const int64_t rows = (int64_t)check_rand_below(&rng, round < 10 ? 9 : 30);
-        for (int c = 0, i = 0; c < SCHEMA.n_fields; c++) i = gen(node, i, rows, w, &rng, 0);
-        struct iw_column cols[MAX_NODES];
-        batch_columns(n_nodes, w, cols);
-        iw_batch_message(&bufs[p], &SCHEMA, rows, cols, NULL, NULL);
-        struct vnode v[MAX_NODES];
-        view_of_batch(node, n_nodes, w, v);
-        for (int64_t r = 0; r < rows; r++) render_row(v, SCHEMA.n_fields, r, &want);
-        free_batch(n_nodes, w);
-      }
-      iw_eos(&bufs[p], NULL);
-      parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
-    }
-    if (CHECK_OK(read_and_render_schema(dev, parts, n_parts, &SCHEMA, node, n_nodes, &got, &err),
-                 &err))
-      CHECK_EQ_STR(got.s ? got.s : "", want.s ? want.s : "");
-    free(want.s);
-    free(got.s);
-    for (size_t p = 0; p < n_parts; p++) iw_buf_free(&bufs[p]);
-    free(bufs);
-    free(parts);
+    reads_as_written(dev, &SCHEMA, n_parts, round < 10 ? 8 : 29, &rng);
   }
   check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+/* A random field at `depth` (1 at the top) into *f, its children (and
+ * theirs) allocated; *budget counts the nodes left. */
+static void random_field(struct iw_field *f, const char *name, int depth, int *budget,
+                         uint64_t *rng) {
+  static const int leaves[] = {FUNNEL_TYPE_INT16, FUNNEL_TYPE_INT32, FUNNEL_TYPE_INT64,
+                               FUNNEL_TYPE_BOOL, FUNNEL_TYPE_UTF8};
+  static const int nested[] = {FUNNEL_TYPE_LIST, FUNNEL_TYPE_LARGE_LIST,
+                               FUNNEL_TYPE_FIXED_SIZE_LIST, FUNNEL_TYPE_STRUCT, FUNNEL_TYPE_MAP};
+  memset(f, 0, sizeof(*f));
+  f->name = name;
+  f->nullable = check_rand_below(rng, 5) != 0;
+  (*budget)--;
+  /* a nested type needs room for its children: 3 nodes for a map */
+  if (depth >= 4 || *budget < 4 || check_rand_below(rng, 3) == 0) {
+    f->type = leaves[check_rand_below(rng, 5)];
+    return;
+  }
+  f->type = nested[check_rand_below(rng, 5)];
+  if (f->type == FUNNEL_TYPE_MAP) {
+    struct iw_field *entries = calloc(1, sizeof(*entries));
+    struct iw_field *kv = calloc(2, sizeof(*kv));
+    *entries = (struct iw_field){.type = FUNNEL_TYPE_STRUCT, .name = "entries", .n_children = 2,
+                                 .children = kv};
+    *budget -= 2;
+    kv[0] = (struct iw_field){.type = check_rand_below(rng, 2) ? FUNNEL_TYPE_UTF8 : FUNNEL_TYPE_INT32,
+                              .name = "key"};
+    random_field(&kv[1], "value", depth + 2, budget, rng);
+    f->n_children = 1;
+    f->children = entries;
+    return;
+  }
+  static const char *const names[] = {"a", "b", "c"};
+  const int n = f->type == FUNNEL_TYPE_STRUCT ? 1 + (int)check_rand_below(rng, 3) : 1;
+  struct iw_field *kids = calloc((size_t)n, sizeof(*kids));
+  for (int k = 0; k < n; k++)
+    random_field(&kids[k], f->type == FUNNEL_TYPE_STRUCT ? names[k] : "item", depth + 1, budget,
+                 rng);
+  f->n_children = n;
+  f->children = kids;
+  if (f->type == FUNNEL_TYPE_FIXED_SIZE_LIST) f->list_size = 1 + (int)check_rand_below(rng, 3);
+}
+
+static int field_depth(const struct iw_field *f) {
+  int d = 0;
+  for (int k = 0; k < f->n_children; k++) {
+    const int c = field_depth(&f->children[k]);
+    d = c > d ? c : d;
+  }
+  return 1 + d;
+}
+
+static void free_field(struct iw_field *f) {
+  for (int k = 0; k < f->n_children; k++) free_field((struct iw_field *)&f->children[k]);
+  free((void *)f->children);
+}
+
+/* Random schemas of one to four columns, nested up to four deep, every
+ * type at every level, each from 1 to 300 partitions. */
+static void random_schemas_nested_four_deep_read_as_written(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  static const char *const top[] = {"c0", "c1", "c2", "c3"};
+  uint64_t rng = 99;
+  int deepest = 0;
+  for (int k = 0; k < 60; k++) {
+    struct iw_field fields[4];
+    const int n = 1 + (int)check_rand_below(&rng, 4);
+    int budget = MAX_NODES;
+    for (int c = 0; c < n; c++) random_field(&fields[c], top[c], 1, &budget, &rng);
+    const struct iw_schema schema = {n, fields, 0};
+    const struct iw_field *node[MAX_NODES];
+    const int n_nodes = iw_schema_nodes(&schema, node, MAX_NODES);
+    for (int c = 0; c < n; c++) {
+      const int d = field_depth(&fields[c]);
+      deepest = d > deepest ? d : deepest;
+    }
+    const size_t n_parts = k % 3 == 0 ? 1 : k % 3 == 1 ? 7 : 300;
+    check_context("schema %d (%d nodes), %zu partitions", k, n_nodes, n_parts);
+    if (n_nodes <= MAX_NODES) reads_as_written(dev, &schema, n_parts, 12, &rng);
+    for (int c = 0; c < n; c++) free_field(&fields[c]);
+  }
+  check_context("%s", "");
+  CHECK(deepest >= 4); /* the draws reached four levels */
   funnel_device_close(dev);
 }
 
@@ -630,6 +726,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const struct check_test tests[] = {
       CHECK_TEST(nested_rows_read_as_written),
+      CHECK_TEST(random_schemas_nested_four_deep_read_as_written),
       CHECK_TEST(nested_export_is_the_table_tree),
       CHECK_TEST(malformed_nested_columns_are_named),
   };

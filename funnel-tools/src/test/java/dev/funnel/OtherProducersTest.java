@@ -117,7 +117,17 @@ class OtherProducersTest {
   @Test
   void commandLineConcatenatesPyarrowFilesLikeArrowJavaReadsThem(@org.junit.jupiter.api.io.TempDir Path dir)
       throws IOException {
-    String[] files = {"p0.arrows", "p1.arrows", "p2.arrows", "p3.arrows", "p4.arrow"};
+    concatenatesLikeArrowJava(dir, "p0.arrows", "p1.arrows", "p2.arrows", "p3.arrows", "p4.arrow");
+  }
+
+  @Test
+  void commandLineConcatenatesNestedColumns(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws IOException {
+    concatenatesLikeArrowJava(dir, "list.arrows", "list.arrows", "list.arrows");
+  }
+
+  /** `funnel concat` of pyarrow's files, compared with Arrow Java's reading of each. */
+  private static void concatenatesLikeArrowJava(Path dir, String... files) throws IOException {
     List<String> args = new ArrayList<>(List.of("concat", "--backend", TestSupport.BACKEND, "-o"));
     Path out = dir.resolve("out.arrows");
     args.add(out.toString());
