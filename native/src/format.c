@@ -849,10 +849,9 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
       } else if (pf->nested == FUNNEL__NESTED_FIXED) {
         if (node_length / pf->list_size != pp->node_length || node_length % pf->list_size != 0)
           return BIND_ERROR(FUNNEL_ERR_MALFORMED, batch->message_offset,
-                            "field node length %lld, but '%s' (fixed_size_list[%d]) of %lld "
-                            "rows needs %lld", (long long)node_length, whose, pf->list_size,
-                            (long long)pp->node_length,
-                            (long long)pp->node_length * pf->list_size);
+                            "field node length %lld, but '%s' (fixed_size_list[%d]) has %lld "
+                            "rows", (long long)node_length, whose, pf->list_size,
+                            (long long)pp->node_length);
         start = pp->start * pf->list_size;
         length = pp->length * pf->list_size;
       } else {

@@ -155,7 +155,14 @@ static int scan_batch(struct scan *k, struct funnel__partition *part, int64_t p,
     FUNNEL_RETURN_NOT_OK(add_check_job(k, p, b, batch->rows, arena, error));
   for (int c = 0; c < k->schema->n_fields; c++) {
     const struct funnel__piece *pc = &batch->pieces[c];
-    k->cols[c].length += pc->length; /* no overflow: a node's rows <= the body's bits */
+    /* a nested column's child may have rows without bytes (a struct of
+     * nothing, a fixed_size_list of it): its rows are bounded here */
+    if (funnel__add_overflows(k->cols[c].length, pc->length, &k->cols[c].length) ||
+        k->cols[c].length > FUNNEL__MAX_ROWS)
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, p, c, batch->message_offset,
+                               "partition %lld: column %d '%s' would have more than %lld rows",
+                               (long long)p, c, k->schema->fields[c].path,
+                               (long long)FUNNEL__MAX_ROWS);
     k->cols[c].null_count += pc->null_count;
     k->chars[c] += pc->last_offset - pc->first_offset;
   }
@@ -268,8 +275,12 @@ static void scan_task(void *ctx, int64_t t) {
       sum[2] += n_cols;
       for (int c = 0; c < n_cols; c++) {
         nulls[c] += batch->pieces[c].null_count;
-        chars[c] += batch->pieces[c].last_offset - batch->pieces[c].first_offset;
-        lengths[c] += batch->pieces[c].length; /* a nested column's child: its own rows */
+        /* a list's child rows may come without bytes: an overflow, the loop's to report */
+        if (funnel__add_overflows(chars[c], batch->pieces[c].last_offset -
+                                                batch->pieces[c].first_offset, &chars[c]))
+          return;
+        /* a nested column's child: its own rows */
+        if (funnel__add_overflows(lengths[c], batch->pieces[c].length, &lengths[c])) return;
       }
     }
   }
@@ -297,14 +308,22 @@ static bool scan_parallel(struct scan *k, const struct funnel__partition *parts,
     k->batches = batches;
     k->pieces = pieces;
     k->rows = rows;
-    for (int64_t t = 0; t < tasks; t++) {
+    for (int64_t t = 0; t < tasks && clean; t++) {
       const int64_t *nulls = s.sums + t * SCAN_SUMS(n_cols) + 4, *chars = nulls + n_cols,
                     *lengths = chars + n_cols;
       for (int c = 0; c < n_cols; c++) {
         k->cols[c].null_count += nulls[c];
         k->chars[c] += chars[c];
-        k->cols[c].length += lengths[c];
+        clean &= !funnel__add_overflows(k->cols[c].length, lengths[c], &k->cols[c].length) &&
+                 k->cols[c].length <= FUNNEL__MAX_ROWS;
       }
+    }
+    if (!clean) { /* the loop scans again and says which column */
+      for (int c = 0; c < n_cols; c++) {
+        k->cols[c].null_count = k->cols[c].length = 0;
+        k->chars[c] = 0;
+      }
+      k->batches = k->pieces = k->rows = 0;
     }
   }
   free(s.sums);

@@ -722,6 +722,52 @@ static void malformed_nested_columns_are_named(void) {
   funnel_device_close(dev);
 }
 
+/* Rows without bytes: a fixed_size_list of empty structs holds 2^56 child
+ * rows in a body of nothing (the most a read takes: 2^57 - 1). One partition of them reads (a table whose
+ * buffers are all absent); two would give the child more rows than a read
+ * takes, refused naming it, not overflowed. */
+static void rows_without_bytes_are_bounded(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  static const struct iw_field empty[] = {{.type = FUNNEL_TYPE_STRUCT, .name = "s", .nullable = 1}};
+  static const struct iw_field fields[] = {{.type = FUNNEL_TYPE_FIXED_SIZE_LIST, .name = "f",
+                                            .nullable = 1, .n_children = 1, .children = empty,
+                                            .list_size = 1 << 28}};
+  static const struct iw_schema schema = {1, fields, 0};
+  const int64_t rows = (int64_t)1 << 28;
+  const struct iw_column cols[2] = {{.length = rows}, {.length = rows << 28}};
+  struct iw_buf b = {0};
+  iw_schema_message(&b, &schema, NULL, NULL);
+  iw_batch_message(&b, &schema, rows, cols, NULL, NULL);
+  iw_eos(&b, NULL);
+  const struct funnel_partition parts[2] = {{b.data, b.len}, {b.data, b.len}};
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *t = NULL;
+  if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
+    if (CHECK_OK(funnel_reader_read_async(rd, parts, 1, 0, &t, &err), &err) &&
+        CHECK_OK(funnel_table_wait(t, &err), &err)) {
+      struct funnel_column c;
+      CHECK_EQ_I64(funnel_table_num_rows(t), rows);
+      if (CHECK_OK(funnel_table_column(t, 1, &c, &err), &err)) {
+        CHECK_EQ_I64(c.length, rows << 28);
+        CHECK_EQ_I64(c.validity.size + c.offsets.size + c.data.size, 0);
+      }
+    }
+    funnel_table_free(t);
+    t = NULL;
+    if (CHECK_STATUS(funnel_reader_read_async(rd, parts, 2, 0, &t, &err), FUNNEL_ERR_LIMIT, &err)) {
+      CHECK_EQ_I64(err.partition, 1);
+      CHECK_EQ_I64(err.column, 1);
+      CHECK(strstr(err.message, "'f.s'") != NULL);
+    }
+    funnel_table_free(t);
+  }
+  funnel_reader_free(rd);
+  iw_buf_free(&b);
+  funnel_device_close(dev);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const struct check_test tests[] = {
@@ -729,6 +775,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(random_schemas_nested_four_deep_read_as_written),
       CHECK_TEST(nested_export_is_the_table_tree),
       CHECK_TEST(malformed_nested_columns_are_named),
+      CHECK_TEST(rows_without_bytes_are_bounded),
   };
   return CHECK_MAIN(argc, argv, tests);
 }
