@@ -249,10 +249,7 @@ public final class DeviceTable implements AutoCloseable {
         || t instanceof ArrowType.FixedSizeList);
   }
 
-  /** Whether any column has children. */
-  private boolean nested() {
-    return nodes.size() != columns.size();
-  }
+
 
   /**
    * Exports the table, without copying it, through the Arrow C Device Data Interface: fills the
@@ -324,11 +321,9 @@ public final class DeviceTable implements AutoCloseable {
     int shown = (int) Math.min(n, numRows);
     String last = shown < numRows ? TablePrinter.moreRows(numRows - shown)
         : numRows == 0 ? "(0 rows)" : null;
-    // a nested table is copied back whole: a child's rows of the first rows are known only
-    // from the offsets above it (not yet done in two passes as for flat columns)
     try (BufferAllocator allocator = rootAllocator("head");
-        VectorSchemaRoot root = shown == 0 ? VectorSchemaRoot.create(schema, allocator)
-            : nested() ? toArrow(allocator) : firstRows(allocator, shown)) {
+        VectorSchemaRoot root =
+            shown == 0 ? VectorSchemaRoot.create(schema, allocator) : firstRows(allocator, shown)) {
       return TablePrinter.rows(root, shown, last);
     }
   }
@@ -352,57 +347,98 @@ public final class DeviceTable implements AutoCloseable {
   }
 
   /**
-   * The first {@code k} rows (1 <= k <= numRows) in Arrow Java vectors, copied back in two
-   * passes: validity, offsets and fixed-width values, then the string bytes the offsets cover.
+   * The first {@code k} rows (1 <= k <= numRows) in Arrow Java vectors, copied back in passes:
+   * validity, offsets and fixed-width values of the rows known, then what their offsets reach (a
+   * string's bytes, a list's child rows), and so on down a nested column: a flat table takes two
+   * passes, a nested one a pass a level more. The table's offsets start at 0, so the rows a
+   * column's first rows reach in a child are the child's first rows.
    */
   private VectorSchemaRoot firstRows(BufferAllocator allocator, int k) {
-    int n = columns.size();
+    int n = nodes.size();
     ArrowBuf[][] bufs = new ArrowBuf[n][3];
+    long[] rows = new long[n]; // the rows of each column the first k reach; -1: not known yet
+    java.util.Arrays.fill(rows, -1);
+    boolean[] valuesDone = new boolean[n]; // validity, offsets and fixed-width values copied
+    boolean[] done = new boolean[n];
+    int[] parent = new int[n];
+    java.util.Arrays.fill(parent, -1);
+    for (int c = 0; c < n; c++) {
+      for (int j = 0, child = c + 1; j < nodes.get(c).children().size(); j++) {
+        parent[child] = c;
+        child = subtreeEnd(child);
+      }
+    }
+    for (int c = 0; c < n; c++) {
+      if (parent[c] < 0) {
+        rows[c] = k;
+      }
+    }
     try {
-      long[] ranges = new long[5 * 3 * n];
-      int r = 0;
-      for (int c = 0; c < n; c++) {
-        DeviceColumn col = columns.get(c);
-        long[] len = new long[3];
-        len[VALIDITY] = col.nullCount() > 0 ? (k + 7) / 8 : 0;
-        if (hasOffsets(col.field())) {
-          len[OFFSETS] = (k + 1L) * (col.offsetsSize() / (numRows + 1));
-        } else if (col.field().getType() instanceof ArrowType.Bool) {
-          len[DATA] = (k + 7) / 8;
-        } else {
-          len[DATA] = (long) k * (col.dataSize() / numRows);
+      for (boolean progress = true; progress; ) {
+        progress = false;
+        long[] ranges = new long[5 * 3 * n];
+        int r = 0;
+        for (int c = 0; c < n; c++) { // what the rows known so far need
+          DeviceColumn col = nodes.get(c);
+          if (rows[c] < 0 || done[c]) {
+            continue;
+          }
+          long m = rows[c];
+          if (!valuesDone[c]) {
+            long[] len = new long[3];
+            len[VALIDITY] = col.nullCount() > 0 ? (m + 7) / 8 : 0;
+            if (hasOffsets(col.field())) {
+              len[OFFSETS] = m == 0 ? 0 : (m + 1) * (col.offsetsSize() / (col.length() + 1));
+            } else if (col.field().getType() instanceof ArrowType.Bool) {
+              len[DATA] = (m + 7) / 8;
+            } else if (hasData(col.field()) && m > 0) {
+              len[DATA] = m * (col.dataSize() / col.length());
+            }
+            for (int b = 0; b < 3; b++) {
+              bufs[c][b] = allocator.buffer(len[b]);
+              r = range(ranges, r, c, b, len[b], bufs[c][b]);
+            }
+            valuesDone[c] = true;
+            progress = true;
+          } else { // the offsets are in: the bytes or child rows they reach
+            long end = 0;
+            if (hasOffsets(col.field()) && m > 0) {
+              boolean large = col.offsetsSize() / (col.length() + 1) == 8;
+              end = large ? bufs[c][OFFSETS].getLong(8L * m) : bufs[c][OFFSETS].getInt(4L * m);
+            }
+            if (hasOffsets(col.field()) && hasData(col.field())) {
+              bufs[c][DATA].close();
+              bufs[c][DATA] = allocator.buffer(end);
+              r = range(ranges, r, c, DATA, end, bufs[c][DATA]);
+            }
+            for (int j = 0, child = c + 1; j < col.children().size(); j++) {
+              ArrowType t = col.field().getType();
+              rows[child] = t instanceof ArrowType.FixedSizeList f ? m * f.getListSize()
+                  : t instanceof ArrowType.Struct ? m : end;
+              child = subtreeEnd(child);
+            }
+            done[c] = true;
+            progress = true;
+          }
         }
-        for (int b = 0; b < 3; b++) {
-          bufs[c][b] = allocator.buffer(len[b]);
-          r = range(ranges, r, c, b, len[b], bufs[c][b]);
-        }
+        copyRanges(java.util.Arrays.copyOf(ranges, r));
       }
-      copyRanges(java.util.Arrays.copyOf(ranges, r));
-      r = 0;
-      for (int c = 0; c < n; c++) { // the bytes of the first k strings
-        DeviceColumn col = columns.get(c);
-        if (hasOffsets(col.field())) {
-          boolean large = col.offsetsSize() / (numRows + 1) == 8;
-          long end = large ? bufs[c][OFFSETS].getLong(8L * k) : bufs[c][OFFSETS].getInt(4L * k);
-          bufs[c][DATA].close();
-          bufs[c][DATA] = allocator.buffer(end);
-          r = range(ranges, r, c, DATA, end, bufs[c][DATA]);
-        }
-      }
-      copyRanges(java.util.Arrays.copyOf(ranges, r));
-      List<ArrowFieldNode> nodes = new ArrayList<>();
+      List<ArrowFieldNode> fieldNodes = new ArrayList<>();
       List<ArrowBuf> buffers = new ArrayList<>();
       for (int c = 0; c < n; c++) {
-        DeviceColumn col = columns.get(c);
-        int nulls = col.nullCount() > 0 ? BitVectorHelper.getNullCount(bufs[c][VALIDITY], k) : 0;
-        nodes.add(new ArrowFieldNode(k, nulls));
+        DeviceColumn col = nodes.get(c);
+        int m = (int) rows[c];
+        int nulls = col.nullCount() > 0 ? BitVectorHelper.getNullCount(bufs[c][VALIDITY], m) : 0;
+        fieldNodes.add(new ArrowFieldNode(m, nulls));
         buffers.add(bufs[c][VALIDITY]);
         if (hasOffsets(col.field())) {
           buffers.add(bufs[c][OFFSETS]);
         }
-        buffers.add(bufs[c][DATA]);
+        if (hasData(col.field())) {
+          buffers.add(bufs[c][DATA]);
+        }
       }
-      return load(allocator, k, nodes, buffers);
+      return load(allocator, k, fieldNodes, buffers);
     } finally {
       for (ArrowBuf[] col : bufs) {
         for (ArrowBuf b : col) {
@@ -412,6 +448,15 @@ public final class DeviceTable implements AutoCloseable {
         }
       }
     }
+  }
+
+  /** The index of the column after column c's subtree, among the nodes. */
+  private int subtreeEnd(int c) {
+    int next = c + 1;
+    for (int j = 0; j < nodes.get(c).children().size(); j++) {
+      next = subtreeEnd(next);
+    }
+    return next;
   }
 
   private void copyRanges(long[] ranges) {

@@ -269,6 +269,24 @@ class NestedReadTest extends DeviceTestCase {
   }
 
   @Test
+  void headCopiesTheFirstRowsOfEveryLevelAsToArrowHasThem() {
+    Schema schema = nestedSchema();
+    Random random = new Random(23);
+    List<byte[]> parts = new ArrayList<>();
+    for (int p = 0; p < 6; p++) {
+      parts.add(stream(schema, random, 0.3, random.nextInt(40), random.nextInt(3)));
+    }
+    try (FunnelReader reader = new FunnelReader(device);
+        DeviceTable table = read(reader, parts);
+        VectorSchemaRoot all = table.toArrow(allocator)) {
+      for (int k : new int[] {1, 2, 7, (int) table.numRows()}) {
+        String last = k < table.numRows() ? TablePrinter.moreRows(table.numRows() - k) : null;
+        assertEquals(TablePrinter.rows(all, k, last), table.head(k), "head(" + k + ")");
+      }
+    }
+  }
+
+  @Test
   void arrowJavaImportsTheNestedCpuExport() {
     assumeTrue(TestSupport.BACKEND.equals("cpu"), "Arrow Java reads host memory only: cpu backend");
     Schema schema = nestedSchema();
