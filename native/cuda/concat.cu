@@ -170,210 +170,28 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
 // group of m lanes a piece (m from the pieces' mean size), the bits a group
 // a word (funnel__dp_bit_lanes), the scan a block an array.
 
-extern "C" {
+// The flat kernels: dpath.h without its nested code. (Each compilation in
+// a namespace of its own: a call on the flatbuffer reader's types would
+// otherwise find both by argument-dependent lookup.)
+#include <stdbool.h>
+
+#include "flatbuf.h" /* dpath.h's headers, at file scope: both compilations use them */
+#include "tuning.h"
+#define FUNNEL_DP_FLAT_ONLY
+namespace flat {
 #include "dpath.h"
-}
+#define DPK(name) name
+#include "dpath_kernels.cuh"
+#undef DPK
+}  // namespace flat
+#undef FUNNEL_DP_FLAT_ONLY
 
-// the kernels' launch bounds and the scan's tile are this block size
-static_assert(FUNNEL__DPATH_THREADS == 256, "the launch bounds below say 256");
-
-namespace {
-
-// The block's sum of one value a thread (every thread gets it).
-__device__ int64_t block_sum(int64_t x) {
-  __shared__ int64_t warp_sums[32];
-  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xFFFFFFFFu, x, o);
-  if (lane == 0) warp_sums[warp] = x;
-  __syncthreads();
-  int64_t total = 0;
-  for (unsigned w = 0; w < warps; w++) total += warp_sums[w];
-  __syncthreads();  // warp_sums is reused by the next call
-  return total;
-}
-
-// The block's exclusive scan of one value a thread; *total gets the sum.
-__device__ int64_t block_exclusive_scan(int64_t x, int64_t *total) {
-  __shared__ int64_t warp_sums[32];
-  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  int64_t v = x;  // inclusive within the warp
-  for (int o = 1; o < 32; o <<= 1) {
-    const int64_t y = __shfl_up_sync(0xFFFFFFFFu, v, o);
-    if (lane >= (unsigned)o) v += y;
-  }
-  if (lane == 31) warp_sums[warp] = v;
-  __syncthreads();
-  int64_t before = 0, all = 0;
-  for (unsigned w = 0; w < warps; w++) {
-    before += w < warp ? warp_sums[w] : 0;
-    all += warp_sums[w];
-  }
-  *total = all;
-  __syncthreads();  // warp_sums is reused by the next call
-  return before + v - x;
-}
-
-// Whether this block is the grid's last to get here (counted in the
-// summary); if so, it sees what every other block wrote before.
-__device__ bool last_block_to_finish(funnel__dp_summary *s) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
-    last = atomicAdd((unsigned long long *)&s->blocks_done, 1ull) == blocks - 1;
-  }
-  __syncthreads();
-  if (last) __threadfence();
-  return last;
-}
-
-// Value p of scan array k: rows (k == 0), else string column k - 1's bytes.
-__device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
-  return k == 0 ? (int64_t *)(uintptr_t)a->rows
-                : (int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1);
-}
-
-// Lays the output out (dpath.h) with the whole block: a thread a column,
-// the columns' footprints scanned, so no thread walks a chain of loads
-// through every column.
-__device__ void layout_block(funnel__dp_args *a) {
-  __syncthreads();  // the scan's totals, written by thread 0, seen by all
-  int64_t rows;
-  if (!funnel__dp_layout_begin(a, &rows)) return;  // the same for every thread
-  const int n_cols = a->n_cols;
-  int64_t at = 0, nb = 0;
-  for (int base = 0; base < n_cols; base += (int)blockDim.x) {
-    const int c = base + (int)threadIdx.x;
-    int64_t size[3] = {-1, -1, -1};
-    int bits = 0;
-    bool ok = true;
-    if (c < n_cols) {
-      ok = funnel__dp_column_sizes(a, c, rows, size, &bits);
-      // each at most the allocation, so the block's sum cannot overflow
-      ok = ok && funnel__dp_footprint(size) <= a->out_capacity;
-    }
-    if (!__syncthreads_and(ok)) return;
-    int64_t foot_total, bits_total;
-    const int64_t foot = block_exclusive_scan(c < n_cols ? funnel__dp_footprint(size) : 0, &foot_total);
-    const int64_t bit = block_exclusive_scan(bits, &bits_total);
-    if (at + foot_total > a->out_capacity) return;
-    if (c < n_cols) funnel__dp_place_column(a, c, at + foot, size, nb + bit);
-    at += foot_total;
-    nb += bits_total;
-  }
-  if (threadIdx.x == 0) funnel__dp_layout_end(a, at, nb);
-}
-
-// Hands the summary to the host, when it reads it where the kernel can
-// write (args.summary_back): after the layout, by the block that made it.
-__device__ void publish_summary(const funnel__dp_args *a) {
-  if (a->summary_back == 0) return;
-  __syncthreads();  // the layout's marks, written by thread 0, seen by all
-  const int64_t *src = (const int64_t *)(uintptr_t)a->summary;
-  int64_t *dst = (int64_t *)(uintptr_t)a->summary_back;
-  for (int64_t k = threadIdx.x; k < funnel__dp_summary_bytes(a) / 8; k += blockDim.x)
-    dst[k] = src[k];
-  __threadfence_system();
-}
-
-}  // namespace
-
-// m lanes a partition (args.parse_lanes): a warp walks a partition's
-// metadata in shared memory, a smaller group where it lies; then each
-// block sums its tile of every scan array, or, when the partitions fit one
-// tile of the scan, the block that finishes last scans them and lays the
-// output out.
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_parse(funnel__dp_args *a,
-                                                                    int64_t n, int64_t m) {
-  __shared__ uint64_t stage[FUNNEL__DPATH_THREADS / 32][FUNNEL__DP_STAGE_BYTES / 8];
-  const int lanes = (int)m;
-  const int64_t tile = FUNNEL__DPATH_THREADS / lanes, first = (int64_t)blockIdx.x * tile;
-  const int64_t p = first + threadIdx.x / (unsigned)lanes;
-  if (p < n) {
-    const unsigned warp = threadIdx.x / 32;
-    funnel__dp_parse(a, p, (int)(threadIdx.x % (unsigned)lanes), lanes,
-                     lanes == 32 ? (uint8_t *)stage[warp] : NULL, FUNNEL__DP_STAGE_BYTES);
-  }
-  __syncthreads();
-  if (!FUNNEL__DP_PARSE_SCANS(n)) {
-    int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
-    const int64_t q = first + threadIdx.x;
-    for (int64_t k = 0; k <= a->n_var; k++) {
-      const int64_t sum = block_sum(threadIdx.x < tile && q < n ? scan_array(a, k)[q] : 0);
-      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
-    }
-    return;
-  }
-  funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
-  if (!last_block_to_finish(s)) return;
-  const int64_t q = threadIdx.x;  // one tile: a thread a partition
-  for (int64_t k = 0; k <= a->n_var; k++) {
-    int64_t *v = scan_array(a, k);
-    const int64_t x = q < n ? v[q] : 0;
-    int64_t total;
-    const int64_t before = block_exclusive_scan(x, &total);
-    if (q < n) v[q] = before;
-    if (threadIdx.x == 0) {
-      v[n] = total;
-      if (k == 0) s->rows = total;
-      else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = total;
-    }
-  }
-  layout_block(a);
-  publish_summary(a);
-}
-
-// The pieces, m lanes a piece, then the bit buffers' words, a group of
-// lanes a word (funnel__dp_bit_lanes): one launch for the whole concat.
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_concat(const funnel__dp_args *a,
-                                                                     int64_t n, int64_t m) {
-  if (!funnel__dp_laid_out(a)) return;
-  const int lanes = (int)m;
-  const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t threads = (int64_t)gridDim.x * blockDim.x;
-  const int lane = (int)(threadIdx.x & (unsigned)(lanes - 1));
-  const int lanes_lg = __ffs(lanes) - 1;  // lanes is a power of two
-  for (int64_t i = thread >> lanes_lg; i < n; i += threads >> lanes_lg)
-    funnel__dp_piece_copy(a, i, lane, lanes);
-  const int64_t rows = ((const int64_t *)(uintptr_t)a->rows)[a->n_parts];
-  const int64_t words = FUNNEL__DP_WORDS(rows);
-  const int bit_lanes = funnel__dp_bit_lanes(a->n_parts, rows);
-  const int bit_lane = (int)(threadIdx.x & (unsigned)(bit_lanes - 1));
-  const int bit_lg = __ffs(bit_lanes) - 1;
-  const double per_row = rows > 0 ? (double)a->n_parts / (double)rows : 0.0;
-  for (int64_t k = thread >> bit_lg; k < a->n_bitbufs * words; k += threads >> bit_lg)
-    funnel__dp_bits_word(a, k / words, k % words, per_row, bit_lane, bit_lanes);
-}
-
-// Block (b, k) scans tile b of array k: the tiles before it give its
-// carry (their sums, from the parse), the block scans its values. The last
-// tile writes the total to [n_parts] and to the summary. The block that
-// finishes last lays the output out.
-extern "C" __global__ void __launch_bounds__(256) funnel_dp_scan(funnel__dp_args *a,
-                                                                   int64_t n, int64_t m) {
-  (void)n;
-  const int64_t count = m, k = blockIdx.y, b = blockIdx.x;
-  const int64_t *tiles = (const int64_t *)(uintptr_t)a->tiles + k * a->n_tiles;
-  // the parse's tiles before this one's partitions
-  const int64_t before_tiles = b * a->parse_lanes;
-  int64_t part = 0;
-  for (int64_t j = threadIdx.x; j < before_tiles; j += blockDim.x) part += tiles[j];
-  const int64_t carry = block_sum(part);
-  int64_t *v = scan_array(a, k);
-  const int64_t p = b * blockDim.x + threadIdx.x;
-  const int64_t x = p < count ? v[p] : 0;
-  int64_t total;
-  const int64_t before = block_exclusive_scan(x, &total);
-  if (p < count) v[p] = carry + before;
-  funnel__dp_summary *s = (funnel__dp_summary *)(uintptr_t)a->summary;
-  if (b == gridDim.x - 1 && threadIdx.x == 0) {
-    v[count] = carry + total;
-    if (k == 0) s->rows = carry + total;
-    else ((int64_t *)(s + 1))[a->n_cols + (k - 1)] = carry + total;
-  }
-  if (last_block_to_finish(s)) {
-    layout_block(a);
-    publish_summary(a);
-  }
-}
+// The nested kernels: dpath.h again, in a namespace of its own, its nested
+// code in (a read with nested columns launches these: FUNNEL_DP_STAGE_NESTED).
+#undef FUNNEL_DPATH_H
+namespace nested {
+#include "dpath.h"
+#define DPK(name) name##_nested
+#include "dpath_kernels.cuh"
+#undef DPK
+}  // namespace nested

@@ -51,7 +51,7 @@ struct cuda {
   CUmodule module;
   CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
-  CUfunction dpath[3]; /* by enum funnel__dp_stage */
+  CUfunction dpath[6]; /* by enum funnel__dp_stage; then the nested reads' (concat.cu) */
   /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
@@ -248,6 +248,8 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
+  const int kernel = (stage & FUNNEL_DP_STAGE_NESTED) ? 3 : 0; /* the nested read's kernels */
+  stage &= ~FUNNEL_DP_STAGE_NESTED;
   if (stage < 0 || stage > FUNNEL_DP_CONCAT)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "cuda backend: no device-path stage %d",
                       stage);
@@ -278,7 +280,7 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   CUdeviceptr a = (CUdeviceptr)args;
   void *params[] = {&a, &n, &m};
-  int st = CU(cuLaunchKernel, (cu->dpath[stage], (unsigned)gx, (unsigned)gy, 1, (unsigned)threads,
+  int st = CU(cuLaunchKernel, (cu->dpath[kernel + stage], (unsigned)gx, (unsigned)gy, 1, (unsigned)threads,
                                1, 1, 0, (CUstream)stream, params, NULL));
   leave(cu);
   return st;
@@ -546,9 +548,10 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   int st = CU(cuModuleLoadData, (&cu->module, funnel__fatbin));
   if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->concat, cu->module, "funnel_concat"));
-  static const char *const dpath_kernels[3] = {"funnel_dp_parse", "funnel_dp_scan",
-                                               "funnel_dp_concat"};
-  for (int k = 0; k < 3 && st == FUNNEL_OK; k++)
+  static const char *const dpath_kernels[6] = {"funnel_dp_parse",        "funnel_dp_scan",
+                                               "funnel_dp_concat",       "funnel_dp_parse_nested",
+                                               "funnel_dp_scan_nested",  "funnel_dp_concat_nested"};
+  for (int k = 0; k < 6 && st == FUNNEL_OK; k++)
     st = CU(cuModuleGetFunction, (&cu->dpath[k], cu->module, dpath_kernels[k]));
   if (st == FUNNEL_OK) {
     CUmemPoolProps props;

@@ -85,7 +85,8 @@ struct funnel_backend {
   /* runs the `count` segments at device address `segments` */
   int (*launch_concat)(struct funnel_backend *be, uint64_t segments, int64_t count,
                        void *stream, struct funnel_error *error);
-  /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage)
+  /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage;
+   * with FUNNEL_DP_STAGE_NESTED for a read with nested columns)
    * over n items with m as the stage says, its struct funnel__dp_args at
    * device address `args` */
   int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t n, int64_t m,

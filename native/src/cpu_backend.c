@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "dpath.h" /* FUNNEL_DP_STAGE_NESTED */
 #include "dpath_cpu.h"
 
 enum task_kind { TASK_COPY, TASK_CONCAT, TASK_DPATH, TASK_SIGNAL, TASK_STOP };
@@ -83,7 +84,8 @@ static void *worker(void *arg) {
         funnel__concat_segments(t->src, t->count);
         break;
       case TASK_DPATH:
-        funnel__dp_run_cpu(t->stage, t->dst, t->count, t->count2);
+        /* one compilation of the stages runs flat and nested reads alike */
+        funnel__dp_run_cpu(t->stage & ~FUNNEL_DP_STAGE_NESTED, t->dst, t->count, t->count2);
         break;
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);

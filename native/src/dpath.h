@@ -40,6 +40,19 @@
 #include "flatbuf.h"
 #include "tuning.h"
 
+/* Whether a stage runs a read with nested columns (args.slices). The flat
+ * kernels (concat.cu) compile this file with FUNNEL_DP_FLAT_ONLY, so that
+ * the nested code is not in them (its registers and code slowed flat reads
+ * 2 to 7%); the nested kernels are a second compilation of it. */
+#undef FUNNEL_DP_NESTED
+#if defined(FUNNEL_DP_FLAT_ONLY)
+#define FUNNEL_DP_NESTED(a) 0
+#else
+#define FUNNEL_DP_NESTED(a) ((a)->slices != 0)
+#endif
+/* a launch's stage for a nested read: the nested kernels (cuda) */
+#define FUNNEL_DP_STAGE_NESTED 8
+
 #if defined(__CUDACC__)
 #define FUNNEL_DP static __device__ __forceinline__
 /* a function with more than one caller, compiled once: the parse is
@@ -55,7 +68,11 @@ enum funnel__dp_kind {
   FUNNEL_DP_FIXED = 0, /* `width` bytes a value */
   FUNNEL_DP_BOOL = 1,  /* one bit a value */
   FUNNEL_DP_VAR32 = 2, /* 32-bit offsets and bytes */
-  FUNNEL_DP_VAR64 = 3  /* 64-bit offsets and bytes */
+  FUNNEL_DP_VAR64 = 3, /* 64-bit offsets and bytes */
+  /* nested columns (a read whose args.slices is set) */
+  FUNNEL_DP_LIST32 = 4, /* list, map: 32-bit offsets into the child's rows */
+  FUNNEL_DP_LIST64 = 5, /* large_list */
+  FUNNEL_DP_NEST = 6    /* struct, fixed_size_list: a validity only */
 };
 
 /* What the stages are (funnel_backend.launch_dpath). The stage that
@@ -108,11 +125,26 @@ struct funnel__dp_column {
   int32_t kind;  /* enum funnel__dp_kind */
   int32_t width; /* FIXED: bytes a value */
   int32_t n_buffers;
-  int32_t var;   /* index among the string columns, or -1 */
+  int32_t var;   /* index among the string and list columns, or -1 */
   int32_t buffer; /* its first buffer among a batch's */
-  int32_t pad;
+  int32_t parent; /* -1: a top-level column */
   /* output buffers (written by funnel__dp_layout), 0 when absent */
   uint64_t validity, offsets, data;
+  /* where the column's rows are counted: the table's rows (domain -1), or
+   * the child rows of list column `var` == domain, times `mult` (the sizes
+   * of the fixed_size_lists between) */
+  int64_t mult;
+  int32_t domain;
+  int32_t list_size; /* NEST: a fixed_size_list's size, 0 for a struct */
+  int32_t map_key;   /* 1: a map's keys, never null */
+  int32_t pad;
+};
+
+/* A nested read's piece (args.slices): the rows of its node the table
+ * takes, [start, start + length) of node_length (a list's child: the rows
+ * its offsets reach). */
+struct funnel__dp_slice {
+  int64_t start, length, node_length;
 };
 
 /* One partition as the device sees it. */
@@ -203,6 +235,9 @@ struct funnel__dp_args {
    * writes it there (mapped pinned memory, or the cpu backend's host
    * memory); 0 when the host copies it back itself */
   uint64_t summary_back;
+  /* struct funnel__dp_slice[n_parts * n_cols] for a read with nested
+   * columns, else 0 */
+  uint64_t slices;
 };
 
 /* The bytes of the summary: its header, the null counts, the string bytes. */
@@ -291,6 +326,16 @@ FUNNEL_DP int64_t dp_zero_bits(const uint8_t *bits, int64_t n, int lane, int lan
   return n - dp_sum(ones, lanes);
 }
 
+/* Zero bits among bits [from, from + n) at `bits` (a nested child's part of
+ * its node): a bit at a time, nested reads only. */
+FUNNEL_DP int64_t dp_zero_bits_from(const uint8_t *bits, int64_t from, int64_t n, int lane,
+                                    int lanes) {
+  int64_t zeros = 0;
+  for (int64_t k = lane; k < n; k += lanes)
+    zeros += ((bits[(from + k) >> 3] >> ((from + k) & 7)) & 1) == 0;
+  return dp_sum(zeros, lanes);
+}
+
 /* Whether the n + 1 offsets of `width` bytes at o never decrease. */
 FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int lanes) {
   bool ok = true; /* no early exit: the loads stay independent */
@@ -359,6 +404,104 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes
   return true;
 }
 
+/* dp_bind for a read with nested columns (args.slices): column c of
+ * partition p, whose child columns take the part of their node their
+ * parent's rows reach (bound before them: the columns are depth first),
+ * and whose lists' child rows count as string bytes do. Apart, so that
+ * the flat reads' parse keeps its code. */
+FUNNEL_DP_ONCE bool dp_bind_nested(const struct funnel__dp_args *a, int64_t p, int c, const uint8_t *bytes,
+                       uint64_t addr, int64_t rows, const uint8_t *node, const uint8_t *buf,
+                       int64_t body, struct funnel__dp_piece *pc, int64_t *chars, int lane,
+                       int lanes) {
+  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
+  const struct funnel__dp_column *col = &cols[c];
+  const int64_t node_length = (int64_t)funnel__ld64(node), null_count = (int64_t)funnel__ld64(node + 8);
+  if (node_length < 0 || null_count < 0 || null_count > node_length) return false;
+  int64_t start = 0, length = node_length;
+  if (col->parent < 0) {
+    if (node_length != rows) return false;
+  } else {
+    if (node_length > a->max_rows) return false;
+    struct funnel__dp_slice *slices = (struct funnel__dp_slice *)(uintptr_t)a->slices;
+    const struct funnel__dp_column *pcol = &cols[col->parent];
+    const struct funnel__dp_slice ps = slices[p * a->n_cols + col->parent];
+    const struct funnel__dp_piece *pp = pc - c + col->parent;
+    if (pcol->kind == FUNNEL_DP_LIST32 || pcol->kind == FUNNEL_DP_LIST64) {
+      const int64_t *cc = (const int64_t *)(uintptr_t)a->chars;
+      start = pp->first;
+      length = cc[pcol->var * (a->n_parts + 1) + p];
+    } else if (pcol->list_size > 0) {
+      if (node_length % pcol->list_size != 0 || node_length / pcol->list_size != ps.node_length)
+        return false;
+      start = ps.start * pcol->list_size;
+      length = ps.length * pcol->list_size;
+    } else {
+      if (node_length != ps.node_length) return false;
+      start = ps.start;
+      length = ps.length;
+    }
+    if (start < 0 || length < 0 || start > node_length - length) return false;
+  }
+  if (a->slices != 0) { /* every lane writes the same, as the pieces */
+    struct funnel__dp_slice *slices = (struct funnel__dp_slice *)(uintptr_t)a->slices;
+    slices[p * a->n_cols + c] = (struct funnel__dp_slice){start, length, node_length};
+  }
+  const bool part = length != node_length; /* a nested child's part of its node */
+  int64_t off[3] = {0, 0, 0}, len[3] = {0, 0, 0};
+  for (int k = 0; k < col->n_buffers; k++) {
+    off[k] = body + (int64_t)funnel__ld64(buf + 16 * k);
+    len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
+  }
+  const int64_t bitmap = (node_length + 7) / 8;
+  int64_t nulls = null_count;
+  pc->validity = 0;
+  if (null_count > 0 || len[0] > 0) {
+    if (len[0] < bitmap) return false;
+    if (part) {
+      nulls = len[0] > 0 ? dp_zero_bits_from(bytes + off[0], start, length, lane, lanes) : 0;
+    } else if (len[0] > 0 && dp_zero_bits(bytes + off[0], length, lane, lanes) != null_count) {
+      return false;
+    }
+    if (nulls > 0) pc->validity = addr + (uint64_t)off[0];
+  }
+  if (col->map_key && nulls > 0) return false;
+  pc->null_count = nulls;
+  if (chars != NULL) *chars = 0;
+  pc->offsets = 0;
+  pc->first = 0;
+  pc->data = 0;
+  if (col->kind == FUNNEL_DP_NEST) return true;
+  if (col->kind == FUNNEL_DP_FIXED || col->kind == FUNNEL_DP_BOOL) {
+    int64_t need = bitmap;
+    if (col->kind == FUNNEL_DP_FIXED) {
+      /* a top-level column's rows are at most INT64_MAX / 64: only a wider
+       * value can overflow; a child's node may be longer */
+      if ((col->width > 64 || col->parent >= 0) && col->width > 0 &&
+          node_length > INT64_MAX / col->width)
+        return false;
+      need = node_length * col->width;
+    }
+    if (len[1] < need) return false;
+    pc->data = addr + (uint64_t)off[1] + (col->kind == FUNNEL_DP_FIXED ? (uint64_t)(start * col->width) : 0);
+    return true;
+  }
+  const bool list = col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64;
+  const int w = col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_LIST32 ? 4 : 8;
+  pc->offsets = addr + (uint64_t)off[1] + (uint64_t)(start * w);
+  if (!list) pc->data = addr + (uint64_t)off[2];
+  if (node_length == 0) return true; /* the offsets buffer may be empty */
+  if (node_length + 1 > INT64_MAX / w || len[1] < (node_length + 1) * w) return false;
+  const uint8_t *o = bytes + off[1] + start * w;
+  const int64_t first = w == 4 ? (int32_t)funnel__ld32(o) : (int64_t)funnel__ld64(o);
+  const int64_t last = w == 4 ? (int32_t)funnel__ld32(o + 4 * length) : (int64_t)funnel__ld64(o + 8 * length);
+  if (first < 0 || last < first || (!list && last > len[2])) return false;
+  if (!dp_rising(o, length, w, lane, lanes)) return false;
+  pc->first = first;
+  if (!list) pc->data += (uint64_t)first;
+  *chars = last - first;
+  return true;
+}
+
 /* The values of a RecordBatch of `rows` rows whose field nodes and
  * buffers lie at `nodes` and `buf`, body at `body` in the partition:
  * bound column by column into the partition's pieces. A batch of up to
@@ -378,15 +521,20 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
   if (!dp_all(ok, lanes)) return false;
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   int64_t *chars = (int64_t *)(uintptr_t)a->chars;
-  const bool by_lane = lanes > 1 && rows <= FUNNEL__DP_LANE_COLUMN_ROWS;
+  /* a nested read binds a column after its parent: one at a time */
+  const bool by_lane = lanes > 1 && rows <= FUNNEL__DP_LANE_COLUMN_ROWS && !FUNNEL_DP_NESTED(a);
   const int step = by_lane ? lanes : 1;
   for (int base = 0; base < a->n_cols; base += step) {
     const int c = base + (by_lane ? lane : 0);
     if (c < a->n_cols) {
       const struct funnel__dp_column *col = &cols[c];
       int64_t *ch = col->var >= 0 ? &chars[col->var * (a->n_parts + 1) + p] : NULL;
-      ok &= dp_bind(col, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
-                    &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
+      if (FUNNEL_DP_NESTED(a))
+        ok &= dp_bind_nested(a, p, c, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer,
+                             body, &pieces[c], ch, lane, lanes);
+      else
+        ok &= dp_bind(col, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
+                      &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
     }
     if (!by_lane && !ok) return false;
   }
@@ -697,11 +845,23 @@ FUNNEL_DP bool funnel__dp_column_sizes(const struct funnel__dp_args *a, int c, i
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(uintptr_t)a->summary;
   const struct funnel__dp_column *col = &((const struct funnel__dp_column *)(uintptr_t)a->columns)[c];
   const int64_t *nulls = (const int64_t *)(s + 1), *chars = nulls + a->n_cols;
+  if (FUNNEL_DP_NESTED(a)) {
+    if (col->domain >= 0) rows = chars[col->domain]; /* a list's child */
+    if (col->mult > 1 && rows > a->max_rows / col->mult) return false;
+    rows *= col->mult > 1 ? col->mult : 1;
+    if (rows > a->max_rows) return false;
+  }
   const int64_t bitmap = (rows + 7) / 8;
   size[0] = nulls[c] > 0 ? bitmap : -1;
   size[1] = -1;
   *bitbufs = nulls[c] > 0;
-  if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
+  if (col->kind == FUNNEL_DP_NEST) {
+    size[2] = -1;
+  } else if (col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64) {
+    if (col->kind == FUNNEL_DP_LIST32 && chars[col->var] > INT32_MAX) return false;
+    size[1] = (rows + 1) * (col->kind == FUNNEL_DP_LIST32 ? 4 : 8);
+    size[2] = -1;
+  } else if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
     const int64_t w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8, bytes = chars[col->var];
     if (w == 4 && bytes > INT32_MAX) return false;
     size[1] = (rows + 1) * w;
@@ -813,12 +973,68 @@ FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, in
   for (int64_t i = tail + lane; i < n; i += lanes) dst[i] = src[i];
 }
 
+/* funnel__dp_piece_copy for a read with nested columns: a column's rows
+ * are its domain's (the table's, or a list's child rows) times its mult;
+ * a list's offsets are rebased as a string column's, with no bytes. */
+FUNNEL_DP_ONCE void dp_piece_copy_nested(const struct funnel__dp_args *a, int64_t i, int lane,
+                                         int lanes) {
+  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
+  const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
+  const int64_t *first_char = (const int64_t *)(uintptr_t)a->chars;
+  const int64_t n_pieces = a->n_parts * a->n_cols;
+  if (i >= n_pieces) {
+    const struct funnel__dp_column *col = &cols[i - n_pieces];
+    if (col->var < 0 || lane != 0) return;
+    /* a nested read's column: its own rows (its domain's, times mult) */
+    const int64_t total = col->domain < 0
+                              ? first_row[a->n_parts] * col->mult
+                              : first_char[col->domain * (a->n_parts + 1) + a->n_parts] * col->mult;
+    const int64_t bytes = first_char[col->var * (a->n_parts + 1) + a->n_parts];
+    if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_LIST32)
+      ((int32_t *)(uintptr_t)col->offsets)[total] = (int32_t)bytes;
+    else ((int64_t *)(uintptr_t)col->offsets)[total] = bytes;
+    return;
+  }
+  const int64_t p = i / a->n_cols;
+  const int c = (int)(i % a->n_cols);
+  const struct funnel__dp_column *col = &cols[c];
+  const int64_t *dom = col->domain < 0 ? first_row : first_char + col->domain * (a->n_parts + 1);
+  const int64_t row = dom[p] * col->mult, rows = dom[p + 1] * col->mult - row;
+  if (rows == 0 || col->kind == FUNNEL_DP_BOOL || col->kind == FUNNEL_DP_NEST) return;
+  const struct funnel__dp_piece pc = ((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
+  if (col->kind == FUNNEL_DP_FIXED) {
+    dp_copy((uint8_t *)(uintptr_t)col->data + row * col->width,
+            (const uint8_t *)(uintptr_t)pc.data, rows * col->width, lane, lanes);
+    return;
+  }
+  const int64_t *base = first_char + col->var * (a->n_parts + 1);
+  const int64_t at = base[p], bytes = base[p + 1] - at;
+  const uint8_t *o = (const uint8_t *)(uintptr_t)pc.offsets;
+  /* unsigned: wraps as the host path's rebase does */
+  if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_LIST32) {
+    uint32_t *out = (uint32_t *)(uintptr_t)col->offsets + row;
+    const uint32_t delta = (uint32_t)(at - pc.first);
+    for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld32(o + 4 * k) + delta;
+  } else {
+    uint64_t *out = (uint64_t *)(uintptr_t)col->offsets + row;
+    const uint64_t delta = (uint64_t)(at - pc.first);
+    for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld64(o + 8 * k) + delta;
+  }
+  if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64)
+    dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
+            lanes);
+}
+
 /* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
  * its place (fixed-width values; string offsets rebased and bytes), or,
  * past the pieces, column i - pieces' final string offset. Bit buffers are
  * funnel__dp_bits_word's. */
 FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i, int lane,
                                      int lanes) {
+  if (FUNNEL_DP_NESTED(a)) {
+    dp_piece_copy_nested(a, i, lane, lanes);
+    return;
+  }
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
   const int64_t *first_char = (const int64_t *)(uintptr_t)a->chars;
@@ -893,8 +1109,74 @@ FUNNEL_DP int funnel__dp_bit_lanes(int64_t n_parts, int64_t rows) {
  * lanes that split the range was slower for 2 to 4 lanes than one lane's
  * binary search, and a division of 64-bit values in it, a call of some 70
  * instructions on the device, made 200x4x100 slower too.) */
+/* funnel__dp_bits_word for a nested read: a column's rows are counted in
+ * its domain (the table's rows, or a list's child rows) times its mult,
+ * and a piece's bits start at its slice's first row. A binary search a
+ * word (nested reads are not tuned yet). */
+FUNNEL_DP_ONCE void dp_bits_word_nested(const struct funnel__dp_args *a, int64_t b, int64_t w,
+                                        int lane, int lanes) {
+  const struct funnel__dp_bitbuf bb = ((const struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs)[b];
+  const struct funnel__dp_column *col =
+      &((const struct funnel__dp_column *)(uintptr_t)a->columns)[bb.column];
+  const int64_t n = a->n_parts, mult = col->mult;
+  const int64_t *dom = col->domain < 0 ? (const int64_t *)(uintptr_t)a->rows
+                                       : (const int64_t *)(uintptr_t)a->chars + col->domain * (n + 1);
+  const struct funnel__dp_piece *pieces = (const struct funnel__dp_piece *)(uintptr_t)a->pieces;
+  const struct funnel__dp_slice *slices = (const struct funnel__dp_slice *)(uintptr_t)a->slices;
+  const int64_t total = dom[n] * mult;
+  const int64_t r0 = 32 * w, end = r0 + 32 < total ? r0 + 32 : total;
+  if (r0 >= total) return; /* past this buffer's rows: another's word (funnel__dp_bit_rows) */
+  int64_t lo = 0, hi = n - 1; /* the last partition that starts at or before r0 */
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (dom[mid] * mult <= r0) lo = mid; else hi = mid - 1;
+  }
+  uint32_t v = 0;
+  for (int64_t base = lo;; base += lanes) {
+    const int64_t p = base + lane;
+    if (p < n) {
+      const int64_t start = dom[p] * mult, stop0 = dom[p + 1] * mult;
+      const int64_t stop = stop0 < end ? stop0 : end, from = start > r0 ? start : r0;
+      if (from < stop) {
+        const int64_t i = p * a->n_cols + bb.column;
+        const uint64_t src = bb.validity ? pieces[i].validity : pieces[i].data;
+        const int64_t k = stop - from;
+        const uint32_t bits =
+            src != 0 ? dp_bits((const uint8_t *)(uintptr_t)src, slices[i].start + (from - start), k)
+                     : (uint32_t)(k == 32 ? 0xFFFFFFFFu : (1u << k) - 1u);
+        v |= bits << (from - r0);
+      }
+    }
+    const int64_t next = base + lanes;
+    if (next >= n || dom[next] * mult >= end) break;
+  }
+  v = dp_or(v, lanes);
+  if (lane == 0) ((uint32_t *)(uintptr_t)bb.dst)[w] = v;
+}
+
+/* The rows of the longest bit buffer: the table's, or in a nested read the
+ * most any column has (a list's child rows). The concat runs this many
+ * rows' words of every bit buffer; a shorter one skips the words past its
+ * rows. */
+FUNNEL_DP int64_t funnel__dp_bit_rows(const struct funnel__dp_args *a) {
+  const int64_t n = a->n_parts, rows = ((const int64_t *)(uintptr_t)a->rows)[n];
+  if (!FUNNEL_DP_NESTED(a)) return rows;
+  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
+  const int64_t *chars = (const int64_t *)(uintptr_t)a->chars;
+  int64_t most = rows;
+  for (int c = 0; c < a->n_cols; c++) {
+    const int64_t r = (cols[c].domain < 0 ? rows : chars[cols[c].domain * (n + 1) + n]) * cols[c].mult;
+    most = r > most ? r : most;
+  }
+  return most;
+}
+
 FUNNEL_DP void funnel__dp_bits_word(const struct funnel__dp_args *a, int64_t b, int64_t w,
                                     double per_row, int lane, int lanes) {
+  if (FUNNEL_DP_NESTED(a)) {
+    dp_bits_word_nested(a, b, w, lane, lanes);
+    return;
+  }
   const struct funnel__dp_bitbuf bb = ((const struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs)[b];
   const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
   const struct funnel__dp_piece *pieces = (const struct funnel__dp_piece *)(uintptr_t)a->pieces;
@@ -949,14 +1231,51 @@ static inline void funnel__dp_columns_of(const struct funnel__schema *schema,
   *n_buffers = 0;
   for (int c = 0; c < schema->n_fields; c++) {
     const struct funnel__field *f = &schema->fields[c];
+    const bool list = f->nested == FUNNEL__NESTED_LIST;
     cols[c] = (struct funnel__dp_column){
-        .kind = f->offset_width == 4   ? FUNNEL_DP_VAR32
-                : f->offset_width == 8 ? FUNNEL_DP_VAR64
+        .kind = list && f->offset_width == 4   ? FUNNEL_DP_LIST32
+                : list                         ? FUNNEL_DP_LIST64
+                : f->nested != FUNNEL__NESTED_NONE ? FUNNEL_DP_NEST
+                : f->offset_width == 4         ? FUNNEL_DP_VAR32
+                : f->offset_width == 8         ? FUNNEL_DP_VAR64
                 : f->type_id == FUNNEL_TYPE_BOOL ? FUNNEL_DP_BOOL : FUNNEL_DP_FIXED,
         .width = f->byte_width, .n_buffers = f->n_buffers,
-        .var = f->offset_width ? (*n_var)++ : -1, .buffer = *n_buffers};
+        .var = f->offset_width ? (*n_var)++ : -1, .buffer = *n_buffers, .parent = f->parent,
+        .mult = 1, .domain = -1, .list_size = f->list_size};
+    if (f->parent >= 0) { /* the columns are depth first: the parent's are set */
+      const struct funnel__dp_column *pc = &cols[f->parent];
+      const struct funnel__field *pf = &schema->fields[f->parent];
+      cols[c].domain = pf->nested == FUNNEL__NESTED_LIST ? pc->var : pc->domain;
+      cols[c].mult = pf->nested == FUNNEL__NESTED_LIST ? 1
+                     : pf->nested == FUNNEL__NESTED_FIXED ? pc->mult * pf->list_size
+                                                          : pc->mult;
+      cols[c].map_key = pf->parent >= 0 && schema->fields[pf->parent].type_id == FUNNEL_TYPE_MAP &&
+                        c == f->parent + 1;
+    }
     *n_buffers += f->n_buffers;
   }
+}
+
+/* Whether the device path reads `schema`'s nested columns: the product of
+ * the fixed_size_list sizes above any column fits its row count. */
+static inline bool funnel__dp_nested_fits(const struct funnel__schema *schema) {
+  int64_t mult[64];
+  for (int c = 0; c < schema->n_fields; c++) {
+    const struct funnel__field *f = &schema->fields[c];
+    if (f->parent < 0 || c >= 64) {
+      if (c < 64) mult[c] = 1;
+      if (c >= 64 && f->parent >= 0) return false; /* deep trees: the host path */
+      continue;
+    }
+    const struct funnel__field *pf = &schema->fields[f->parent];
+    int64_t m = pf->nested == FUNNEL__NESTED_LIST ? 1 : mult[f->parent];
+    if (pf->nested == FUNNEL__NESTED_FIXED) {
+      if (m > FUNNEL__MAX_ROWS / pf->list_size) return false;
+      m *= pf->list_size;
+    }
+    mult[c] = m;
+  }
+  return true;
 }
 #endif
 

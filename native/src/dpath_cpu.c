@@ -58,7 +58,7 @@ void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t
       if (!funnel__dp_laid_out(a)) break;
       for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1);
       const int64_t rows = ((const int64_t *)(uintptr_t)a->rows)[a->n_parts];
-      const int64_t words = FUNNEL__DP_WORDS(rows);
+      const int64_t words = FUNNEL__DP_WORDS(funnel__dp_bit_rows(a));
       const double per_row = rows > 0 ? (double)a->n_parts / (double)rows : 0.0;
       for (int64_t b = 0; b < a->n_bitbufs; b++)
         for (int64_t w = 0; w < words; w++) funnel__dp_bits_word(a, b, w, per_row, 0, 1);

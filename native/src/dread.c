@@ -33,6 +33,7 @@ struct dp_layout {
   int64_t args, columns, bitbufs, inputs, schema, tmpl, summary, head; /* head: bytes uploaded */
   int64_t tmpl_max;
   int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
+  int64_t slices; /* a nested read's, else -1 */
   int64_t n_tiles, parse_lanes;
   int64_t summary_back, host;             /* host: the host block's size */
   int64_t summary_bytes;
@@ -40,7 +41,7 @@ struct dp_layout {
 };
 
 static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
-                                int64_t schema_length) {
+                                int64_t schema_length, bool nested) {
   struct dp_layout l;
   int64_t at = 0;
   l.args = funnel__carve(&at, (int64_t)sizeof(struct funnel__dp_args));
@@ -57,6 +58,7 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
   l.summary_back = funnel__carve(&host, l.summary_bytes);
   l.host = host;
   l.pieces = funnel__carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_piece));
+  l.slices = nested ? funnel__carve(&at, n * n_cols * (int64_t)sizeof(struct funnel__dp_slice)) : -1;
   l.rows = funnel__carve(&at, (n + 1) * 8);
   l.chars = funnel__carve(&at, n_var * (n + 1) * 8);
   l.parse_lanes = funnel__dp_parse_lanes(n);
@@ -75,7 +77,7 @@ static struct dp_layout lay_out_read(int64_t n, const struct funnel__schema *sch
     n_var += schema->fields[c].offset_width != 0;
     n_buffers += schema->fields[c].n_buffers;
   }
-  return lay_out(n, schema->n_fields, n_var, n_buffers, schema->ipc_length);
+  return lay_out(n, schema->n_fields, n_var, n_buffers, schema->ipc_length, schema->nested);
 }
 
 /* The most bytes the output of `bytes` bytes of partitions can take, so it
@@ -88,6 +90,18 @@ static struct dp_layout lay_out_read(int64_t n, const struct funnel__schema *sch
  * string column; a validity bitmap is at most rows / 8 + 1 bytes a column;
  * and every buffer is padded to FUNNEL__ALIGN. */
 static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) {
+  if (schema->nested) {
+    /* a nested column's rows are its node's, not the table's: each of its
+     * output buffers is at most the partitions' buffers it comes from
+     * (offsets: one more a column), and a column's bitmap at most one bit
+     * a row of it, which a partition holds in some buffer of its own (a
+     * column whose rows hold no bit, a struct of nothing, lays out larger
+     * than this only with nulls, and such a read takes the host path) */
+    const int64_t n = schema->n_fields;
+    if (bytes > FUNNEL__MAX_OUTPUT_BYTES / 2) return FUNNEL__MAX_OUTPUT_BYTES;
+    const int64_t bound = 2 * bytes + n * (3 * (int64_t)FUNNEL__ALIGN + 16) + n * 8;
+    return bound > FUNNEL__MAX_OUTPUT_BYTES ? FUNNEL__MAX_OUTPUT_BYTES : bound;
+  }
   int64_t w8 = 0;
   const int n_cols = schema->n_fields;
   for (int c = 0; c < n_cols; c++) {
@@ -147,8 +161,8 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
     if (automatic && left_alike(&parts[first], &pv, known)) return false;
     if (known == NULL) known = pv.schema;
   }
-  /* nested columns: the host path (the device parse reads flat ones) */
-  if (known == NULL || known->n_fields == 0 || known->nested) return false;
+  if (known == NULL || known->n_fields == 0 || (known->nested && !funnel__dp_nested_fits(known)))
+    return false;
   /* what only the device path would need: its tables of pieces, a scan
    * launch's grid of string columns */
   int n_var = 0;
@@ -193,7 +207,8 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .out = t->out, .out_capacity = out_capacity,
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
-      .tmpl_bytes = dev + (uint64_t)l->tmpl, .summary_back = summary_back};
+      .tmpl_bytes = dev + (uint64_t)l->tmpl, .summary_back = summary_back,
+      .slices = l->slices >= 0 ? dev + (uint64_t)l->slices : 0};
   /* the template from the first of the first few non-empty partitions
    * that gives one (funnel__dp_template_of says which do not) */
   for (int64_t p = 0, tries = 0; p < n && tries < FUNNEL__DP_TEMPLATE_TRIES; p++) {
@@ -218,15 +233,16 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   w.enqueued = funnel__early(t);
   const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
+  const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0; /* its kernels */
   int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));
   if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE, t->dp_scratch, n,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
                                                             l->parse_lanes, stream, error));
   if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN, t->dp_scratch,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
   /* the sums come back by a copy unless the kernel that lays the output
    * out writes them where the host reads them */
@@ -247,7 +263,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   }
   /* every piece, then one item a column (the last string offset) */
   if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_CONCAT, t->dp_scratch,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_CONCAT | nested, t->dp_scratch,
                                                             n * n_cols + n_cols, lanes, stream,
                                                             error));
   if (st == FUNNEL_OK && t->ev_end != NULL)
@@ -385,7 +401,12 @@ int funnel__dpath_plan(struct funnel_table *t, struct funnel__dpath *d,
     plan->columns[c].null_count = nulls[c];
     if (schema->fields[c].offset_width != 0) chars[c] = var_chars[v++];
   }
-  for (int c = 0; c < n_cols; c++) plan->columns[c].length = plan->rows; /* flat */
+  /* a column's rows: the table's, or a list's child rows, times the sizes
+   * of the fixed_size_lists between (as the device laid them out) */
+  const struct funnel__dp_column *dcols = (const struct funnel__dp_column *)(d->host + d->l.columns);
+  for (int c = 0; c < n_cols; c++)
+    plan->columns[c].length =
+        (dcols[c].domain < 0 ? plan->rows : var_chars[dcols[c].domain]) * dcols[c].mult;
   FUNNEL_RETURN_NOT_OK(funnel__plan_layout(schema, plan->columns, chars, &plan->out_size, error));
   if (plan->out_size != s->out_size)
     return FUNNEL_ERR(error, FUNNEL_ERR_LIMIT,

@@ -322,14 +322,16 @@ static void free_batch(int n_nodes, struct wnode *w) {
 
 /* ------------------------------------------------------------- the read */
 
-/* Reads `parts` and renders the table's rows; FUNNEL_OK or the read's
- * status (err filled). */
-static int read_and_render_schema(struct funnel_device *dev, const struct funnel_partition *parts,
+/* Reads `parts` (the headers parsed as `parse` says: enum funnel_parse)
+ * and renders the table's rows; FUNNEL_OK or the read's status (err
+ * filled). A read of the device's parse must have been the device's. */
+static int read_and_render_parsed(struct funnel_device *dev, const struct funnel_partition *parts,
                                   size_t n_parts, const struct iw_schema *schema,
-                                  const struct iw_field *const *node, int n_nodes,
-                                  struct text *out, struct funnel_error *err) {
+                                  const struct iw_field *const *node, int n_nodes, int parse,
+                                  int expect_device, struct text *out, struct funnel_error *err) {
   struct funnel_reader *rd = NULL;
   int st = funnel_reader_create(dev, NULL, 0, &rd, err);
+  if (st == FUNNEL_OK) st = funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse, err);
   struct funnel_table *t = NULL;
   if (st == FUNNEL_OK) st = funnel_reader_read_async(rd, parts, n_parts, 0, &t, err);
   if (st == FUNNEL_OK) st = funnel_table_wait(t, err);
@@ -338,6 +340,11 @@ static int read_and_render_schema(struct funnel_device *dev, const struct funnel
     funnel_reader_free(rd);
     return st;
   }
+  struct funnel_read_stats stats;
+  if (CHECK_OK(funnel_table_stats(t, &stats, err), err) && parse == FUNNEL_PARSE_DEVICE &&
+      expect_device && stats.rows > 0 && !check_on_device(&stats))
+    check_fail(__FILE__, __LINE__, "the device parse left %lld of %lld partitions to the host",
+               (long long)stats.device_left, (long long)stats.device_parsed);
   CHECK_EQ_I64(funnel_table_num_columns(t), n_nodes);
   struct funnel_column col[MAX_NODES];
   struct funnel_host_column host[MAX_NODES];
@@ -386,15 +393,50 @@ static int read_and_render_schema(struct funnel_device *dev, const struct funnel
 /* Writes `n_parts` partitions of random batches of `schema` (0 to 2 batches
  * a partition, up to max_rows rows each), reads them and compares every
  * row, rendered, with what was written. */
+/* Both parses of `parts`, each rendered into `out` (FUNNEL_OK, or the first
+ * failing status; the device's must fail as the host's does).
+ * `expect_device`: the device parse must keep every partition (each holds
+ * at most one batch: the device leaves more to the host). */
+static int read_and_render_both(struct funnel_device *dev, const struct funnel_partition *parts,
+                                size_t n_parts, const struct iw_schema *schema,
+                                const struct iw_field *const *node, int n_nodes, int expect_device,
+                                struct text *out, struct funnel_error *err) {
+  const int st = read_and_render_parsed(dev, parts, n_parts, schema, node, n_nodes,
+                                        FUNNEL_PARSE_HOST, 0, out, err);
+  struct text dev_out = {0};
+  struct funnel_error dev_err;
+  const int dst = read_and_render_parsed(dev, parts, n_parts, schema, node, n_nodes,
+                                         FUNNEL_PARSE_DEVICE, expect_device, &dev_out, &dev_err);
+  CHECK_EQ_I64(dst, st);
+  if (st == FUNNEL_OK && dst == FUNNEL_OK)
+    CHECK_EQ_STR(dev_out.s ? dev_out.s : "", out->s ? out->s : "");
+  if (st != FUNNEL_OK && dst == st) {
+    CHECK_EQ_I64(dev_err.partition, err->partition);
+    CHECK_EQ_I64(dev_err.column, err->column);
+  }
+  free(dev_out.s);
+  return st;
+}
+
+static int read_and_render_schema(struct funnel_device *dev, const struct funnel_partition *parts,
+                                  size_t n_parts, const struct iw_schema *schema,
+                                  const struct iw_field *const *node, int n_nodes,
+                                  struct text *out, struct funnel_error *err) {
+  return read_and_render_both(dev, parts, n_parts, schema, node, n_nodes, 1, out, err);
+}
+
 static void reads_as_written(struct funnel_device *dev, const struct iw_schema *schema,
-                             size_t n_parts, int max_rows, uint64_t *rng) {
+                             size_t n_parts, int max_rows, int max_batches, uint64_t *rng) {
   const struct iw_field *node[MAX_NODES];
   const int n_nodes = iw_schema_nodes(schema, node, MAX_NODES);
   struct iw_buf *bufs = calloc(n_parts, sizeof(*bufs));
   struct funnel_partition *parts = calloc(n_parts, sizeof(*parts));
   struct text want = {0}, got = {0};
+  int most = 0; /* batches in a partition */
   for (size_t p = 0; p < n_parts; p++) {
-    const int batches = (int)check_rand_below(rng, 3); /* 0: a schema alone */
+    /* 0: a schema alone; the device parse takes partitions of one */
+    const int batches = (int)check_rand_below(rng, (uint64_t)max_batches + 1);
+    most = batches > most ? batches : most;
     iw_schema_message(&bufs[p], schema, NULL, NULL);
     for (int b = 0; b < batches; b++) {
       struct wnode w[MAX_NODES];
@@ -413,8 +455,8 @@ static void reads_as_written(struct funnel_device *dev, const struct iw_schema *
     parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
   }
   struct funnel_error err;
-  if (CHECK_OK(read_and_render_schema(dev, parts, n_parts, schema, node, n_nodes, &got, &err),
-               &err))
+  if (CHECK_OK(read_and_render_both(dev, parts, n_parts, schema, node, n_nodes, most <= 1, &got,
+                                    &err), &err))
     CHECK_EQ_STR(got.s ? got.s : "", want.s ? want.s : "");
   free(want.s);
   free(got.s);
@@ -433,7 +475,7 @@ static void nested_rows_read_as_written(void) {
     /* the last: enough pieces for the plan's passes on the host threads */
     const size_t n_parts = round < 4 ? (size_t)(1 + round) : round < 10 ? 40 : round < 11 ? 300 : 1100;
     check_context("round %d, %zu partitions", round, n_parts);
-    reads_as_written(dev, &SCHEMA, n_parts, round < 10 ? 8 : 29, &rng);
+    reads_as_written(dev, &SCHEMA, n_parts, round < 10 ? 8 : 29, round % 2 ? 2 : 1, &rng);
   }
   check_context("%s", "");
   funnel_device_close(dev);
@@ -518,7 +560,7 @@ static void random_schemas_nested_four_deep_read_as_written(void) {
     }
     const size_t n_parts = k % 3 == 0 ? 1 : k % 3 == 1 ? 7 : 300;
     check_context("schema %d (%d nodes), %zu partitions", k, n_nodes, n_parts);
-    if (n_nodes <= MAX_NODES) reads_as_written(dev, &schema, n_parts, 12, &rng);
+    if (n_nodes <= MAX_NODES) reads_as_written(dev, &schema, n_parts, 12, k % 2 ? 2 : 1, &rng);
     for (int c = 0; c < n; c++) free_field(&fields[c]);
   }
   check_context("%s", "");
