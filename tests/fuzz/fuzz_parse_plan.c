@@ -364,7 +364,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
                                int with_template, int host_ok, const struct funnel__plan *plan,
                                const struct funnel__partition *pv) {
   const int n = in->n_parts, n_cols = schema->n_fields;
-  if (n_cols == 0 || schema->nested) return; /* a read takes the host path */
+  /* a read takes the host path */
+  if (n_cols == 0 || (schema->nested && !funnel__dp_nested_fits(schema))) return;
   struct funnel__dp_column *cols = zalloc((size_t)n_cols * sizeof(*cols));
   int n_var, n_buffers;
   funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
@@ -386,6 +387,9 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       .summary = (uint64_t)(uintptr_t)s, .bitbufs = (uint64_t)(uintptr_t)bits, .out = out,
       .out_capacity = FUNNEL__MAX_OUTPUT_BYTES, .n_parts = n, .schema_length = schema->ipc_length,
       .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers};
+  struct funnel__dp_slice *slices =
+      schema->nested ? zalloc((size_t)(n * n_cols) * sizeof(*slices)) : NULL;
+  a.slices = (uint64_t)(uintptr_t)slices;
   uint8_t *tmpl = zalloc((size_t)funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers));
   a.tmpl_bytes = (uint64_t)(uintptr_t)tmpl;
   /* as dread.c finds it: the first non-empty partition that gives one */
@@ -406,9 +410,12 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       if (nulls[c] != plan->columns[c].null_count)
         fail("device parser: column %d has %lld nulls, the host path %lld", c,
              (long long)nulls[c], (long long)plan->columns[c].null_count);
-      if (cols[c].var >= 0 && var_bytes[cols[c].var] != plan->columns[c].data_size)
-        fail("device parser: column %d has %lld string bytes, the host path %lld", c,
-             (long long)var_bytes[cols[c].var], (long long)plan->columns[c].data_size);
+      /* a list's "string bytes" are its child's rows */
+      const bool list = cols[c].kind == FUNNEL_DP_LIST32 || cols[c].kind == FUNNEL_DP_LIST64;
+      const int64_t want = list ? plan->columns[c + 1].length : plan->columns[c].data_size;
+      if (cols[c].var >= 0 && var_bytes[cols[c].var] != want)
+        fail("device parser: column %d has %lld string bytes or child rows, the host path %lld", c,
+             (long long)var_bytes[cols[c].var], (long long)want);
     }
     /* the device's layout of the output is the host's */
     if (!s->laid_out || s->out_size != plan->out_size)
@@ -419,7 +426,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       const struct funnel__out_column *oc = &plan->columns[c];
       const uint64_t v = oc->validity >= 0 ? out + (uint64_t)oc->validity : 0;
       const uint64_t o = oc->offsets >= 0 ? out + (uint64_t)oc->offsets : 0;
-      if (cols[c].validity != v || cols[c].offsets != o || cols[c].data != out + (uint64_t)oc->data)
+      const uint64_t dt = oc->data >= 0 ? out + (uint64_t)oc->data : 0;
+      if (cols[c].validity != v || cols[c].offsets != o || cols[c].data != dt)
         fail("device layout: column %d's buffers lie elsewhere than the host path lays them", c);
       n_bits += (v != 0) + (cols[c].kind == FUNNEL_DP_BOOL);
     }
@@ -437,9 +445,16 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
         const struct funnel__piece *h = &pv[p].batches[0].pieces[c];
         const struct funnel__dp_piece *d = &pieces[p * n_cols + c];
         const uint64_t validity = h->validity >= 0 ? base + (uint64_t)h->validity : 0;
-        const uint64_t data = base + (uint64_t)(h->data + (cols[c].var >= 0 ? h->first_offset : 0));
+        /* where the part of the node the table takes starts (a nested child's) */
+        const int w = cols[c].kind == FUNNEL_DP_VAR32 || cols[c].kind == FUNNEL_DP_LIST32 ? 4 : 8;
+        const int64_t at = cols[c].kind == FUNNEL_DP_FIXED ? h->start * cols[c].width
+                           : cols[c].var >= 0 && cols[c].kind <= FUNNEL_DP_VAR64 ? h->first_offset
+                                                                                  : 0;
+        const uint64_t data = h->data >= 0 ? base + (uint64_t)(h->data + at) : 0;
         if (d->validity != validity || d->data != data || d->null_count != h->null_count ||
-            (cols[c].var >= 0 && (d->offsets != base + (uint64_t)h->offsets || d->first != h->first_offset)))
+            (cols[c].var >= 0 && (d->offsets != base + (uint64_t)(h->offsets + h->start * w) ||
+                                  d->first != h->first_offset)) ||
+            (slices != NULL && slices[p * n_cols + c].start != h->start))
           fail("device parser: partition %d column %d's buffers lie elsewhere than the host path found", p, c);
       }
     }
@@ -448,6 +463,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
          (long long)s->first_left, n);
   }
   free(tmpl);
+  free(slices);
   free(cols);
   free(bits);
   free(pieces);
