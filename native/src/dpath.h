@@ -973,24 +973,28 @@ FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, in
   for (int64_t i = tail + lane; i < n; i += lanes) dst[i] = src[i];
 }
 
-/* funnel__dp_piece_copy for a read with nested columns: a column's rows
- * are its domain's (the table's, or a list's child rows) times its mult;
- * a list's offsets are rebased as a string column's, with no bytes. */
-FUNNEL_DP_ONCE void dp_piece_copy_nested(const struct funnel__dp_args *a, int64_t i, int lane,
-                                         int lanes) {
+/* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
+ * its place (fixed-width values; string offsets rebased and bytes), or,
+ * past the pieces, column i - pieces' final string offset. Bit buffers are
+ * funnel__dp_bits_word's. In a nested read a column's rows are its
+ * domain's (the table's, or a list's child rows) times its mult, and a
+ * list's offsets are rebased as a string column's, with no bytes (the flat
+ * kernels compile none of that: FUNNEL_DP_NESTED). */
+FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i, int lane,
+                                     int lanes) {
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
   const int64_t *first_char = (const int64_t *)(uintptr_t)a->chars;
   const int64_t n_pieces = a->n_parts * a->n_cols;
+  const bool nested = FUNNEL_DP_NESTED(a);
   if (i >= n_pieces) {
     const struct funnel__dp_column *col = &cols[i - n_pieces];
     if (col->var < 0 || lane != 0) return;
-    /* a nested read's column: its own rows (its domain's, times mult) */
-    const int64_t total = col->domain < 0
-                              ? first_row[a->n_parts] * col->mult
-                              : first_char[col->domain * (a->n_parts + 1) + a->n_parts] * col->mult;
+    const int64_t *dom = nested && col->domain >= 0 ? first_char + col->domain * (a->n_parts + 1)
+                                                    : first_row;
+    const int64_t total = dom[a->n_parts] * (nested ? col->mult : 1);
     const int64_t bytes = first_char[col->var * (a->n_parts + 1) + a->n_parts];
-    if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_LIST32)
+    if (col->kind == FUNNEL_DP_VAR32 || (nested && col->kind == FUNNEL_DP_LIST32))
       ((int32_t *)(uintptr_t)col->offsets)[total] = (int32_t)bytes;
     else ((int64_t *)(uintptr_t)col->offsets)[total] = bytes;
     return;
@@ -998,9 +1002,11 @@ FUNNEL_DP_ONCE void dp_piece_copy_nested(const struct funnel__dp_args *a, int64_
   const int64_t p = i / a->n_cols;
   const int c = (int)(i % a->n_cols);
   const struct funnel__dp_column *col = &cols[c];
-  const int64_t *dom = col->domain < 0 ? first_row : first_char + col->domain * (a->n_parts + 1);
-  const int64_t row = dom[p] * col->mult, rows = dom[p + 1] * col->mult - row;
-  if (rows == 0 || col->kind == FUNNEL_DP_BOOL || col->kind == FUNNEL_DP_NEST) return;
+  const int64_t *dom = nested && col->domain >= 0 ? first_char + col->domain * (a->n_parts + 1)
+                                                  : first_row;
+  const int64_t mult = nested ? col->mult : 1;
+  const int64_t row = dom[p] * mult, rows = dom[p + 1] * mult - row;
+  if (rows == 0 || col->kind == FUNNEL_DP_BOOL || (nested && col->kind == FUNNEL_DP_NEST)) return;
   const struct funnel__dp_piece pc = ((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
   if (col->kind == FUNNEL_DP_FIXED) {
     dp_copy((uint8_t *)(uintptr_t)col->data + row * col->width,
@@ -1011,7 +1017,7 @@ FUNNEL_DP_ONCE void dp_piece_copy_nested(const struct funnel__dp_args *a, int64_
   const int64_t at = base[p], bytes = base[p + 1] - at;
   const uint8_t *o = (const uint8_t *)(uintptr_t)pc.offsets;
   /* unsigned: wraps as the host path's rebase does */
-  if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_LIST32) {
+  if (col->kind == FUNNEL_DP_VAR32 || (nested && col->kind == FUNNEL_DP_LIST32)) {
     uint32_t *out = (uint32_t *)(uintptr_t)col->offsets + row;
     const uint32_t delta = (uint32_t)(at - pc.first);
     for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld32(o + 4 * k) + delta;
@@ -1020,60 +1026,9 @@ FUNNEL_DP_ONCE void dp_piece_copy_nested(const struct funnel__dp_args *a, int64_
     const uint64_t delta = (uint64_t)(at - pc.first);
     for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld64(o + 8 * k) + delta;
   }
-  if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64)
+  if (!nested || col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64)
     dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
             lanes);
-}
-
-/* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
- * its place (fixed-width values; string offsets rebased and bytes), or,
- * past the pieces, column i - pieces' final string offset. Bit buffers are
- * funnel__dp_bits_word's. */
-FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i, int lane,
-                                     int lanes) {
-  if (FUNNEL_DP_NESTED(a)) {
-    dp_piece_copy_nested(a, i, lane, lanes);
-    return;
-  }
-  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
-  const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
-  const int64_t *first_char = (const int64_t *)(uintptr_t)a->chars;
-  const int64_t n_pieces = a->n_parts * a->n_cols;
-  if (i >= n_pieces) {
-    const struct funnel__dp_column *col = &cols[i - n_pieces];
-    if (col->var < 0 || lane != 0) return;
-    const int64_t total = first_row[a->n_parts];
-    const int64_t bytes = first_char[col->var * (a->n_parts + 1) + a->n_parts];
-    if (col->kind == FUNNEL_DP_VAR32) ((int32_t *)(uintptr_t)col->offsets)[total] = (int32_t)bytes;
-    else ((int64_t *)(uintptr_t)col->offsets)[total] = bytes;
-    return;
-  }
-  const int64_t p = i / a->n_cols;
-  const int c = (int)(i % a->n_cols);
-  const int64_t row = first_row[p], rows = first_row[p + 1] - row;
-  const struct funnel__dp_column *col = &cols[c];
-  if (rows == 0 || col->kind == FUNNEL_DP_BOOL) return;
-  const struct funnel__dp_piece pc = ((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
-  if (col->kind == FUNNEL_DP_FIXED) {
-    dp_copy((uint8_t *)(uintptr_t)col->data + row * col->width,
-            (const uint8_t *)(uintptr_t)pc.data, rows * col->width, lane, lanes);
-    return;
-  }
-  const int64_t *base = first_char + col->var * (a->n_parts + 1);
-  const int64_t at = base[p], bytes = base[p + 1] - at;
-  const uint8_t *o = (const uint8_t *)(uintptr_t)pc.offsets;
-  /* unsigned: wraps as the host path's rebase does */
-  if (col->kind == FUNNEL_DP_VAR32) {
-    uint32_t *out = (uint32_t *)(uintptr_t)col->offsets + row;
-    const uint32_t delta = (uint32_t)(at - pc.first);
-    for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld32(o + 4 * k) + delta;
-  } else {
-    uint64_t *out = (uint64_t *)(uintptr_t)col->offsets + row;
-    const uint64_t delta = (uint64_t)(at - pc.first);
-    for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld64(o + 8 * k) + delta;
-  }
-  dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
-          lanes);
 }
 
 /* n bits (n <= 32) from bit `bit` of `src`, reading only their bytes. */
