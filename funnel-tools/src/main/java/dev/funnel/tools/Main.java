@@ -27,7 +27,7 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
  * java -jar funnel.jar show [--backend auto|cpu|cuda] [--rows N] FILE.arrows...
  * java -jar funnel.jar bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]
  *                            [--c-results C.csv] [--jit-warmup-ms MS]
- * java -jar funnel.jar chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...
+ * java -jar funnel.jar chart [-o OUT.png] [--mix int64|mixed|strings|nested] RESULTS.csv...
  * </pre>
  */
 public final class Main {
@@ -48,7 +48,7 @@ public final class Main {
           + "       funnel show [--backend auto|cpu|cuda] [--rows N] FILE.arrows...\n"
           + "       funnel bench --workloads DIR [--backend auto|cpu|cuda] [--reps N] [--csv OUT.csv]\n"
           + "                    [--c-results C.csv] [--jit-warmup-ms MS]\n"
-          + "       funnel chart [-o OUT.png] [--mix int64|mixed|strings] RESULTS.csv...";
+          + "       funnel chart [-o OUT.png] [--mix int64|mixed|strings|nested] RESULTS.csv...";
 
   public static void main(String[] args) {
     // Arrow logs through SLF4J, and funnel brings no logging provider: SLF4J's three-line
