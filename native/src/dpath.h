@@ -351,85 +351,33 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
   return dp_all(ok, lanes);
 }
 
-/* Binds column c of the batch whose nodes and buffers are at `nodes` and
- * `buf` (the column's first buffer), body at `body` in the partition, as
- * format.c's funnel__batch_bind does; fills the piece and its string
- * bytes; false for anything the host would refuse. */
-FUNNEL_DP bool dp_bind(const struct funnel__dp_column *col, const uint8_t *bytes, uint64_t addr,
+/* Binds column c (`col`) of partition p's batch whose nodes and buffers
+ * are at `node` and `buf` (the column's first buffer), body at `body` in
+ * the partition, as format.c's funnel__batch_bind_ends does; fills the
+ * piece and its string bytes (a list's: its child rows); false for
+ * anything the host would refuse. In a nested read (FUNNEL_DP_NESTED) a
+ * child takes the part of its node its parent's rows reach (bound before
+ * it: the columns are depth first), its nulls counted in that part; the
+ * flat kernels compile none of that. */
+FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
+                       const struct funnel__dp_column *col, const uint8_t *bytes, uint64_t addr,
                        int64_t rows, const uint8_t *node, const uint8_t *buf, int64_t body,
                        struct funnel__dp_piece *pc, int64_t *chars, int lane, int lanes) {
-  const int64_t length = (int64_t)funnel__ld64(node), null_count = (int64_t)funnel__ld64(node + 8);
-  if (length != rows || null_count < 0 || null_count > length) return false;
-  int64_t off[3] = {0, 0, 0}, len[3] = {0, 0, 0};
-  for (int k = 0; k < col->n_buffers; k++) {
-    off[k] = body + (int64_t)funnel__ld64(buf + 16 * k);
-    len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
-  }
-  const int64_t bitmap = (length + 7) / 8;
-  pc->validity = 0;
-  if (null_count > 0 || len[0] > 0) {
-    if (len[0] < bitmap) return false;
-    if (len[0] > 0 && dp_zero_bits(bytes + off[0], length, lane, lanes) != null_count)
-      return false;
-    if (null_count > 0) pc->validity = addr + (uint64_t)off[0];
-  }
-  pc->null_count = null_count;
-  if (chars != NULL) *chars = 0;
-  pc->offsets = 0;
-  pc->first = 0;
-  if (col->kind == FUNNEL_DP_FIXED || col->kind == FUNNEL_DP_BOOL) {
-    int64_t need = bitmap;
-    if (col->kind == FUNNEL_DP_FIXED) {
-      /* rows are at most INT64_MAX / 64: only a wider value can overflow */
-      if (col->width > 64 && length > INT64_MAX / col->width) return false;
-      need = length * col->width;
-    }
-    if (len[1] < need) return false;
-    pc->data = addr + (uint64_t)off[1];
-    return true;
-  }
-  const int w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8;
-  pc->offsets = addr + (uint64_t)off[1];
-  pc->data = addr + (uint64_t)off[2];
-  if (length == 0) return true; /* the offsets buffer may be empty */
-  if (length + 1 > INT64_MAX / w || len[1] < (length + 1) * w) return false;
-  const uint8_t *o = bytes + off[1];
-  const int64_t first = w == 4 ? (int32_t)funnel__ld32(o) : (int64_t)funnel__ld64(o);
-  const int64_t last = w == 4 ? (int32_t)funnel__ld32(o + 4 * length) : (int64_t)funnel__ld64(o + 8 * length);
-  if (first < 0 || last < first || last > len[2]) return false;
-  if (!dp_rising(o, length, w, lane, lanes)) return false;
-  pc->first = first;
-  pc->data += (uint64_t)first;
-  *chars = last - first;
-  return true;
-}
-
-/* dp_bind for a read with nested columns (args.slices): column c of
- * partition p, whose child columns take the part of their node their
- * parent's rows reach (bound before them: the columns are depth first),
- * and whose lists' child rows count as string bytes do. Apart, so that
- * the flat reads' parse keeps its code. */
-FUNNEL_DP_ONCE bool dp_bind_nested(const struct funnel__dp_args *a, int64_t p, int c, const uint8_t *bytes,
-                       uint64_t addr, int64_t rows, const uint8_t *node, const uint8_t *buf,
-                       int64_t body, struct funnel__dp_piece *pc, int64_t *chars, int lane,
-                       int lanes) {
-  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
-  const struct funnel__dp_column *col = &cols[c];
+  const bool nested = FUNNEL_DP_NESTED(a);
   const int64_t node_length = (int64_t)funnel__ld64(node), null_count = (int64_t)funnel__ld64(node + 8);
-  if (node_length < 0 || null_count < 0 || null_count > node_length) return false;
   int64_t start = 0, length = node_length;
-  if (col->parent < 0) {
-    if (node_length != rows) return false;
+  if (!nested || col->parent < 0) {
+    if (length != rows || null_count < 0 || null_count > length) return false;
   } else {
-    if (node_length > a->max_rows) return false;
-    struct funnel__dp_slice *slices = (struct funnel__dp_slice *)(uintptr_t)a->slices;
-    const struct funnel__dp_column *pcol = &cols[col->parent];
-    const struct funnel__dp_slice ps = slices[p * a->n_cols + col->parent];
-    const struct funnel__dp_piece *pp = pc - c + col->parent;
+    if (node_length < 0 || node_length > a->max_rows || null_count < 0 || null_count > node_length)
+      return false;
+    const struct funnel__dp_column *pcol =
+        &((const struct funnel__dp_column *)(uintptr_t)a->columns)[col->parent];
+    const struct funnel__dp_slice ps =
+        ((const struct funnel__dp_slice *)(uintptr_t)a->slices)[p * a->n_cols + col->parent];
     if (pcol->kind == FUNNEL_DP_LIST32 || pcol->kind == FUNNEL_DP_LIST64) {
-      const int64_t *cc = (const int64_t *)(uintptr_t)a->chars;
-      start = pp->first;
-      length = cc[pcol->var * (a->n_parts + 1) + p];
+      start = (pc - c + col->parent)->first;
+      length = ((const int64_t *)(uintptr_t)a->chars)[pcol->var * (a->n_parts + 1) + p];
     } else if (pcol->list_size > 0) {
       if (node_length % pcol->list_size != 0 || node_length / pcol->list_size != ps.node_length)
         return false;
@@ -442,11 +390,10 @@ FUNNEL_DP_ONCE bool dp_bind_nested(const struct funnel__dp_args *a, int64_t p, i
     }
     if (start < 0 || length < 0 || start > node_length - length) return false;
   }
-  if (a->slices != 0) { /* every lane writes the same, as the pieces */
-    struct funnel__dp_slice *slices = (struct funnel__dp_slice *)(uintptr_t)a->slices;
-    slices[p * a->n_cols + c] = (struct funnel__dp_slice){start, length, node_length};
-  }
-  const bool part = length != node_length; /* a nested child's part of its node */
+  if (nested) /* every lane writes the same, as the pieces */
+    ((struct funnel__dp_slice *)(uintptr_t)a->slices)[p * a->n_cols + c] =
+        (struct funnel__dp_slice){start, length, node_length};
+  const bool part = nested && length != node_length; /* a nested child's part of its node */
   int64_t off[3] = {0, 0, 0}, len[3] = {0, 0, 0};
   for (int k = 0; k < col->n_buffers; k++) {
     off[k] = body + (int64_t)funnel__ld64(buf + 16 * k);
@@ -464,31 +411,34 @@ FUNNEL_DP_ONCE bool dp_bind_nested(const struct funnel__dp_args *a, int64_t p, i
     }
     if (nulls > 0) pc->validity = addr + (uint64_t)off[0];
   }
-  if (col->map_key && nulls > 0) return false;
+  if (nested && col->map_key && nulls > 0) return false;
   pc->null_count = nulls;
   if (chars != NULL) *chars = 0;
   pc->offsets = 0;
   pc->first = 0;
-  pc->data = 0;
-  if (col->kind == FUNNEL_DP_NEST) return true;
+  if (nested && col->kind == FUNNEL_DP_NEST) {
+    pc->data = 0;
+    return true;
+  }
   if (col->kind == FUNNEL_DP_FIXED || col->kind == FUNNEL_DP_BOOL) {
     int64_t need = bitmap;
     if (col->kind == FUNNEL_DP_FIXED) {
       /* a top-level column's rows are at most INT64_MAX / 64: only a wider
-       * value can overflow; a child's node may be longer */
-      if ((col->width > 64 || col->parent >= 0) && col->width > 0 &&
+       * value can overflow; a nested child's node may be longer */
+      if ((col->width > 64 || (nested && col->parent >= 0 && col->width > 0)) &&
           node_length > INT64_MAX / col->width)
         return false;
       need = node_length * col->width;
     }
     if (len[1] < need) return false;
-    pc->data = addr + (uint64_t)off[1] + (col->kind == FUNNEL_DP_FIXED ? (uint64_t)(start * col->width) : 0);
+    pc->data = addr + (uint64_t)off[1];
+    if (col->kind == FUNNEL_DP_FIXED) pc->data += (uint64_t)(start * col->width);
     return true;
   }
-  const bool list = col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64;
-  const int w = col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_LIST32 ? 4 : 8;
+  const bool list = nested && (col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64);
+  const int w = col->kind == FUNNEL_DP_VAR32 || (nested && col->kind == FUNNEL_DP_LIST32) ? 4 : 8;
   pc->offsets = addr + (uint64_t)off[1] + (uint64_t)(start * w);
-  if (!list) pc->data = addr + (uint64_t)off[2];
+  pc->data = list ? 0 : addr + (uint64_t)off[2];
   if (node_length == 0) return true; /* the offsets buffer may be empty */
   if (node_length + 1 > INT64_MAX / w || len[1] < (node_length + 1) * w) return false;
   const uint8_t *o = bytes + off[1] + start * w;
@@ -529,12 +479,8 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
     if (c < a->n_cols) {
       const struct funnel__dp_column *col = &cols[c];
       int64_t *ch = col->var >= 0 ? &chars[col->var * (a->n_parts + 1) + p] : NULL;
-      if (FUNNEL_DP_NESTED(a))
-        ok &= dp_bind_nested(a, p, c, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer,
-                             body, &pieces[c], ch, lane, lanes);
-      else
-        ok &= dp_bind(col, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
-                      &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
+      ok &= dp_bind(a, p, c, col, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
+                    &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
     }
     if (!by_lane && !ok) return false;
   }
@@ -1064,51 +1010,6 @@ FUNNEL_DP int funnel__dp_bit_lanes(int64_t n_parts, int64_t rows) {
  * lanes that split the range was slower for 2 to 4 lanes than one lane's
  * binary search, and a division of 64-bit values in it, a call of some 70
  * instructions on the device, made 200x4x100 slower too.) */
-/* funnel__dp_bits_word for a nested read: a column's rows are counted in
- * its domain (the table's rows, or a list's child rows) times its mult,
- * and a piece's bits start at its slice's first row. A binary search a
- * word (nested reads are not tuned yet). */
-FUNNEL_DP_ONCE void dp_bits_word_nested(const struct funnel__dp_args *a, int64_t b, int64_t w,
-                                        int lane, int lanes) {
-  const struct funnel__dp_bitbuf bb = ((const struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs)[b];
-  const struct funnel__dp_column *col =
-      &((const struct funnel__dp_column *)(uintptr_t)a->columns)[bb.column];
-  const int64_t n = a->n_parts, mult = col->mult;
-  const int64_t *dom = col->domain < 0 ? (const int64_t *)(uintptr_t)a->rows
-                                       : (const int64_t *)(uintptr_t)a->chars + col->domain * (n + 1);
-  const struct funnel__dp_piece *pieces = (const struct funnel__dp_piece *)(uintptr_t)a->pieces;
-  const struct funnel__dp_slice *slices = (const struct funnel__dp_slice *)(uintptr_t)a->slices;
-  const int64_t total = dom[n] * mult;
-  const int64_t r0 = 32 * w, end = r0 + 32 < total ? r0 + 32 : total;
-  if (r0 >= total) return; /* past this buffer's rows: another's word (funnel__dp_bit_rows) */
-  int64_t lo = 0, hi = n - 1; /* the last partition that starts at or before r0 */
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (dom[mid] * mult <= r0) lo = mid; else hi = mid - 1;
-  }
-  uint32_t v = 0;
-  for (int64_t base = lo;; base += lanes) {
-    const int64_t p = base + lane;
-    if (p < n) {
-      const int64_t start = dom[p] * mult, stop0 = dom[p + 1] * mult;
-      const int64_t stop = stop0 < end ? stop0 : end, from = start > r0 ? start : r0;
-      if (from < stop) {
-        const int64_t i = p * a->n_cols + bb.column;
-        const uint64_t src = bb.validity ? pieces[i].validity : pieces[i].data;
-        const int64_t k = stop - from;
-        const uint32_t bits =
-            src != 0 ? dp_bits((const uint8_t *)(uintptr_t)src, slices[i].start + (from - start), k)
-                     : (uint32_t)(k == 32 ? 0xFFFFFFFFu : (1u << k) - 1u);
-        v |= bits << (from - r0);
-      }
-    }
-    const int64_t next = base + lanes;
-    if (next >= n || dom[next] * mult >= end) break;
-  }
-  v = dp_or(v, lanes);
-  if (lane == 0) ((uint32_t *)(uintptr_t)bb.dst)[w] = v;
-}
-
 /* The rows of the longest bit buffer: the table's, or in a nested read the
  * most any column has (a list's child rows). The concat runs this many
  * rows' words of every bit buffer; a shorter one skips the words past its
@@ -1128,19 +1029,28 @@ FUNNEL_DP int64_t funnel__dp_bit_rows(const struct funnel__dp_args *a) {
 
 FUNNEL_DP void funnel__dp_bits_word(const struct funnel__dp_args *a, int64_t b, int64_t w,
                                     double per_row, int lane, int lanes) {
-  if (FUNNEL_DP_NESTED(a)) {
-    dp_bits_word_nested(a, b, w, lane, lanes);
-    return;
-  }
   const struct funnel__dp_bitbuf bb = ((const struct funnel__dp_bitbuf *)(uintptr_t)a->bitbufs)[b];
-  const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
   const struct funnel__dp_piece *pieces = (const struct funnel__dp_piece *)(uintptr_t)a->pieces;
-  const int64_t n = a->n_parts, total = first_row[n];
+  const int64_t n = a->n_parts;
+  /* the rows of partitions [0, p) of this buffer's column: first_row[p],
+   * in a nested read its domain's times its mult (the flat kernels compile
+   * the table's rows only) */
+  const bool nested = FUNNEL_DP_NESTED(a);
+  const struct funnel__dp_column *col =
+      nested ? &((const struct funnel__dp_column *)(uintptr_t)a->columns)[bb.column] : NULL;
+  const int64_t *first_row = nested && col->domain >= 0
+                                 ? (const int64_t *)(uintptr_t)a->chars + col->domain * (n + 1)
+                                 : (const int64_t *)(uintptr_t)a->rows;
+  const int64_t mult = nested ? col->mult : 1;
+  const int64_t total = first_row[n] * mult;
   const int64_t r0 = 32 * w, end = r0 + 32 < total ? r0 + 32 : total;
-  /* the last partition that starts at or before row r0: first_row[lo] <= r0 */
+  /* past a shorter buffer's rows: a longer one's word (funnel__dp_bit_rows) */
+  if (nested && r0 >= total) return;
+  /* the last partition that starts at or before row r0: first_row[lo] <= r0
+   * (any guess g is checked: in a nested read per_row is the table's) */
   int64_t lo = 0, hi = n - 1, g = (int64_t)((double)r0 * per_row);
   g = g < 0 ? 0 : g > n - 1 ? n - 1 : g;
-  const int64_t at_g = first_row[g], after_g = first_row[g + 1];
+  const int64_t at_g = first_row[g] * mult, after_g = first_row[g + 1] * mult;
   if (at_g <= r0) {
     lo = g;
     if (after_g > r0) hi = g;
@@ -1149,26 +1059,31 @@ FUNNEL_DP void funnel__dp_bits_word(const struct funnel__dp_args *a, int64_t b, 
   }
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (first_row[mid] <= r0) lo = mid; else hi = mid - 1;
+    if (first_row[mid] * mult <= r0) lo = mid; else hi = mid - 1;
   }
+  const struct funnel__dp_slice *slices = (const struct funnel__dp_slice *)(uintptr_t)a->slices;
   uint32_t v = 0;
   for (int64_t base = lo;; base += lanes) {
     const int64_t p = base + lane;
     if (p < n) {
-      const int64_t start = first_row[p], stop = first_row[p + 1] < end ? first_row[p + 1] : end;
+      const int64_t start = first_row[p] * mult, after = first_row[p + 1] * mult;
+      const int64_t stop = after < end ? after : end;
       const int64_t from = start > r0 ? start : r0;
       if (from < stop) {
-        const struct funnel__dp_piece *pc = &pieces[p * a->n_cols + bb.column];
+        const int64_t i = p * a->n_cols + bb.column;
+        const struct funnel__dp_piece *pc = &pieces[i];
         const uint64_t src = bb.validity ? pc->validity : pc->data;
         const int64_t k = stop - from;
-        const uint32_t bits = src != 0 ? dp_bits((const uint8_t *)(uintptr_t)src, from - start, k)
+        /* a nested child's bits start at its slice's first row */
+        const int64_t bit = (nested ? slices[i].start : 0) + (from - start);
+        const uint32_t bits = src != 0 ? dp_bits((const uint8_t *)(uintptr_t)src, bit, k)
                                        : (uint32_t)(k == 32 ? 0xFFFFFFFFu : (1u << k) - 1u);
         v |= bits << (from - r0);
       }
     }
     /* the next round's first partition starts past the word: done */
     const int64_t next = base + lanes;
-    if (next >= n || first_row[next] >= end) break;
+    if (next >= n || first_row[next] * mult >= end) break;
   }
   v = dp_or(v, lanes);
   if (lane == 0) ((uint32_t *)(uintptr_t)bb.dst)[w] = v;
@@ -1212,23 +1127,19 @@ static inline void funnel__dp_columns_of(const struct funnel__schema *schema,
 }
 
 /* Whether the device path reads `schema`'s nested columns: the product of
- * the fixed_size_list sizes above any column fits its row count. */
+ * the fixed_size_list sizes above any column (up to a list, whose child
+ * counts its own rows) fits its row count. */
 static inline bool funnel__dp_nested_fits(const struct funnel__schema *schema) {
-  int64_t mult[64];
   for (int c = 0; c < schema->n_fields; c++) {
-    const struct funnel__field *f = &schema->fields[c];
-    if (f->parent < 0 || c >= 64) {
-      if (c < 64) mult[c] = 1;
-      if (c >= 64 && f->parent >= 0) return false; /* deep trees: the host path */
-      continue;
+    int64_t m = 1;
+    for (int k = c; schema->fields[k].parent >= 0; k = schema->fields[k].parent) {
+      const struct funnel__field *pf = &schema->fields[schema->fields[k].parent];
+      if (pf->nested == FUNNEL__NESTED_LIST) break;
+      if (pf->nested == FUNNEL__NESTED_FIXED) {
+        if (m > FUNNEL__MAX_ROWS / pf->list_size) return false;
+        m *= pf->list_size;
+      }
     }
-    const struct funnel__field *pf = &schema->fields[f->parent];
-    int64_t m = pf->nested == FUNNEL__NESTED_LIST ? 1 : mult[f->parent];
-    if (pf->nested == FUNNEL__NESTED_FIXED) {
-      if (m > FUNNEL__MAX_ROWS / pf->list_size) return false;
-      m *= pf->list_size;
-    }
-    mult[c] = m;
   }
   return true;
 }
