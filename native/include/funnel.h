@@ -554,6 +554,12 @@ struct funnel_read_stats {
   int64_t kernel_ns;         /* device time of the concat (FUNNEL_OPTION_TIME_KERNEL), else -1 */
   int64_t device_parsed;     /* partitions whose headers the device parsed (FUNNEL_PARSE_DEVICE) */
   int64_t device_left;       /* of those, partitions it left to the host, which then read them all */
+  int64_t compressed_partitions; /* partitions with a compressed (LZ4_FRAME, ZSTD) body */
+  int64_t bytes_compressed;  /* their compressed buffers' bytes */
+  int64_t bytes_decoded;     /* the bytes those decoded to (with their batches' other bodies) */
+  int64_t decode_ns;         /* host time decoding them (on the host threads), within parse_ns */
+  int64_t decoded_pinned;    /* 1 when they were decoded into the pinned pool (one copy up),
+                                0 into host memory of their own (staged like a pageable partition) */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -174,6 +174,7 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   struct funnel__pinned *pinned = &t->dev->pinned;
 
   struct mark m[5];
+  int64_t decode_calls = 0;
   m[0] = mark_now();
   /* one pass over the partitions before anything is done for each */
   struct funnel__parts_scan scan;
@@ -188,9 +189,13 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
    * whose allocation then holds the attempt's tables and output too. */
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
-  const bool want = st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device);
+  /* compressed partitions are decoded on the host, after parsing, and go
+   * up decoded: neither early copies nor the device path */
+  const bool compressed = st == FUNNEL_OK && funnel__first_compressed(parts, count, &scan);
+  const bool want = st == FUNNEL_OK && !compressed &&
+                    funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device);
   if (want) t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
-  if (st == FUNNEL_OK)
+  if (st == FUNNEL_OK && !compressed)
     st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
   m[1] = mark_now();
   if (want && st == FUNNEL_OK)
@@ -202,7 +207,17 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   } else {
     if (on_device != NULL) m[1] = mark_now(); /* the attempt counts as submitting */
     struct funnel__partition *pv = NULL;
-    if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, error);
+    bool decode = false;
+    if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, &decode, error);
+    if (decode && st == FUNNEL_OK) {
+      /* what decoding asks of the device counts as submitting's: dropping
+       * early copies of compressed bytes, and the pinned pool (made the
+       * first time a read needs it) the images go up from */
+      const struct mark d0 = mark_now();
+      st = funnel__drop_early(t, error);
+      if (st == FUNNEL_OK) st = funnel__decode_all(t, pv, count, schema, error);
+      decode_calls = mark_now().calls.calls - d0.calls.calls;
+    }
     m[2] = mark_now();
     if (st == FUNNEL_OK)
       st = funnel__plan_build(schema, pv, (int64_t)count, t->dev->config.segment_chunk_bytes,
@@ -219,6 +234,8 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
     return st;
   }
   count_stats(t, m);
+  t->stats.device_calls_parse -= decode_calls;
+  t->stats.device_calls_submit += decode_calls;
   funnel__pinned_read_done(pinned, t);
   *out = t;
   return FUNNEL_OK;

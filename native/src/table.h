@@ -72,6 +72,10 @@ struct funnel_table {
   struct funnel__pinned_held held; /* caller pinned blocks its work reads */
   struct funnel__staged *staged;
   int64_t n_staged;
+  /* the compressed partitions' decoded images (funnel__decode_all): a
+   * pinned pool block, or host memory of its own (decoded_malloced) */
+  struct funnel__staged decoded;
+  bool decoded_malloced;
   struct funnel_read_stats stats;
   /* an imported table (funnel_table_import): its buffers lie in memory
    * another process exported, at these addresses (3 per column, by enum

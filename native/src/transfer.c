@@ -135,6 +135,17 @@ int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *
   return st;
 }
 
+int funnel__drop_early(struct funnel_table *t, struct funnel_error *error) {
+  if (!funnel__early(t)) return FUNNEL_OK;
+  const int st = funnel__dev_event_wait(&t->dev->be, t->event, error);
+  if (st != FUNNEL_OK) {
+    funnel__table_abandon(t);
+    return st;
+  }
+  funnel__table_drop_attempt(t, false);
+  return FUNNEL_OK;
+}
+
 /* ---------------------------------------------------------------- staging */
 
 /* memcpy with stores that bypass the cache where the processor has them
