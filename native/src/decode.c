@@ -291,6 +291,8 @@ int funnel__batch_decode(const struct funnel__schema *schema,
 void funnel__partition_use_image(struct funnel__partition *part, uint8_t *image) {
   for (int64_t i = 0; i < part->n_batches; i++) {
     struct funnel__batch *b = &part->batches[i];
+    b->sbody = b->body;
+    b->sbuffers = b->buffers;
     b->body = b->dbody;
     b->body_length = b->dbody_length;
     b->buffers = b->dbuffers;
@@ -299,6 +301,30 @@ void funnel__partition_use_image(struct funnel__partition *part, uint8_t *image)
   part->bytes = image;
   part->length = part->image_length;
   part->decoded = true;
+}
+
+void funnel__decoded_error(const struct funnel__partition *parts, int64_t count,
+                           struct funnel_error *error) {
+  if (parts == NULL || error == NULL || error->partition < 0 || error->partition >= count) return;
+  const struct funnel__partition *part = &parts[error->partition];
+  const int64_t at = error->offset;
+  if (!part->decoded || at < 0) return;
+  for (int64_t i = 0; i < part->n_batches; i++) {
+    const struct funnel__batch *b = &part->batches[i];
+    if (at < b->dbody || at >= b->dbody + b->dbody_length) continue;
+    for (int32_t k = b->n_buffers - 1; k >= 0; k--) {
+      const int64_t off = (int64_t)funnel__ld64(b->dbuffers + 16 * k);
+      if (at - b->dbody < off) continue;
+      const int64_t given = b->sbody + (int64_t)funnel__ld64(b->sbuffers + 16 * k);
+      const size_t used = strlen(error->message);
+      snprintf(error->message + used, sizeof(error->message) - used,
+               " (byte %lld of buffer %d as decoded; the %s buffer is at offset %lld)",
+               (long long)(at - b->dbody - off), k, funnel__codec_name(b->codec),
+               (long long)given);
+      error->offset = given;
+      return;
+    }
+  }
 }
 
 int funnel__partition_decode(const struct funnel__schema *schema,

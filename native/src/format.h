@@ -93,6 +93,8 @@ struct funnel__batch {
   int64_t dbody, dbody_length;
   const uint8_t *dbuffers;
   int64_t zbytes;         /* compressed buffers: their bytes in the body */
+  int64_t sbody;          /* once decoded: the body and Buffer structs as given */
+  const uint8_t *sbuffers;
   int64_t rows;
   int64_t body;           /* body start within the partition */
   int64_t body_length;
@@ -242,6 +244,13 @@ int funnel__batch_decode(const struct funnel__schema *schema,
 /* Once every batch is decoded into `image`: the partition's views become
  * the image's (its bytes, each batch's body and buffers). */
 void funnel__partition_use_image(struct funnel__partition *part, uint8_t *image);
+
+/* An error about partition error->partition's bytes (the plan's checks)
+ * whose offset lies in its decoded image: the offset becomes that of the
+ * compressed buffer as given, which the message then names. No-op for a
+ * partition that was not decoded. */
+void funnel__decoded_error(const struct funnel__partition *parts, int64_t count,
+                           struct funnel_error *error);
 
 /* Decodes the whole partition into `image` (image_length bytes), on this
  * thread, and uses it: funnel__batch_decode for every batch, then

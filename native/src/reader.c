@@ -222,11 +222,13 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
     if (st == FUNNEL_OK)
       st = funnel__plan_build(schema, pv, (int64_t)count, t->dev->config.segment_chunk_bytes,
                               &t->arena, &t->plan, error);
+    if (st != FUNNEL_OK && decode) funnel__decoded_error(pv, (int64_t)count, error);
     m[3] = mark_now();
     if (st == FUNNEL_OK) st = funnel__submit(t, o, stream, error);
     /* while the copies run: a bad offset or null count fails the read, whose release
      * waits for what it enqueued before freeing anything */
     if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&t->plan, error);
+    if (st != FUNNEL_OK && decode) funnel__decoded_error(pv, (int64_t)count, error);
   }
   m[4] = mark_now();
   if (st != FUNNEL_OK) {

@@ -380,6 +380,41 @@ static void bad_compressed_buffers_name_their_place(void) {
   funnel_device_close(dev);
 }
 
+/* A compressed batch that decodes well to bad values (string offsets that
+ * fall): the plan's error names the compressed buffer's offset in the
+ * partition as given, not one in the decoded image. */
+static void bad_values_in_a_compressed_batch(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  for (int codec = 1; codec <= 2; codec++) {
+    check_context("codec %d", codec);
+    struct table_src src;
+    struct iw_layout l;
+    struct parts ps = eight(codec, &src, &l);
+    static const int64_t a[3] = {1, 2, 3};
+    static const int32_t offs[4] = {0, 5, 2, 6};
+    const struct iw_column cols[2] = {
+        {.length = 3, .data = a, .data_length = 24},
+        {.length = 3, .offsets = offs, .offsets_length = 16, .data = "abcdef", .data_length = 6}};
+    const struct iw_options o = {.compression = codec};
+    struct iw_buf b = {0};
+    iw_schema_message(&b, &BAD_SCHEMA, &o, NULL);
+    iw_batch_message(&b, &BAD_SCHEMA, 3, cols, &o, &l);
+    iw_eos(&b, &o);
+    free((void *)ps.p[5].data);
+    ps.p[5] = (struct funnel_partition){iw_dup(b.data, b.len), b.len};
+    int64_t off, len;
+    buffer_at(b.data, &l, 3, &off, &len); /* s's offsets */
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, (int64_t)l.body + off, "as decoded");
+    iw_buf_free(&b);
+    parts_free(&ps);
+    table_src_free(&src);
+  }
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
 /* Without liblz4 (FUNNEL_LZ4_LIBRARY names a file that is not there, in a
  * child process: the library is loaded once a process), an LZ4 read fails
  * naming the library; ZSTD and uncompressed reads are untouched. */
@@ -448,6 +483,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(large_compressed_partition),
       CHECK_TEST(bad_compressed_buffers_name_their_place),
+      CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(missing_library_is_named),
   };
   return CHECK_MAIN(argc, argv, tests);
