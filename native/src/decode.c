@@ -237,55 +237,81 @@ int funnel__buffer_column(const struct funnel__schema *schema, int32_t n_buffers
   return col;
 }
 
+/* Decodes buffer k (as given: body at `body`, Buffer structs `buffers`
+ * of the bytes at `bytes`) into dst. */
+static int decode_one(const struct funnel__schema *schema, const struct funnel__batch *b,
+                      const uint8_t *bytes, int64_t body, const uint8_t *buffers,
+                      int64_t index, int32_t k, uint8_t *dst, int64_t want,
+                      struct funnel__decoder *dec, struct funnel_error *error) {
+  const int64_t off = (int64_t)funnel__ld64(buffers + 16 * k);
+  const int64_t len = (int64_t)funnel__ld64(buffers + 16 * k + 8);
+  if (len == 0) return FUNNEL_OK;
+  const uint8_t *src = bytes + body + off;
+  const uint8_t *z = src + 8;
+  const int64_t zn = len - 8;
+  char why[200];
+  bool ok = true;
+  if ((int64_t)funnel__ld64(src) == -1) memcpy(dst, z, (size_t)zn);
+  else if (want == 0 && zn == 0) ok = true; /* empty: the prefix alone (Arrow Java) */
+  else if (b->codec == FUNNEL__CODEC_LZ4_FRAME)
+    ok = decode_lz4(dec, dst, want, z, zn, why, sizeof(why));
+  else
+    ok = decode_zstd(dec, dst, want, z, zn, why, sizeof(why));
+  if (ok) return FUNNEL_OK;
+  const char *kind;
+  const int col = funnel__buffer_column(schema, b->n_buffers, k, &kind);
+  char what[96];
+  if (col >= 0)
+    snprintf(what, sizeof(what), "column %d '%s', buffer %d (%s)", col, schema->fields[col].path,
+             k, kind);
+  else
+    snprintf(what, sizeof(what), "buffer %d", k);
+  return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, col, body + off,
+                           "partition %lld: RecordBatch at offset %lld, %s at offset %lld: %s",
+                           (long long)index, (long long)b->message_offset, what,
+                           (long long)(body + off), why);
+}
+
+static int codec_ready(const struct funnel__batch *b, int64_t index, struct funnel_error *error) {
+  char why[200];
+  if (funnel__codec_load(b->codec, why, sizeof(why)) == FUNNEL_OK) return FUNNEL_OK;
+  return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, b->message_offset,
+                           "partition %lld: RecordBatch at offset %lld has a %s body, and %s",
+                           (long long)index, (long long)b->message_offset,
+                           funnel__codec_name(b->codec), why);
+}
+
 int funnel__batch_decode(const struct funnel__schema *schema,
                          const struct funnel__partition *part,
                          const struct funnel__batch *b, int64_t index, uint8_t *image,
                          int32_t lo, int32_t hi, struct funnel__decoder *dec,
                          struct funnel_error *error) {
   uint8_t *body = image + b->dbody;
-  const uint8_t *src = part->bytes + b->body;
   if (b->codec == FUNNEL__CODEC_NONE) {
-    if (lo == 0 && b->body_length > 0) memcpy(body, src, (size_t)b->body_length);
+    if (lo == 0 && b->body_length > 0)
+      memcpy(body, part->bytes + b->body, (size_t)b->body_length);
     return FUNNEL_OK;
   }
-  char why[200];
-  if (funnel__codec_load(b->codec, why, sizeof(why)) != FUNNEL_OK)
-    return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, b->message_offset,
-                             "partition %lld: RecordBatch at offset %lld has a %s body, and %s",
-                             (long long)index, (long long)b->message_offset,
-                             funnel__codec_name(b->codec), why);
+  FUNNEL_RETURN_NOT_OK(codec_ready(b, index, error));
   for (int32_t k = lo; k < hi; k++) {
-    const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
-    const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+    if (b->ddev != NULL && b->ddev[k]) continue; /* the device's */
     const int64_t at = (int64_t)funnel__ld64(b->dbuffers + 16 * k);
     const int64_t want = (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8);
-    if (len == 0) continue;
-    const uint8_t *z = src + off + 8;
-    const int64_t zn = len - 8;
-    bool ok = true;
-    if ((int64_t)funnel__ld64(src + off) == -1) memcpy(body + at, z, (size_t)zn);
-    else if (want == 0 && zn == 0) ok = true;
-    else if (b->codec == FUNNEL__CODEC_LZ4_FRAME)
-      ok = decode_lz4(dec, body + at, want, z, zn, why, sizeof(why));
-    else
-      ok = decode_zstd(dec, body + at, want, z, zn, why, sizeof(why));
-    if (!ok) {
-      const char *kind;
-      const int col = funnel__buffer_column(schema, b->n_buffers, k, &kind);
-      char what[96];
-      if (col >= 0)
-        snprintf(what, sizeof(what), "column %d '%s', buffer %d (%s)", col,
-                 schema->fields[col].path, k, kind);
-      else
-        snprintf(what, sizeof(what), "buffer %d", k);
-      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, col, b->body + off,
-                               "partition %lld: RecordBatch at offset %lld, %s at offset %lld: "
-                               "%s",
-                               (long long)index, (long long)b->message_offset, what,
-                               (long long)(b->body + off), why);
-    }
+    FUNNEL_RETURN_NOT_OK(decode_one(schema, b, part->bytes, b->body, b->buffers, index, k,
+                                    body + at, want, dec, error));
   }
   return FUNNEL_OK;
+}
+
+int funnel__buffer_decode(const struct funnel__schema *schema,
+                          const struct funnel__partition *part, const struct funnel__batch *b,
+                          int64_t index, int32_t k, uint8_t *dst, struct funnel__decoder *dec,
+                          struct funnel_error *error) {
+  FUNNEL_RETURN_NOT_OK(codec_ready(b, index, error));
+  const bool given = !part->decoded;
+  return decode_one(schema, b, given ? part->bytes : part->source, given ? b->body : b->sbody,
+                    given ? b->buffers : b->sbuffers, index, k, dst,
+                    (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8), dec, error);
 }
 
 void funnel__partition_use_image(struct funnel__partition *part, uint8_t *image) {
@@ -309,18 +335,19 @@ void funnel__decoded_error(const struct funnel__partition *parts, int64_t count,
   const struct funnel__partition *part = &parts[error->partition];
   const int64_t at = error->offset;
   if (!part->decoded || at < 0) return;
+  /* the buffer whose bytes as decoded hold the offset (the device's lie
+   * past the images) */
   for (int64_t i = 0; i < part->n_batches; i++) {
     const struct funnel__batch *b = &part->batches[i];
-    if (at < b->dbody || at >= b->dbody + b->dbody_length) continue;
-    for (int32_t k = b->n_buffers - 1; k >= 0; k--) {
-      const int64_t off = (int64_t)funnel__ld64(b->dbuffers + 16 * k);
-      if (at - b->dbody < off) continue;
+    for (int32_t k = 0; k < b->n_buffers; k++) {
+      const int64_t start = b->dbody + (int64_t)funnel__ld64(b->dbuffers + 16 * k);
+      const int64_t len = (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8);
+      if (at < start || at > start + len) continue;
       const int64_t given = b->sbody + (int64_t)funnel__ld64(b->sbuffers + 16 * k);
       const size_t used = strlen(error->message);
       snprintf(error->message + used, sizeof(error->message) - used,
                " (byte %lld of buffer %d as decoded; the %s buffer is at offset %lld)",
-               (long long)(at - b->dbody - off), k, funnel__codec_name(b->codec),
-               (long long)given);
+               (long long)(at - start), k, funnel__codec_name(b->codec), (long long)given);
       error->offset = given;
       return;
     }

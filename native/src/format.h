@@ -93,6 +93,8 @@ struct funnel__batch {
   int64_t dbody, dbody_length;
   const uint8_t *dbuffers;
   int64_t zbytes;         /* compressed buffers: their bytes in the body */
+  const uint8_t *ddev;    /* per buffer, 1: the device decodes it (its
+                             frames go up), or NULL: none */
   int64_t sbody;          /* once decoded: the body and Buffer structs as given */
   const uint8_t *sbuffers;
   int64_t rows;
@@ -240,6 +242,14 @@ int funnel__batch_decode(const struct funnel__schema *schema,
                          const struct funnel__batch *b, int64_t index, uint8_t *image,
                          int32_t lo, int32_t hi, struct funnel__decoder *dec,
                          struct funnel_error *error);
+
+/* Decodes buffer k of batch `b` of a partition (decoded or not: the
+ * buffer as given) into `dst`, which holds its declared length; the
+ * errors funnel__batch_decode gives. */
+int funnel__buffer_decode(const struct funnel__schema *schema,
+                          const struct funnel__partition *part, const struct funnel__batch *b,
+                          int64_t index, int32_t k, uint8_t *dst, struct funnel__decoder *dec,
+                          struct funnel_error *error);
 
 /* Once every batch is decoded into `image`: the partition's views become
  * the image's (its bytes, each batch's body and buffers). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "flatbuf.h"
+#include "lz4dec.h"
 #include "read.h"
 #include "workers.h"
 
@@ -209,8 +210,138 @@ static int64_t decode_items(const struct funnel__partition *pv, size_t count,
   return n;
 }
 
+/* Whether the device decodes buffer k of batch b: an LZ4 frame of values
+ * (what no check on the host reads: not a validity bitmap, not offsets). */
+static bool device_buffer(const struct funnel__schema *schema, const struct funnel__partition *part,
+                          const struct funnel__batch *b, int32_t k) {
+  if (b->codec != FUNNEL__CODEC_LZ4_FRAME || schema == NULL) return false;
+  const char *kind;
+  if (funnel__buffer_column(schema, b->n_buffers, k, &kind) < 0 || strcmp(kind, "data") != 0)
+    return false;
+  const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
+  const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+  /* a frame to expand (not raw: -1) */
+  return len > 8 && (int64_t)funnel__ld64(part->bytes + b->body + off) >= 0 &&
+         (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8) > 0;
+}
+
+/* The device's share of the read, when it decodes one (FUNNEL_OPTION_DECODE):
+ * marks its buffers (batch.ddev), lays the host's images out without them
+ * (each partition's image_length shrinks), and lays out the block's frames
+ * and jobs and the region they decode to (t->dd; dd.up is the block's size).
+ * Returns the block's size, or 0 when the device decodes nothing. */
+static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, size_t count,
+                         const struct funnel__schema *schema, int decode,
+                         struct funnel_error *error) {
+  if (decode == FUNNEL_DECODE_HOST || schema == NULL) return 0;
+  int64_t n = 0, bytes = 0;
+  for (size_t p = 0; p < count; p++)
+    for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++)
+      for (int32_t k = 0; k < pv[p].batches[b].n_buffers; k++)
+        if (device_buffer(schema, &pv[p], &pv[p].batches[b], k)) {
+          n++;
+          bytes += (int64_t)funnel__ld64(pv[p].batches[b].dbuffers + 16 * k + 8);
+        }
+  const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
+  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && (cpu || bytes < FUNNEL__DEVICE_DECODE_MIN)))
+    return 0;
+  int64_t *src = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
+  int64_t *dst = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
+  int64_t *where = funnel__arena_alloc(&t->arena, (size_t)n * 3 * sizeof(int64_t));
+  if (src == NULL || dst == NULL || where == NULL) return -1;
+  /* the host's images without the device's buffers; the frames' and the
+   * region's offsets relative for now */
+  int64_t j = 0, host = 0, frames = 0, region = 0;
+  for (size_t p = 0; p < count; p++) {
+    struct funnel__partition *part = &pv[p];
+    if (part->image_length == 0) continue;
+    int64_t at = 0;
+    for (int64_t bi = 0; bi < part->n_batches; bi++) {
+      struct funnel__batch *b = &part->batches[bi];
+      b->dbody = at;
+      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) { /* laid out as it was */
+        at = funnel__align_up(at + b->dbody_length, FUNNEL__ALIGN);
+        continue;
+      }
+      uint8_t *ddev = funnel__arena_calloc(&t->arena, (size_t)(b->n_buffers ? b->n_buffers : 1), 1);
+      if (ddev == NULL) return -1;
+      uint8_t *entries = (uint8_t *)b->dbuffers; /* the arena's, written at parse */
+      int64_t cursor = 0;
+      for (int32_t k = 0; k < b->n_buffers; k++) {
+        int64_t e[2];
+        memcpy(e, entries + 16 * k, 16);
+        if (device_buffer(schema, part, b, k)) {
+          ddev[k] = 1;
+          const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+          src[j] = frames;
+          frames = funnel__align_up(frames + len - 8, 16);
+          dst[j] = region;
+          region = funnel__align_up(region + e[1], FUNNEL__ALIGN);
+          where[3 * j] = (int64_t)p;
+          where[3 * j + 1] = bi;
+          where[3 * j + 2] = k;
+          j++;
+          e[0] = -1; /* placed below, once the block's size is known */
+        } else {
+          e[0] = cursor;
+          cursor = funnel__align_up(cursor + e[1], FUNNEL__ALIGN);
+        }
+        memcpy(entries + 16 * k, e, 16);
+      }
+      b->ddev = ddev;
+      b->dbody_length = cursor;
+      at = funnel__align_up(at + cursor, FUNNEL__ALIGN);
+    }
+    part->image_length = at;
+    host += funnel__align_up(at, FUNNEL__ALIGN);
+  }
+  const int64_t jobs_at = funnel__align_up(host + frames, FUNNEL__ALIGN);
+  const int64_t up = jobs_at + n * (int64_t)sizeof(struct funnel__lz4_job);
+  const int64_t region_at = funnel__align_up(up, FUNNEL__ALIGN);
+  /* the device's buffers, relative to their batch's body in the partition's image */
+  (void)error;
+  for (int64_t k = 0, image = 0, p = -1; k < n; k++) {
+    for (; p < where[3 * k]; p++) /* image: where partition where[3k]'s starts */
+      if (p >= 0) image += funnel__align_up(pv[p].image_length, FUNNEL__ALIGN);
+    const struct funnel__batch *b = &pv[p].batches[where[3 * k + 1]];
+    const int64_t rel = region_at + dst[k] - image - b->dbody;
+    memcpy((uint8_t *)b->dbuffers + 16 * where[3 * k + 2], &rel, 8);
+    src[k] += host;
+    dst[k] += region_at;
+  }
+  t->dd.n = n;
+  t->dd.src = src;
+  t->dd.dst = dst;
+  t->dd.where = where;
+  t->dd.jobs_at = jobs_at;
+  t->dd.up = up;
+  t->dd.region = region;
+  return up;
+}
+
+/* Copies the device's buffers' frames into the block, on the host threads. */
+struct frames_job {
+  const struct funnel_table *t;
+  const struct funnel__partition *pv;
+  uint8_t *block;
+};
+
+static void frames_task(void *ctx, int64_t i) {
+  const struct frames_job *f = ctx;
+  const int64_t per = 64; /* frames a task */
+  for (int64_t k = i * per; k < (i + 1) * per && k < f->t->dd.n; k++) {
+    const int64_t *w = &f->t->dd.where[3 * k];
+    const struct funnel__partition *part = &f->pv[w[0]];
+    const struct funnel__batch *b = &part->batches[w[1]];
+    const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * w[2]);
+    const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * w[2] + 8);
+    memcpy(f->block + f->t->dd.src[k], part->bytes + b->body + off + 8, (size_t)(len - 8));
+  }
+}
+
 int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
-                       const struct funnel__schema *schema, struct funnel_error *error) {
+                       const struct funnel__schema *schema, int decode,
+                       struct funnel_error *error) {
   int64_t total = 0, parts = 0, zbytes = 0;
   for (size_t p = 0; p < count; p++) {
     if (pv[p].image_length == 0) continue;
@@ -227,23 +358,44 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   if (parts == 0) return FUNNEL_OK;
   for (size_t p = 0; p < count && schema == NULL; p++) schema = pv[p].schema;
   const int64_t t0 = funnel__now_ns();
+  const int64_t decoded = total;
+  /* the device's share, when it takes one: the block then holds the
+   * host's images, the frames and the jobs, and must be pinned */
+  const int64_t up = dd_layout(t, pv, count, schema, decode, error);
+  if (up < 0) return OUT_OF_MEMORY(error);
+  uint8_t *block = NULL;
+  if (up > 0) {
+    block = funnel__pool_alloc(&t->dev->pool, up);
+    if (block == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
+                                         "the pinned pool has no room for %lld bytes of "
+                                         "partitions to decode on the device", (long long)up);
+    total = up;
+  }
   /* the images, back to back: pinned, they go up as one run */
   int64_t *image_at = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   const int64_t n_items = decode_items(pv, count, NULL);
   struct decode_item *items = funnel__arena_alloc(&t->arena, (size_t)n_items * sizeof(*items));
-  if (image_at == NULL || items == NULL) return OUT_OF_MEMORY(error);
+  if (image_at == NULL || items == NULL) {
+    if (block != NULL) funnel__pool_free(&t->dev->pool, block, up);
+    return OUT_OF_MEMORY(error);
+  }
   decode_items(pv, count, items);
   for (int64_t p = 0, at = 0; p < (int64_t)count; p++) {
     image_at[p] = at;
     at += funnel__align_up(pv[p].image_length, FUNNEL__ALIGN);
   }
-  uint8_t *block = funnel__pool_alloc(&t->dev->pool, total);
+  if (block == NULL) block = funnel__pool_alloc(&t->dev->pool, total);
   t->decoded_malloced = block == NULL;
   if (block == NULL && posix_memalign((void **)&block, FUNNEL__ALIGN, (size_t)total) != 0)
     return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
                       "out of host memory for %lld bytes of decoded partitions",
                       (long long)total);
   t->decoded = (struct funnel__staged){block, total};
+  if (t->dd.n > 0) {
+    t->dd.jobs = block + t->dd.jobs_at;
+    struct frames_job f = {t, pv, block};
+    funnel__parallel_for((t->dd.n + 63) / 64, frames_task, &f);
+  }
   struct decode_job j = {.schema = schema, .pv = pv, .block = block, .image_at = image_at,
                          .items = items,
                          .arenas = calloc((size_t)n_items, sizeof(struct funnel__arena))};
@@ -266,7 +418,7 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   }
   t->stats.compressed_partitions = parts;
   t->stats.bytes_compressed = zbytes;
-  t->stats.bytes_decoded = total;
+  t->stats.bytes_decoded = decoded;
   t->stats.decoded_pinned = !t->decoded_malloced;
   t->stats.decode_ns = funnel__now_ns() - t0;
   return FUNNEL_OK;

@@ -25,6 +25,7 @@ struct funnel__read_options {
   int shareable;            /* FUNNEL_OPTION_SHAREABLE */
   int64_t direct_max_bytes; /* FUNNEL_OPTION_DIRECT_MAX_BYTES */
   int parse;                /* FUNNEL_OPTION_PARSE */
+  int decode;               /* FUNNEL_OPTION_DECODE */
 };
 
 /* Tests only: a function every read calls once it is in flight (counted
@@ -57,7 +58,15 @@ struct funnel__parts_scan;
  * (may be NULL) names columns in errors and binds what it decodes, as
  * funnel__partition_parse_known does. Fills the read's decode stats. */
 int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
-                       const struct funnel__schema *schema, struct funnel_error *error);
+                       const struct funnel__schema *schema, int decode,
+                       struct funnel_error *error);
+
+/* A read that decodes buffers on the device (t->dd): launches the decoder
+ * after the block's copy, copies its statuses back and waits for them; a
+ * buffer the device could not decode is decoded on the host (the error,
+ * if it has one, is the host's) and sent up in its place. Before the
+ * concat's launch (submit.c). */
+int funnel__dd_run(struct funnel_table *t, void *stream, struct funnel_error *error);
 
 /* Whether the first RecordBatch of the first non-empty partition has a
  * compressed body (a glance at its header, no checks kept): such a read

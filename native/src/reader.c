@@ -45,6 +45,7 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   r->dev = funnel__device_ref(dev);
   r->options.direct_max_bytes = dev->config.direct_max_bytes;
   r->options.parse = dev->config.parse;
+  r->options.decode = dev->config.decode;
   funnel__inflight_init(&r->reads);
   int st = FUNNEL_OK;
   if (schema_length > 0) st = parse_schema(schema, schema_length, &r->schema, error);
@@ -116,6 +117,13 @@ funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
                           "FUNNEL_OPTION_PARSE: %lld is not AUTO (0), HOST (1) or DEVICE (2)",
                           (long long)value);
       o->parse = (int)value;
+      return FUNNEL_OK;
+    case FUNNEL_OPTION_DECODE:
+      if (value != FUNNEL_DECODE_AUTO && value != FUNNEL_DECODE_HOST && value != FUNNEL_DECODE_DEVICE)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "FUNNEL_OPTION_DECODE: %lld is not AUTO (0), HOST (1) or DEVICE (2)",
+                          (long long)value);
+      o->decode = (int)value;
       return FUNNEL_OK;
     default:
       return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
@@ -215,7 +223,7 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
        * first time a read needs it) the images go up from */
       const struct mark d0 = mark_now();
       st = funnel__drop_early(t, error);
-      if (st == FUNNEL_OK) st = funnel__decode_all(t, pv, count, schema, error);
+      if (st == FUNNEL_OK) st = funnel__decode_all(t, pv, count, schema, o->decode, error);
       decode_calls = mark_now().calls.calls - d0.calls.calls;
     }
     m[2] = mark_now();
