@@ -39,7 +39,10 @@
  *                buffers' places are known), allocates nothing, writes no
  *                intermediate batch (a plugin decompresses into buffers of
  *                its own, then copies them), and neither rebases offsets nor
- *                shifts validity bits
+ *                shifts validity bits. It does make a codec context for each
+ *                buffer (iw_decompress_buffer: an LZ4F context; ZSTD_decompress
+ *                makes its own), as one-shot calls of Arrow's codecs do: for
+ *                small ZSTD buffers that costs more than the decoding
  *   link         one copy of the uncompressed bytes (the partitions written
  *                plain): what reading them uncompressed costs at least
  *   link_compressed  one copy of the compressed bytes: the limit of a read
