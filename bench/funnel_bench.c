@@ -29,9 +29,13 @@
  * the random values they always had, so their results stay comparable. On a
  * compressed row:
  *
- *   funnel       decodes on the host threads into the pinned pool, one copy
- *                up (its decode time and bytes are printed under its row)
- *   funnel_gpu_decode  decoding on the device: not available yet, and said so
+ *   funnel       as FUNNEL_DECODE_AUTO decides (its decode time and bytes
+ *                are printed under its row)
+ *   funnel_host_decode  every buffer decoded on the host threads into the
+ *                pinned pool, one copy up (FUNNEL_DECODE_HOST)
+ *   funnel_gpu_decode  the LZ4 values' frames go up compressed and the
+ *                device decodes them (FUNNEL_DECODE_DEVICE; a ZSTD read
+ *                decodes on the host all the same)
  *   host_decompress_concat  what a plugin does today, as a lower bound: one
  *                thread decompresses every buffer (iw_decompress_buffer:
  *                liblz4, libzstd) straight to its final place in one pinned
@@ -39,10 +43,8 @@
  *                buffers' places are known), allocates nothing, writes no
  *                intermediate batch (a plugin decompresses into buffers of
  *                its own, then copies them), and neither rebases offsets nor
- *                shifts validity bits. It does make a codec context for each
- *                buffer (iw_decompress_buffer: an LZ4F context; ZSTD_decompress
- *                makes its own), as one-shot calls of Arrow's codecs do: for
- *                small ZSTD buffers that costs more than the decoding
+ *                shifts validity bits. It keeps one codec context of each
+ *                kind for all its buffers (iw_decompress_buffer)
  *   link         one copy of the uncompressed bytes (the partitions written
  *                plain): what reading them uncompressed costs at least
  *   link_compressed  one copy of the compressed bytes: the limit of a read
@@ -798,7 +800,7 @@ static void dump_workload(const char *dir, const struct workload *w) {
 /* The readers of the funnel strategies: the default (AUTO), each transfer
  * mode forced, and one that times the kernel on the device (COPY, so the
  * kernel's inputs are in device memory, as torch.cat's would be). */
-enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, N_READERS };
+enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, R_HOST_DECODE, R_GPU_DECODE, N_READERS };
 
 struct bench {
   struct funnel_device *dev;
@@ -960,11 +962,17 @@ static int iter_link_compressed(struct bench *b, const struct workload *w, int s
   return copy_once(b, source_base(w, src), w->total_bytes, out, err);
 }
 
-/* Never runs: measure_begin reports the strategy's `unavailable`. */
-static int iter_unavailable(struct bench *b, const struct workload *w, int src,
-                            struct sample *out, struct funnel_error *err) {
-  (void)b, (void)w, (void)src, (void)out;
-  return FUNNEL_ERR(err, FUNNEL_ERR_INVALID_ARGUMENT, "not available");
+
+/* Compressed bodies decoded on the host threads, or the values' LZ4 frames
+ * on the device (FUNNEL_OPTION_DECODE forced; AUTO picks by codec and size). */
+static int iter_funnel_host_decode(struct bench *b, const struct workload *w, int src,
+                                   struct sample *out, struct funnel_error *err) {
+  return read_with(b->reader[R_HOST_DECODE], w, src, out, err);
+}
+
+static int iter_funnel_gpu_decode(struct bench *b, const struct workload *w, int src,
+                                  struct sample *out, struct funnel_error *err) {
+  return read_with(b->reader[R_GPU_DECODE], w, src, out, err);
 }
 
 /* The floor of any read of these bytes: one stream-ordered device
@@ -1118,6 +1126,7 @@ enum {
   S_D2D,
   S_HOST_DECOMPRESS_CONCAT,
   S_LINK_COMPRESSED,
+  S_FUNNEL_HOST_DECODE,
   S_FUNNEL_GPU_DECODE,
   S_BATCHED_SCATTER, /* last: it may leave the device unusable (iter_batched_scatter) */
   N_STRATEGIES
@@ -1136,9 +1145,8 @@ static const struct strategy STRATEGIES[N_STRATEGIES] = {
     {"d2d", iter_d2d, 1, 1, 0, 0, ANY_CODEC, NULL},
     {"host_decompress_concat", iter_host_decompress_concat, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
     {"link_compressed", iter_link_compressed, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
-    {"funnel_gpu_decode", iter_unavailable, 0, 0, 0, 0, COMPRESSED_ONLY,
-     "not available yet: funnel decodes on the host threads only (decoding on the device is "
-     "future work; link_compressed is its limit)"},
+    {"funnel_host_decode", iter_funnel_host_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
+    {"funnel_gpu_decode", iter_funnel_gpu_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
     {"batched_scatter", iter_batched_scatter, 0, 0, 1, 0, PLAIN_ONLY, NULL},
 };
 
@@ -1485,14 +1493,22 @@ static int bench_open(struct bench *b, const char *backend, struct funnel_error 
   FUNNEL_RETURN_NOT_OK(funnel__dev_event_create_timed(&b->be, &b->ev_end, err));
   static const int transfer[N_READERS] = {FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_COPY,
                                           FUNNEL_TRANSFER_DIRECT, FUNNEL_TRANSFER_COPY,
+                                          FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO,
                                           FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO};
   static const int parse[N_READERS] = {FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO,
-                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_HOST, FUNNEL_PARSE_DEVICE};
+                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_HOST, FUNNEL_PARSE_DEVICE,
+                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO};
+  static const int decode[N_READERS] = {FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+                                        FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+                                        FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+                                        FUNNEL_DECODE_HOST, FUNNEL_DECODE_DEVICE};
   for (int r = 0; r < N_READERS; r++) {
     FUNNEL_RETURN_NOT_OK(funnel_reader_create(b->dev, NULL, 0, &b->reader[r], err));
     FUNNEL_RETURN_NOT_OK(
         funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_TRANSFER, transfer[r], err));
     FUNNEL_RETURN_NOT_OK(funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_PARSE, parse[r], err));
+    FUNNEL_RETURN_NOT_OK(
+        funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_DECODE, decode[r], err));
   }
   return funnel_reader_set_option(b->reader[R_KERNEL], FUNNEL_OPTION_TIME_KERNEL, 1, err);
 }
@@ -1695,7 +1711,7 @@ static void select_strategies(struct options *o, const char *list) {
   free(copy);
   want[S_FUNNEL] = want[S_LINK] = want[S_FLOOR] = 1; /* every ratio is against these */
   /* on compressed rows only, and cheap: the limit of decoding on the device */
-  want[S_LINK_COMPRESSED] = want[S_FUNNEL_GPU_DECODE] = 1;
+  want[S_LINK_COMPRESSED] = want[S_FUNNEL_GPU_DECODE] = want[S_FUNNEL_HOST_DECODE] = 1;
   if (want[S_KERNEL]) want[S_D2D] = 1;
   for (int s = 0; s < N_STRATEGIES; s++) o->strategy_off[s] = !want[s];
 }

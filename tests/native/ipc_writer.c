@@ -49,6 +49,8 @@ static struct {
   size_t (*zstd_bound)(size_t);
   size_t (*zstd_compress)(void *, size_t, const void *, size_t, int);
   size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
+  void *(*zstd_create_d)(void);
+  size_t (*zstd_decompress_d)(void *, void *, size_t, const void *, size_t);
   unsigned (*zstd_is_error)(size_t);
   int ok;
 } codecs;
@@ -67,11 +69,13 @@ static void codecs_load(void) {
   *(void **)&codecs.zstd_bound = dlsym(zstd, "ZSTD_compressBound");
   *(void **)&codecs.zstd_compress = dlsym(zstd, "ZSTD_compress");
   *(void **)&codecs.zstd_decompress = dlsym(zstd, "ZSTD_decompress");
+  *(void **)&codecs.zstd_create_d = dlsym(zstd, "ZSTD_createDCtx");
+  *(void **)&codecs.zstd_decompress_d = dlsym(zstd, "ZSTD_decompressDCtx");
   *(void **)&codecs.zstd_is_error = dlsym(zstd, "ZSTD_isError");
   codecs.ok = codecs.lz4f_bound && codecs.lz4f_compress && codecs.lz4f_create_d &&
               codecs.lz4f_free_d && codecs.lz4f_decompress && codecs.lz4f_is_error &&
               codecs.zstd_bound && codecs.zstd_compress && codecs.zstd_decompress &&
-              codecs.zstd_is_error;
+              codecs.zstd_is_error && codecs.zstd_create_d && codecs.zstd_decompress_d;
 }
 
 int iw_codecs_available(void) {
@@ -126,16 +130,26 @@ int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *d
   }
   if (want < 0 || (uint64_t)want > cap) return -1;
   if (want == 0) return 0;
+  /* one context of each a thread, made once and kept (as a plugin's
+   * decompressor would keep its own) */
+  static _Thread_local void *zctx, *lctx;
   if (codec == 2) {
-    size_t got = codecs.zstd_decompress(dst, (size_t)want, src, n);
+    if (zctx == NULL && (zctx = codecs.zstd_create_d()) == NULL) return -1;
+    size_t got = codecs.zstd_decompress_d(zctx, dst, (size_t)want, src, n);
     return codecs.zstd_is_error(got) || got != (size_t)want ? -1 : want;
   }
-  void *ctx = NULL;
-  if (codecs.lz4f_is_error(codecs.lz4f_create_d(&ctx, 100))) return -1;
+  if (lctx == NULL && codecs.lz4f_is_error(codecs.lz4f_create_d(&lctx, 100))) {
+    lctx = NULL;
+    return -1;
+  }
   size_t d = (size_t)want, s = n;
-  size_t r = codecs.lz4f_decompress(ctx, dst, &d, src, &s, NULL);
-  codecs.lz4f_free_d(ctx);
-  return codecs.lz4f_is_error(r) || r != 0 || d != (size_t)want || s != n ? -1 : want;
+  size_t r = codecs.lz4f_decompress(lctx, dst, &d, src, &s, NULL);
+  if (codecs.lz4f_is_error(r) || r != 0) { /* a fresh context for the next buffer */
+    codecs.lz4f_free_d(lctx);
+    lctx = NULL;
+    return -1;
+  }
+  return d != (size_t)want || s != n ? -1 : want;
 }
 
 /* Appends buffer [ptr, ptr + len) to a body compressed as o says; returns

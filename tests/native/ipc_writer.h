@@ -173,7 +173,8 @@ uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, 
                      size_t *out_len);
 /* Decompresses one buffer as Arrow's BUFFER method writes it (prefix and
  * frame; -1 raw) into dst of `cap` bytes: returns the bytes written, or -1
- * when the frame is bad or does not fit. The benchmark's baseline. */
+ * when the frame is bad or does not fit. The benchmark's baseline: each
+ * thread keeps one context of each codec for all its calls. */
 int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap);
 /* Whether liblz4 and libzstd can be loaded here. */
 int iw_codecs_available(void);

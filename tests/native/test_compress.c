@@ -369,10 +369,10 @@ static void bad_compressed_buffers_name_their_place(void) {
     check_context("codec %d: a decompression bomb", codec);
     v = (int64_t)1 << 60;
     memcpy(p5 + at, &v, 8);
-    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "more than the codec can expand");
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "than the codec can expand");
     v = 40000 * (len - 8) + 5000; /* past either codec's ratio, and small enough to allocate */
     memcpy(p5 + at, &v, 8);
-    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "more than the codec can expand");
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "than the codec can expand");
     check_context("codec %d: a negative length", codec);
     v = -2;
     memcpy(p5 + at, &v, 8);
