@@ -11,6 +11,8 @@
  * length the prefix declares. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,9 +147,36 @@ int64_t funnel__codec_max_decoded(int codec, int64_t n) {
   return n > (INT64_MAX - 4096) / ratio ? INT64_MAX - 4096 : n * ratio + 4096;
 }
 
+/* Contexts given back, for the next task to take: an LZ4 context of 4 MiB
+ * blocks allocates 8 MiB of buffers, whose page faults cost more than a
+ * small buffer's decoding. At most POOLED of each kind are kept (the host
+ * threads and a few callers), for the process's life. */
+#define POOLED 32
+static struct {
+  pthread_mutex_t mu;
+  void *lz4[POOLED], *zstd[POOLED];
+  int n_lz4, n_zstd;
+} pool = {PTHREAD_MUTEX_INITIALIZER, {NULL}, {NULL}, 0, 0};
+
+static void *pool_take(void **slots, int *n) {
+  pthread_mutex_lock(&pool.mu);
+  void *c = *n > 0 ? slots[--*n] : NULL;
+  pthread_mutex_unlock(&pool.mu);
+  return c;
+}
+
+/* Keeps c when there is room; false: the caller frees it. */
+static bool pool_give(void **slots, int *n, void *c) {
+  pthread_mutex_lock(&pool.mu);
+  const bool kept = *n < POOLED;
+  if (kept) slots[(*n)++] = c;
+  pthread_mutex_unlock(&pool.mu);
+  return kept;
+}
+
 void funnel__decoder_free(struct funnel__decoder *d) {
-  if (d->lz4 != NULL) lz4.free(d->lz4);
-  if (d->zstd != NULL) zstd.free(d->zstd);
+  if (d->lz4 != NULL && !pool_give(pool.lz4, &pool.n_lz4, d->lz4)) lz4.free(d->lz4);
+  if (d->zstd != NULL && !pool_give(pool.zstd, &pool.n_zstd, d->zstd)) zstd.free(d->zstd);
   d->lz4 = d->zstd = NULL;
 }
 
@@ -157,6 +186,7 @@ void funnel__decoder_free(struct funnel__decoder *d) {
  * `why` filled when they are corrupt or decode to another length. */
 static bool decode_lz4(struct funnel__decoder *d, uint8_t *dst, int64_t want, const uint8_t *src,
                        int64_t n, char *why, size_t why_size) {
+  if (d->lz4 == NULL) d->lz4 = pool_take(pool.lz4, &pool.n_lz4);
   if (d->lz4 == NULL && lz4.is_error(lz4.create(&d->lz4, LZ4F_VERSION))) {
     d->lz4 = NULL;
     snprintf(why, why_size, "out of host memory for an LZ4 context");
@@ -198,6 +228,7 @@ static bool decode_lz4(struct funnel__decoder *d, uint8_t *dst, int64_t want, co
 
 static bool decode_zstd(struct funnel__decoder *d, uint8_t *dst, int64_t want,
                         const uint8_t *src, int64_t n, char *why, size_t why_size) {
+  if (d->zstd == NULL) d->zstd = pool_take(pool.zstd, &pool.n_zstd);
   if (d->zstd == NULL && (d->zstd = zstd.create()) == NULL) {
     snprintf(why, why_size, "out of host memory for a ZSTD context");
     return false;

@@ -538,44 +538,40 @@ static int decoded_layout(const uint8_t *bytes, const struct message *m,
   for (int32_t k = 0; k < b->n_buffers; k++) {
     const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
     const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
-    const char *kind;
-    const int col = funnel__buffer_column(schema, b->n_buffers, k, &kind);
-    char what[96];
-    if (col >= 0)
-      snprintf(what, sizeof(what), "column %d '%s', buffer %d (%s)", col,
-               schema->fields[col].path, k, kind);
-    else
-      snprintf(what, sizeof(what), "buffer %d", k);
     int64_t want = 0;
-    if (len > 0 && len < 8)
-      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, col, m->body + off,
-                               "partition %lld: RecordBatch at offset %lld (%s body), %s at "
-                               "offset %lld: %lld bytes, too few for the 8-byte uncompressed "
-                               "length",
-                               (long long)index, (long long)m->offset,
-                               funnel__codec_name(b->codec), what, (long long)(m->body + off),
-                               (long long)len);
+    const char *bad = NULL;
+    if (len > 0 && len < 8) bad = "too few bytes for the 8-byte uncompressed length";
     if (len >= 8) {
       want = (int64_t)funnel__ld64(bytes + m->body + off);
-      if (want == -1) {
-        want = len - 8; /* the bytes follow uncompressed */
-      } else if (want < 0 || want > funnel__codec_max_decoded(b->codec, len - 8)) {
-        return funnel__error_set(
-            error, FUNNEL_ERR_MALFORMED, index, col,
-            m->body + off,
-            "partition %lld: RecordBatch at offset %lld (%s body), %s at offset %lld: declares "
-            "%lld uncompressed bytes from %lld compressed bytes, %s",
-            (long long)index, (long long)m->offset, funnel__codec_name(b->codec), what,
-            (long long)(m->body + off), (long long)want, (long long)(len - 8),
-            want < 0 ? "a negative length" : "more than the codec can expand them to");
-      }
-      b->zbytes += len;
+      if (want == -1) want = len - 8; /* the bytes follow uncompressed */
+      else if (want < 0) bad = "a negative uncompressed length";
+      else if (want > funnel__codec_max_decoded(b->codec, len - 8))
+        bad = "more uncompressed bytes than the codec can expand them to";
     }
+    if (bad != NULL) { /* named only now: most reads never get here */
+      const char *kind;
+      const int col = funnel__buffer_column(schema, b->n_buffers, k, &kind);
+      char what[96];
+      if (col >= 0)
+        snprintf(what, sizeof(what), "column %d '%s', buffer %d (%s)", col,
+                 schema->fields[col].path, k, kind);
+      else
+        snprintf(what, sizeof(what), "buffer %d", k);
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, col, m->body + off,
+                               "partition %lld: RecordBatch at offset %lld (%s body), %s at "
+                               "offset %lld: %lld bytes declare %lld uncompressed: %s",
+                               (long long)index, (long long)m->offset,
+                               funnel__codec_name(b->codec), what, (long long)(m->body + off),
+                               (long long)len,
+                               len >= 8 ? (long long)funnel__ld64(bytes + m->body + off) : 0LL,
+                               bad);
+    }
+    if (len >= 8) b->zbytes += len;
     const int64_t entry[2] = {at, want};
     memcpy(out + 16 * k, entry, 16);
     if (funnel__add_overflows(at, funnel__align_up(want, FUNNEL__ALIGN), &at) ||
         at > FUNNEL__MAX_OUTPUT_BYTES)
-      return funnel__error_set(error, FUNNEL_ERR_LIMIT, index, col, m->body + off,
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, index, -1, m->body + off,
                                "partition %lld: RecordBatch at offset %lld: its buffers "
                                "declare more than %lld uncompressed bytes",
                                (long long)index, (long long)m->offset,

@@ -210,17 +210,32 @@ static int64_t decode_items(const struct funnel__partition *pv, size_t count,
   return n;
 }
 
-/* Whether the device decodes buffer k of batch b: an LZ4 frame of values
- * (what no check on the host reads: not a validity bitmap, not offsets). */
-static bool device_buffer(const struct funnel__schema *schema, const struct funnel__partition *part,
-                          const struct funnel__batch *b, int32_t k) {
-  if (b->codec != FUNNEL__CODEC_LZ4_FRAME || schema == NULL) return false;
-  const char *kind;
-  if (funnel__buffer_column(schema, b->n_buffers, k, &kind) < 0 || strcmp(kind, "data") != 0)
-    return false;
+/* Which of a batch's buffers under `schema` hold values (a "data" buffer:
+ * not a validity bitmap, not offsets): what no check on the host reads.
+ * NULL when the schema has none. */
+static uint8_t *value_buffers(const struct funnel__schema *schema, struct funnel__arena *arena,
+                              int32_t *n_buffers) {
+  int32_t n = 0;
+  for (int i = 0; i < schema->n_fields; i++) n += schema->fields[i].n_buffers;
+  uint8_t *v = funnel__arena_calloc(arena, (size_t)(n ? n : 1), 1);
+  if (v == NULL) return NULL;
+  for (int i = 0, k = 0; i < schema->n_fields; k += schema->fields[i].n_buffers, i++) {
+    const struct funnel__field *f = &schema->fields[i];
+    if (f->n_buffers == 3) v[k + 2] = 1;
+    else if (f->n_buffers == 2 && f->nested != FUNNEL__NESTED_LIST) v[k + 1] = 1;
+  }
+  *n_buffers = n;
+  return v;
+}
+
+/* Whether the device decodes buffer k of batch b: an LZ4 frame (not raw:
+ * -1) of values. */
+static bool device_buffer(const uint8_t *values, int32_t n_values,
+                          const struct funnel__partition *part, const struct funnel__batch *b,
+                          int32_t k) {
+  if (b->codec != FUNNEL__CODEC_LZ4_FRAME || b->n_buffers != n_values || !values[k]) return false;
   const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
   const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
-  /* a frame to expand (not raw: -1) */
   return len > 8 && (int64_t)funnel__ld64(part->bytes + b->body + off) >= 0 &&
          (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8) > 0;
 }
@@ -233,18 +248,21 @@ static bool device_buffer(const struct funnel__schema *schema, const struct funn
 static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, size_t count,
                          const struct funnel__schema *schema, int decode,
                          struct funnel_error *error) {
-  if (decode == FUNNEL_DECODE_HOST || schema == NULL) return 0;
+  const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
+  if (decode == FUNNEL_DECODE_HOST || (decode == FUNNEL_DECODE_AUTO && cpu) || schema == NULL)
+    return 0;
+  int32_t n_values = 0;
+  const uint8_t *values = value_buffers(schema, &t->arena, &n_values);
+  if (values == NULL) return -1;
   int64_t n = 0, bytes = 0;
   for (size_t p = 0; p < count; p++)
     for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++)
       for (int32_t k = 0; k < pv[p].batches[b].n_buffers; k++)
-        if (device_buffer(schema, &pv[p], &pv[p].batches[b], k)) {
+        if (device_buffer(values, n_values, &pv[p], &pv[p].batches[b], k)) {
           n++;
           bytes += (int64_t)funnel__ld64(pv[p].batches[b].dbuffers + 16 * k + 8);
         }
-  const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
-  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && (cpu || bytes < FUNNEL__DEVICE_DECODE_MIN)))
-    return 0;
+  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && bytes < FUNNEL__DEVICE_DECODE_MIN)) return 0;
   int64_t *src = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *dst = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *where = funnel__arena_alloc(&t->arena, (size_t)n * 3 * sizeof(int64_t));
@@ -270,7 +288,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
       for (int32_t k = 0; k < b->n_buffers; k++) {
         int64_t e[2];
         memcpy(e, entries + 16 * k, 16);
-        if (device_buffer(schema, part, b, k)) {
+        if (device_buffer(values, n_values, part, b, k)) {
           ddev[k] = 1;
           const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
           src[j] = frames;
