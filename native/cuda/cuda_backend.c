@@ -250,15 +250,17 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
-  if (stage == FUNNEL_DP_STAGE_LZ4) { /* a warp a job */
+  if (stage == FUNNEL_DP_STAGE_LZ4) {
+    /* a warp a job, two a block: the jobs spread evenly over the SMs (a
+     * read has a few thousand, too few to fill the device) */
     if (n <= 0) return FUNNEL_OK;
-    int64_t gx = (n * 32 + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS;
+    int64_t gx = (n + 1) / 2;
     if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS; /* the warps stride */
     FUNNEL_RETURN_NOT_OK(enter(cu, error));
     CUdeviceptr a = (CUdeviceptr)args;
     void *params[] = {&a, &n};
-    int st = CU(cuLaunchKernel, (cu->lz4, (unsigned)gx, 1, 1, FUNNEL__DPATH_THREADS, 1, 1, 0,
-                                 (CUstream)stream, params, NULL));
+    int st = CU(cuLaunchKernel, (cu->lz4, (unsigned)gx, 1, 1, 64, 1, 1, 0, (CUstream)stream,
+                                 params, NULL));
     leave(cu);
     return st;
   }

@@ -63,8 +63,9 @@ enum funnel_code {
   /* A partition's bytes are not valid Arrow IPC (truncated, corrupt
    * flatbuffer, buffers outside the body, ...). */
   FUNNEL_ERR_MALFORMED = 2,
-  /* Valid Arrow that funnel does not handle yet: a type (dictionary, list,
-   * struct, view types, ...), compressed bodies, big-endian data. */
+  /* Valid Arrow that funnel does not handle yet: a type (dictionary,
+   * union, view types, ...), big-endian data; or a compressed body whose
+   * codec's library (liblz4, libzstd) this host cannot load. */
   FUNNEL_ERR_UNSUPPORTED = 3,
   /* A partition's schema differs from the first one's (or the reader's). */
   FUNNEL_ERR_SCHEMA_MISMATCH = 4,

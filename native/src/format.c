@@ -673,7 +673,9 @@ static void image_layout(struct funnel__partition *part) {
     at = funnel__align_up(at + b->dbody_length, FUNNEL__ALIGN);
     if (at > FUNNEL__MAX_OUTPUT_BYTES) at = FUNNEL__MAX_OUTPUT_BYTES + 1;
   }
-  part->image_length = at;
+  /* at least one aligned word, so that a partition of empty compressed
+   * batches (no bytes to decode) is decoded, and its batches bound, too */
+  part->image_length = at > 0 ? at : FUNNEL__ALIGN;
 }
 
 int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,

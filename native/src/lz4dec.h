@@ -81,7 +81,9 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *ip, int64_t n, uint8_t *dst, int6
     int64_t lit = token >> 4;
     if (lit == 15 && !funnel__lz_more(&ip, end, &lit)) return FUNNEL__LZ4_CORRUPT;
     if (lit > end - ip || lit > cap - op) return FUNNEL__LZ4_CORRUPT;
-    for (int64_t i = lane; i < lit; i += lanes) dst[op + i] = ip[i];
+    /* lengths within a block (at most 4 MiB) from here: 32-bit loops */
+    uint8_t *out = dst + op;
+    for (uint32_t i = lane; i < (uint32_t)lit; i += lanes) out[i] = ip[i];
     ip += lit;
     op += lit;
     if (ip == end) break; /* the last sequence: literals only */
@@ -95,12 +97,19 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *ip, int64_t n, uint8_t *dst, int6
     FUNNEL_LZ_SYNC(); /* the literals (and earlier matches) every lane wrote */
     /* byte i of the match repeats byte i % off before it: every byte read
      * was written before this match began */
-    const uint8_t *from = dst + op - off;
+    out = dst + op;
+    const uint8_t *from = out - off;
+    const uint32_t n_match = (uint32_t)ml;
     if (off >= ml) {
-      for (int64_t i = lane; i < ml; i += lanes) dst[op + i] = from[i];
-    } else {
-      const uint32_t o = (uint32_t)off;
-      for (int64_t i = lane; i < ml; i += lanes) dst[op + i] = from[(uint32_t)i % o];
+      for (uint32_t i = lane; i < n_match; i += lanes) out[i] = from[i];
+    } else { /* i % off kept as i steps by `lanes`: no division a byte */
+      const uint32_t o = (uint32_t)off, step = lanes % o;
+      uint32_t r = lane % o;
+      for (uint32_t i = lane; i < n_match; i += lanes) {
+        out[i] = from[r];
+        r += step;
+        if (r >= o) r -= o;
+      }
     }
     FUNNEL_LZ_SYNC();
     op += ml;
