@@ -15,7 +15,6 @@ import static dev.funnel.TestSupport.randomStream;
 import static dev.funnel.TestSupport.read;
 import static dev.funnel.TestSupport.schemaMessage;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -31,25 +30,20 @@ import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Stream;
-import org.apache.arrow.flatbuf.BodyCompressionMethod;
 import org.apache.arrow.flatbuf.Message;
 import org.apache.arrow.flatbuf.MessageHeader;
 import org.apache.arrow.flatbuf.RecordBatch;
-import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
-import org.apache.arrow.vector.compression.CompressionUtil;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryEncoder;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.WriteChannel;
-import org.apache.arrow.vector.ipc.message.ArrowBodyCompression;
 import org.apache.arrow.vector.ipc.message.ArrowDictionaryBatch;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.IntervalUnit;
@@ -402,41 +396,6 @@ class BadInputTest extends DeviceTestCase {
         assertTableMatches(table, List.of(goodBare), SCHEMA, allocator);
       }
     }
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"LZ4_FRAME", "ZSTD"})
-  void readRejectsCompressedBodies(String codec) {
-    // arrow-compression is not on the classpath: the body is written the way its codecs write
-    // buffers they could not shrink (an int64 -1, then the raw bytes), under a real BodyCompression
-    byte[] bad;
-    try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
-      TestSupport.fill(root, 9, new Random(42), 0.2);
-      List<ArrowBuf> packaged = new ArrayList<>();
-      try (ArrowRecordBatch plain = new VectorUnloader(root).getRecordBatch()) {
-        for (ArrowBuf b : plain.getBuffers()) {
-          long n = b.readableBytes();
-          ArrowBuf p = allocator.buffer(8 + n);
-          p.setLong(0, CompressionUtil.NO_COMPRESSION_LENGTH);
-          p.setBytes(8, b, 0, n);
-          p.writerIndex(8 + n);
-          packaged.add(p);
-        }
-        ArrowBodyCompression compression =
-            new ArrowBodyCompression(
-                CompressionUtil.CodecType.valueOf(codec).getType(), BodyCompressionMethod.BUFFER);
-        try (ArrowRecordBatch compressed =
-            new ArrowRecordBatch(9, plain.getNodes(), packaged, compression)) {
-          bad = concat(schemaMessage(SCHEMA), bareBatch(compressed), endOfStream());
-        }
-      } finally {
-        packaged.forEach(ArrowBuf::close);
-      }
-    }
-    TestSupport.Span span = TestSupport.first(bad, MessageHeader.RecordBatch);
-    assertNotNull(batchTable(bad, span).compression(), "Arrow Java wrote a BodyCompression");
-    UnsupportedTypeException e = expectRejected(UnsupportedTypeException.class, 1, bad);
-    assertTrue(e.getMessage().contains(codec), e.getMessage());
   }
 
   // ---------------------------------------------------------------- garbage
