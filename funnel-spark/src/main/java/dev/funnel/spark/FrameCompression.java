@@ -11,8 +11,10 @@ import org.apache.spark.sql.RuntimeConfig;
 /**
  * How the funnel shuffle compresses its frames: Arrow IPC body compression (RecordBatch
  * compression, method BUFFER), each buffer of a RecordBatch compressed on its own, LZ4 frame or
- * Zstandard, by Arrow Java's compression module; funnel's read decodes them. The schema and the
- * RecordBatch header stay as they are, so a frame's rows and layout read as without compression.
+ * Zstandard; funnel's read decodes them. LZ4 frames are lz4-java's ({@link Lz4FrameCodec}),
+ * Zstandard is Arrow Java's compression module's (zstd-jni), libraries Spark ships. The schema and
+ * the RecordBatch header stay as they are, so a frame's rows and layout read as without
+ * compression.
  *
  * <p>The codec is {@value #CONF} ({@code lz4}, the default, {@code zstd} or {@code none}), read
  * from the DataFrame's session when the shuffle is built on the driver ({@code --conf}, the
@@ -30,11 +32,11 @@ import org.apache.spark.sql.RuntimeConfig;
  */
 public enum FrameCompression {
   /** Bodies as they are: frames byte for byte as before compression existed. */
-  NONE(CodecType.NO_COMPRESSION, NoCompressionCodec.Factory.INSTANCE),
-  /** Each buffer an LZ4 frame (commons-compress), the default. */
-  LZ4(CodecType.LZ4_FRAME, CommonsCompressionFactory.INSTANCE),
-  /** Each buffer Zstandard at Arrow Java's default level (zstd-jni). */
-  ZSTD(CodecType.ZSTD, CommonsCompressionFactory.INSTANCE);
+  NONE(CodecType.NO_COMPRESSION),
+  /** Each buffer an LZ4 frame (lz4-java), the default. */
+  LZ4(CodecType.LZ4_FRAME),
+  /** Each buffer Zstandard at Arrow Java's default level, 3 (zstd-jni). */
+  ZSTD(CodecType.ZSTD);
 
   /** The Spark setting naming the funnel shuffle's codec. */
   public static final String CONF = "spark.funnel.compression.codec";
@@ -46,21 +48,39 @@ public enum FrameCompression {
   public static final FrameCompression DEFAULT = LZ4;
 
   private final CodecType arrowType;
-  private final CompressionCodec.Factory factory;
 
-  FrameCompression(CodecType arrowType, CompressionCodec.Factory factory) {
+  FrameCompression(CodecType arrowType) {
     this.arrowType = arrowType;
-    this.factory = factory;
   }
+
+  /** The codecs of the three: lz4-java's LZ4 frames, Arrow Java's Zstandard, none. */
+  private static final CompressionCodec.Factory CODECS =
+      new CompressionCodec.Factory() {
+        @Override
+        public CompressionCodec createCodec(CodecType type) {
+          return switch (type) {
+            case LZ4_FRAME -> new Lz4FrameCodec();
+            case ZSTD -> CommonsCompressionFactory.INSTANCE.createCodec(type);
+            case NO_COMPRESSION -> NoCompressionCodec.INSTANCE;
+          };
+        }
+
+        @Override
+        public CompressionCodec createCodec(CodecType type, int level) {
+          return type == CodecType.ZSTD
+              ? CommonsCompressionFactory.INSTANCE.createCodec(type, level)
+              : createCodec(type);
+        }
+      };
 
   /** The RecordBatch compression codec of Arrow IPC that frames carry (none for {@link #NONE}). */
   public CodecType arrowType() {
     return arrowType;
   }
 
-  /** Arrow Java's factory of this codec, for a writer or a reader of such frames. */
+  /** The factory of the codecs frames are written with, for a writer or a reader of them. */
   public CompressionCodec.Factory factory() {
-    return factory;
+    return CODECS;
   }
 
   /** The setting's value for this codec: lz4, zstd or none. */
