@@ -16,6 +16,46 @@
  *   host_concat  memcpy every column piece to its final place in one pinned
  *                host buffer (one thread), then one copy
  *
+ * Compression is a dimension of a workload (--compress): the same columns
+ * written with each buffer of the RecordBatch compressed (LZ4_FRAME as
+ * Arrow Java writes it, 4 MiB independent blocks and a content checksum; or
+ * ZSTD at level 3, Arrow Java's default; a buffer that does not shrink goes
+ * raw, as both Arrow writers do). Random bytes do not compress, shuffle data
+ * does: a compressed workload draws its values as such data has them (int32
+ * codes from a small skewed domain, int64 timestamps within a day, float64
+ * prices in quarters, bools mostly true, strings from a vocabulary of 1024
+ * words), and its rows report the ratio measured, the partitions' bytes
+ * written plain over their bytes compressed. The uncompressed workloads keep
+ * the random values they always had, so their results stay comparable. On a
+ * compressed row:
+ *
+ *   funnel       as FUNNEL_DECODE_AUTO decides (its decode time and bytes
+ *                are printed under its row)
+ *   funnel_host_decode  every buffer decoded on the host threads into the
+ *                pinned pool, one copy up (FUNNEL_DECODE_HOST)
+ *   funnel_gpu_decode  the LZ4 values' frames go up compressed and the
+ *                device decodes them (FUNNEL_DECODE_DEVICE; a ZSTD read
+ *                decodes on the host all the same)
+ *   host_decompress_concat  what a plugin does today, as a lower bound: one
+ *                thread decompresses every buffer (iw_decompress_buffer:
+ *                liblz4, libzstd) straight to its final place in one pinned
+ *                host buffer, then one copy. It parses no header (the
+ *                buffers' places are known), allocates nothing, writes no
+ *                intermediate batch (a plugin decompresses into buffers of
+ *                its own, then copies them), and neither rebases offsets nor
+ *                shifts validity bits. It keeps one codec context of each
+ *                kind for all its buffers (iw_decompress_buffer)
+ *   link         one copy of the uncompressed bytes (the partitions written
+ *                plain): what reading them uncompressed costs at least
+ *   link_compressed  one copy of the compressed bytes: the limit of a read
+ *                that decodes on the device
+ *   floor        as above, of the compressed bytes
+ *
+ * and MiB and GB/s are of the uncompressed bytes, what every strategy
+ * delivers (the CSV's gb_per_s stays of the partitions' bytes, beside
+ * effective_gb_per_s). naive, host_concat and batched_scatter only move
+ * bytes: they do not apply to compressed rows.
+ *
  * from two sources: partitions in pinned memory (funnel's pinned pool) and
  * in pageable (malloc'd) memory. The baselines call the backend through the
  * same funnel__dev_* wrappers funnel uses, on their own instance of the
@@ -34,6 +74,8 @@
  *   build/funnel_bench --quick                  # about a minute on cpu
  *   build/funnel_bench --spark --mix mixed      # the Spark regime's grid
  *   build/funnel_bench --shape 200x10x10k --mix strings --json out.jsonl
+ *   build/funnel_bench --spark --compress lz4   # the Spark grid, compressed
+ *   build/funnel_bench --large                  # with 200 MiB compressed reads
  *   build/funnel_bench --help */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
@@ -99,6 +141,8 @@ static int64_t read_i64(const uint8_t *p) {
   return v;
 }
 
+static int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+
 static double mib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
 /* "1000", "10k", "1M" (rows: powers of 1000) or "512M", "1G" (bytes: powers
@@ -130,6 +174,11 @@ static int64_t parse_count(const char *s, int64_t unit) {
 enum { MIX_INT64, MIX_MIXED, MIX_STRINGS, MIX_NESTED, N_MIXES };
 static const char *const MIX_NAMES[N_MIXES] = {"int64", "mixed", "strings", "nested"};
 
+/* How the partitions' bodies are written: the numbers are iw_options'
+ * compression (RecordBatch BodyCompression's codec + 1). */
+enum { CODEC_NONE, CODEC_LZ4, CODEC_ZSTD, N_CODECS };
+static const char *const CODEC_NAMES[N_CODECS] = {"none", "lz4", "zstd"};
+
 enum { SRC_PINNED, SRC_PAGEABLE, N_SOURCES };
 static const char *const SOURCE_NAMES[N_SOURCES] = {"pinned", "pageable"};
 
@@ -142,12 +191,18 @@ static void shape_name(const struct shape *s, char *buf, size_t size) {
   snprintf(buf, size, "%dx%dx%lld", s->parts, s->cols, (long long)s->rows);
 }
 
-/* One shape and mix to measure. */
+/* One shape, mix and codec to measure. */
 struct job {
   struct shape shape;
   int mix;
-  int64_t est_bytes;
+  int codec;
+  int64_t est_bytes; /* uncompressed */
 };
+
+/* "mixed", or "mixed/lz4" for a compressed workload: the tables' mix. */
+static void mix_label(int mix, int codec, char *buf, size_t size) {
+  snprintf(buf, size, "%s%s%s", MIX_NAMES[mix], codec ? "/" : "", codec ? CODEC_NAMES[codec] : "");
+}
 
 /* The nested mix's children. A map's entries and keys are never null (the
  * format says so, and funnel refuses a null key), its values may be. */
@@ -231,9 +286,12 @@ static int64_t estimate_bytes(struct shape s, int mix) {
   return (int64_t)(per_part * s.parts);
 }
 
-/* A column buffer (validity, offsets or data) inside one partition. */
+/* A column buffer (validity, offsets or data) inside one partition.
+ * Compressed: `length` bytes of prefix and frame that decode to
+ * `raw_length` (else the two are equal). */
 struct piece {
   int64_t offset, length;
+  int64_t raw_length;
 };
 
 /* A generated shape: the partitions, where each column buffer lies in them,
@@ -241,6 +299,7 @@ struct piece {
 struct workload {
   struct shape shape;
   int mix;
+  int codec;
   struct iw_field *fields;
   char *names; /* 16 bytes per column */
   struct iw_schema schema;
@@ -261,7 +320,20 @@ struct workload {
   int64_t *expect0;     /* int64 mix: column 0, every partition in order */
   int64_t out_bytes;    /* bytes of funnel's result (from the verifying read) */
   int64_t *nulls;       /* per top-level column */
+  uint64_t *fp;         /* flat mixes: per top-level column, its rows' fingerprint */
+  /* compressed: the same partitions written plain, back to back (the
+   * pageable source of the link of the uncompressed bytes), and the layout
+   * host_decompress_concat decodes into */
+  uint8_t *raw;
+  int64_t raw_bytes;    /* their bytes (total_bytes when not compressed) */
+  int64_t *raw_dst;     /* [p * n_bufs + k]: its decoded place */
+  int64_t raw_concat_bytes;
 };
+
+/* The bytes a strategy delivers: the uncompressed ones. */
+static double compression_ratio(const struct workload *w) {
+  return w->total_bytes > 0 ? (double)w->raw_bytes / (double)w->total_bytes : 1;
+}
 
 /* iw_col_random draws strings of 0 to 8 bytes; the issue asks for 8 to 64:
  * keep its validity, redraw the lengths (nulls empty, as writers make them)
@@ -281,6 +353,127 @@ static void redraw_strings(struct iw_col *col, uint64_t *rng) {
     for (int k = 0; k < 8 && i + k < total; k++, x >>= 8)
       col->chars[i + k] = (uint8_t)('a' + (x & 0xFF) % 26);
   }
+}
+
+/* The compressed workloads' values, drawn as shuffle data has them: random
+ * bytes do not compress, and no compressed column is random bytes. Skewed:
+ * the smaller of two uniform draws, so the small values are the common ones
+ * (a few codes, prices and words make most rows, as in real columns). */
+static uint64_t skewed(uint64_t *rng, uint64_t n) {
+  const uint64_t a = check_rand_below(rng, n), b = check_rand_below(rng, n);
+  return a < b ? a : b;
+}
+
+/* The strings' vocabulary: VOCABULARY words of STRING_MIN to STRING_MAX
+ * letters (names, cities, product titles), the same in every run. */
+#define VOCABULARY 1024
+static uint8_t vocab_chars[VOCABULARY * STRING_MAX];
+static int64_t vocab_end[VOCABULARY];
+
+static void vocabulary_init(void) {
+  if (vocab_end[VOCABULARY - 1] != 0) return;
+  uint64_t rng = 0x70CAB;
+  int64_t at = 0;
+  for (int i = 0; i < VOCABULARY; i++) {
+    const int64_t len = STRING_MIN + (int64_t)check_rand_below(&rng, STRING_MAX - STRING_MIN + 1);
+    for (int64_t k = 0; k < len; k++)
+      vocab_chars[at + k] = (uint8_t)('a' + check_rand_below(&rng, 26));
+    at += len;
+    vocab_end[i] = at;
+  }
+}
+
+/* Rows arrive grouped (the rows of one order, customer or day together):
+ * half of a column's rows repeat the value of the row before. */
+static int repeats(int64_t r, uint64_t *rng) { return r > 0 && check_rand_below(rng, 2) == 0; }
+
+/* Redraws a column's values as shuffle data has them; keeps its validity
+ * (nulls empty strings). int32: codes below 1000; int64: timestamps (ms)
+ * within a day, to the second; float64: prices in quarters up to 5000;
+ * bool: 9 in 10 true; utf8: words of the vocabulary. On 200x10x20k mixed
+ * and 200x10x5k strings LZ4 makes about 2.4x of them, ZSTD about 4x. */
+static void shuffle_values(struct iw_col *col, uint64_t *rng) {
+  const int64_t rows = col->rows;
+  const int width = iw_value_width(&col->field);
+  for (int64_t r = 0; r < rows && width > 0; r++) {
+    if (repeats(r, rng)) {
+      memcpy(col->values + width * r, col->values + width * (r - 1), (size_t)width);
+      continue;
+    }
+    if (col->field.type == FUNNEL_TYPE_INT32) {
+      const int32_t v = (int32_t)skewed(rng, 1000);
+      memcpy(col->values + 4 * r, &v, 4);
+    } else if (col->field.type == FUNNEL_TYPE_INT64) {
+      const int64_t v = 1700000000000LL + 1000 * (int64_t)skewed(rng, 86400);
+      memcpy(col->values + 8 * r, &v, 8);
+    } else if (col->field.type == FUNNEL_TYPE_FLOAT64) {
+      const double v = (double)(skewed(rng, 20000) + 1) / 4.0;
+      memcpy(col->values + 8 * r, &v, 8);
+    } else {
+      die("no shuffle values for type %d", col->field.type);
+    }
+  }
+  switch (col->field.type) {
+    case FUNNEL_TYPE_INT32:
+    case FUNNEL_TYPE_INT64:
+    case FUNNEL_TYPE_FLOAT64:
+      return;
+    case FUNNEL_TYPE_BOOL:
+      for (int64_t r = 0; r < rows; r++) col->values[r] = check_rand_below(rng, 10) != 0;
+      return;
+    case FUNNEL_TYPE_UTF8: {
+      vocabulary_init();
+      int *word = xmalloc((size_t)rows * sizeof(int));
+      int64_t total = 0;
+      for (int64_t r = 0; r < rows; r++) {
+        word[r] = repeats(r, rng) ? word[r - 1] : (int)skewed(rng, VOCABULARY);
+        if (col->valid[r]) total += vocab_end[word[r]] - (word[r] ? vocab_end[word[r] - 1] : 0);
+        col->ends[r] = total;
+      }
+      free(col->chars);
+      col->chars = xmalloc((size_t)total);
+      for (int64_t r = 0; r < rows; r++) {
+        const int64_t at = iw_col_start(col, r);
+        if (col->ends[r] > at)
+          memcpy(col->chars + at, vocab_chars + (word[r] ? vocab_end[word[r] - 1] : 0),
+                 (size_t)(col->ends[r] - at));
+      }
+      free(word);
+      return;
+    }
+    default: die("no shuffle values for type %d", col->field.type);
+  }
+}
+
+/* A fingerprint of a flat column's rows, in order: the generator's from
+ * its rows (fp_col), the verifying read's from the table funnel made
+ * (fp_table_column), each walking its own layout. */
+#define FP_NULL 0x9E3779B97F4A7C15ULL
+static uint64_t fp_mix(uint64_t h, uint64_t v) {
+  h = (h ^ v) * 0x100000001B3ULL;
+  return h ^ (h >> 31);
+}
+
+static uint64_t fp_bytes(uint64_t h, const uint8_t *p, int64_t n) {
+  h = fp_mix(h, (uint64_t)n);
+  for (int64_t i = 0; i < n; i += 8) {
+    uint64_t v = 0;
+    memcpy(&v, p + i, n - i < 8 ? (size_t)(n - i) : 8);
+    h = fp_mix(h, v);
+  }
+  return h;
+}
+
+static uint64_t fp_col(uint64_t h, const struct iw_col *c) {
+  const int width = iw_value_width(&c->field);
+  for (int64_t r = 0; r < c->rows; r++) {
+    if (!c->valid[r]) h = fp_mix(h, FP_NULL);
+    else if (c->field.type == FUNNEL_TYPE_UTF8)
+      h = fp_bytes(h, c->chars + iw_col_start(c, r), c->ends[r] - iw_col_start(c, r));
+    else if (c->field.type == FUNNEL_TYPE_BOOL) h = fp_mix(h, c->values[r]);
+    else h = fp_bytes(h, c->values + width * r, width);
+  }
+  return h;
 }
 
 /* One node of a nested batch as generated: its buffers, malloc'd, in the
@@ -386,7 +579,7 @@ static void nested_columns(const struct workload *w, const struct nested_node *g
 /* Appends partition p (a whole stream) to `region` and records where its
  * column buffers went, from the layout the writer reports. */
 static void generate_partition(struct workload *w, int p, struct iw_col *cols,
-                               struct iw_buf *region, uint64_t *rng) {
+                               struct iw_buf *region, struct iw_buf *raw, uint64_t *rng) {
   const int64_t rows = w->shape.rows;
   const int nested = w->mix == MIX_NESTED;
   struct nested_node *g = nested ? xcalloc((size_t)w->n_nodes, sizeof(*g)) : NULL;
@@ -397,34 +590,56 @@ static void generate_partition(struct workload *w, int p, struct iw_col *cols,
       continue;
     }
     iw_col_random(&cols[c], &w->fields[c], rows, mix_null_permille(w->mix), rng);
-    if (w->fields[c].type == FUNNEL_TYPE_UTF8) redraw_strings(&cols[c], rng);
+    if (w->codec != CODEC_NONE) shuffle_values(&cols[c], rng);
+    else if (w->fields[c].type == FUNNEL_TYPE_UTF8) redraw_strings(&cols[c], rng);
     for (int64_t r = 0; r < rows; r++) w->nulls[c] += !cols[c].valid[r];
+    w->fp[c] = fp_col(w->fp[c], &cols[c]);
   }
   if (w->expect0 != NULL) memcpy(w->expect0 + (int64_t)p * rows, cols[0].values, (size_t)rows * 8);
 
-  /* partitions start 64-byte aligned in the region, as in a fetch buffer */
-  while (region->len % 64) iw_buf_append(region, NULL, 1);
-  const int64_t start = (int64_t)region->len;
-  w->part_off[p] = start;
-  iw_schema_message(region, &w->schema, NULL, NULL);
-  struct iw_layout layout = {0};
+  /* compressed as Arrow Java writes it (ZSTD at its default level) */
+  const struct iw_options compress = {.compression = w->codec, .lz4_style = IW_LZ4_JAVA,
+                                      .raw_fallback = 1, .empty_prefix = 1, .zstd_level = 3};
+  struct iw_column *batch = NULL;
   if (nested) {
-    struct iw_column *batch = xcalloc((size_t)w->n_nodes, sizeof(*batch));
+    batch = xcalloc((size_t)w->n_nodes, sizeof(*batch));
     nested_columns(w, g, batch);
-    iw_batch_message(region, &w->schema, rows, batch, NULL, &layout);
-    free(batch);
-  } else {
-    const struct iw_encode encode = {.layout = &layout};
-    iw_batch_from_cols(region, &w->schema, cols, 0, rows, &encode, NULL);
   }
-  iw_eos(region, NULL);
-  w->part_len[p] = (int64_t)region->len - start;
-  for (int k = 0; k < w->n_bufs; k++) {
-    /* RecordBatch.buffers[k]: {int64 offset within the body, int64 length} */
-    const uint8_t *b = region->data + layout.buffers + 16 * (size_t)k;
-    w->pieces[p * w->n_bufs + k] =
-        (struct piece){(int64_t)layout.body - start + read_i64(b), read_i64(b + 8)};
+  /* the plain stream first (compressed workloads only), then the one read */
+  for (int pass = w->codec != CODEC_NONE ? 0 : 1; pass < 2; pass++) {
+    struct iw_buf *out = pass ? region : raw;
+    const struct iw_options *o = pass ? (w->codec ? &compress : NULL) : NULL;
+    /* partitions start 64-byte aligned in the region, as in a fetch buffer */
+    while (out->len % 64) iw_buf_append(out, NULL, 1);
+    const int64_t start = (int64_t)out->len;
+    iw_schema_message(out, &w->schema, NULL, NULL);
+    struct iw_layout layout = {0};
+    if (nested) {
+      iw_batch_message(out, &w->schema, rows, batch, o, &layout);
+    } else {
+      const struct iw_encode encode = {.layout = &layout};
+      iw_batch_from_cols(out, &w->schema, cols, 0, rows, &encode, o);
+    }
+    iw_eos(out, NULL);
+    if (!pass) {
+      w->raw_bytes += (int64_t)out->len - start;
+      continue;
+    }
+    w->part_off[p] = start;
+    w->part_len[p] = (int64_t)out->len - start;
+    for (int k = 0; k < w->n_bufs; k++) {
+      /* RecordBatch.buffers[k]: {int64 offset within the body, int64 length} */
+      const uint8_t *b = out->data + layout.buffers + 16 * (size_t)k;
+      struct piece pc = {(int64_t)layout.body - start + read_i64(b), read_i64(b + 8), 0};
+      /* compressed: an int64 prefix, the length decoded (-1: raw bytes follow) */
+      const int64_t prefix =
+          w->codec && pc.length >= 8 ? read_i64(out->data + start + pc.offset) : 0;
+      pc.raw_length = !w->codec ? pc.length : prefix == -1 ? pc.length - 8 : prefix;
+      w->pieces[p * w->n_bufs + k] = pc;
+    }
   }
+  free(batch);
+  if (w->codec == CODEC_NONE) w->raw_bytes += w->part_len[p];
   if (nested) {
     for (int i = 0; i < w->n_nodes; i++) {
       free(g[i].valid);
@@ -439,17 +654,19 @@ static void generate_partition(struct workload *w, int p, struct iw_col *cols,
 
 /* The layout the baselines copy into: buffer k of every partition after
  * each other, buffer k + 1 after them (64-byte aligned), as the columns of
- * a concatenated table would be. */
-static void plan_destinations(struct workload *w) {
+ * a concatenated table would be; of the pieces as they lie in the
+ * partitions, or (`raw`) as they decode. Returns its size. */
+static int64_t plan_destinations(const struct workload *w, int raw, int64_t *dst) {
   int64_t at = 0;
   for (int k = 0; k < w->n_bufs; k++) {
     for (int p = 0; p < w->shape.parts; p++) {
-      w->dst[p * w->n_bufs + k] = at;
-      at += w->pieces[p * w->n_bufs + k].length;
+      const struct piece *pc = &w->pieces[p * w->n_bufs + k];
+      dst[p * w->n_bufs + k] = at;
+      at += raw ? pc->raw_length : pc->length;
     }
     at = align_up(at, 64);
   }
-  w->concat_bytes = at;
+  return at;
 }
 
 static void workload_free(struct workload *w) {
@@ -465,6 +682,9 @@ static void workload_free(struct workload *w) {
   free(w->dst);
   free(w->expect0);
   free(w->nulls);
+  free(w->fp);
+  free(w->raw);
+  free(w->raw_dst);
   memset(w, 0, sizeof(*w));
 }
 
@@ -473,6 +693,7 @@ static void workload_build(const struct job *job, struct workload *w) {
   const struct shape s = job->shape;
   w->shape = s;
   w->mix = job->mix;
+  w->codec = job->codec;
   w->fields = xcalloc((size_t)s.cols, sizeof(*w->fields));
   w->names = xcalloc((size_t)s.cols, 16);
   w->top = xcalloc((size_t)s.cols, sizeof(int));
@@ -494,19 +715,25 @@ static void workload_build(const struct job *job, struct workload *w) {
   w->pieces = xcalloc((size_t)s.parts * (size_t)w->n_bufs, sizeof(struct piece));
   w->dst = xcalloc((size_t)s.parts * (size_t)w->n_bufs, sizeof(int64_t));
   w->nulls = xcalloc((size_t)s.cols, sizeof(int64_t));
+  if (job->mix != MIX_NESTED) w->fp = xcalloc((size_t)s.cols, sizeof(uint64_t));
+  w->raw_dst = xcalloc((size_t)s.parts * (size_t)w->n_bufs, sizeof(int64_t));
   if (job->mix == MIX_INT64) w->expect0 = xmalloc((size_t)(s.parts * s.rows) * 8);
 
   /* the same bytes for a shape in every run */
   uint64_t rng = 0x5EED0000ULL ^ ((uint64_t)s.parts << 40) ^ ((uint64_t)s.cols << 32) ^
                  (uint64_t)s.rows * 31 ^ (uint64_t)job->mix;
+  /* compressed: other values (shuffle_values), the same for every codec */
+  if (job->codec != CODEC_NONE) rng ^= 0xC0DEULL << 48;
   struct iw_col *cols = xcalloc((size_t)s.cols, sizeof(*cols));
-  struct iw_buf region = {0};
-  for (int p = 0; p < s.parts; p++) generate_partition(w, p, cols, &region, &rng);
+  struct iw_buf region = {0}, raw = {0};
+  for (int p = 0; p < s.parts; p++) generate_partition(w, p, cols, &region, &raw, &rng);
   free(cols);
   w->pageable = region.data; /* the region is the pageable source */
   w->region_size = (int64_t)region.len;
+  w->raw = raw.data;
   for (int p = 0; p < s.parts; p++) w->total_bytes += w->part_len[p];
-  plan_destinations(w);
+  w->concat_bytes = plan_destinations(w, 0, w->dst);
+  w->raw_concat_bytes = plan_destinations(w, 1, w->raw_dst);
 
   w->parts[SRC_PAGEABLE] = xcalloc((size_t)s.parts, sizeof(struct funnel_partition));
   for (int p = 0; p < s.parts; p++)
@@ -538,7 +765,8 @@ static const uint8_t *source_base(const struct workload *w, int src) {
 static void dump_workload(const char *dir, const struct workload *w) {
   char shape[64], path[4096];
   shape_name(&w->shape, shape, sizeof(shape));
-  snprintf(path, sizeof(path), "%s/%s-%s", dir, shape, MIX_NAMES[w->mix]);
+  snprintf(path, sizeof(path), "%s/%s-%s%s%s", dir, shape, MIX_NAMES[w->mix],
+           w->codec ? "-" : "", w->codec ? CODEC_NAMES[w->codec] : "");
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", dir, strerror(errno));
   if (mkdir(path, 0777) != 0 && errno != EEXIST) die("cannot create %s: %s", path, strerror(errno));
   const size_t at = strlen(path);
@@ -553,6 +781,8 @@ static void dump_workload(const char *dir, const struct workload *w) {
   fprintf(f, "partitions=%d\ncolumns=%d\nrows_per_partition=%lld\nmix=%s\nbytes=%lld\nrows=%lld\n",
           w->shape.parts, w->shape.cols, (long long)w->shape.rows, MIX_NAMES[w->mix],
           (long long)w->total_bytes, (long long)((int64_t)w->shape.parts * w->shape.rows));
+  if (w->codec)
+    fprintf(f, "compression=%s\nraw_bytes=%lld\n", CODEC_NAMES[w->codec], (long long)w->raw_bytes);
   const struct { const char *key; const int64_t *v; int n; } lists[3] = {
       {"offsets", w->part_off, w->shape.parts},
       {"lengths", w->part_len, w->shape.parts},
@@ -570,7 +800,7 @@ static void dump_workload(const char *dir, const struct workload *w) {
 /* The readers of the funnel strategies: the default (AUTO), each transfer
  * mode forced, and one that times the kernel on the device (COPY, so the
  * kernel's inputs are in device memory, as torch.cat's would be). */
-enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, N_READERS };
+enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, R_HOST_DECODE, R_GPU_DECODE, N_READERS };
 
 struct bench {
   struct funnel_device *dev;
@@ -708,14 +938,41 @@ static int iter_d2d(struct bench *b, const struct workload *w, int src, struct s
   return st;
 }
 
-static int iter_link(struct bench *b, const struct workload *w, int src, struct sample *out,
+/* One copy of `n` bytes from `host`, and its wait. */
+static int copy_once(struct bench *b, const void *host, int64_t n, struct sample *out,
                      struct funnel_error *err) {
   const struct span sp = span_begin();
-  int st = funnel__dev_copy_h2d_async(&b->be, b->dev_buf, source_base(w, src),
-                                      (size_t)w->total_bytes, b->stream, err);
+  int st = funnel__dev_copy_h2d_async(&b->be, b->dev_buf, host, (size_t)n, b->stream, err);
   if (st == FUNNEL_OK) st = sync_stream(b, err);
   span_end(&sp, out);
   return st;
+}
+
+/* The partitions' bytes, or for a compressed workload the bytes of the
+ * same partitions written plain: from the baselines' pinned buffer (pinned
+ * source) or the plain region (pageable). */
+static int iter_link(struct bench *b, const struct workload *w, int src, struct sample *out,
+                     struct funnel_error *err) {
+  if (w->codec == CODEC_NONE) return copy_once(b, source_base(w, src), w->total_bytes, out, err);
+  return copy_once(b, src == SRC_PINNED ? b->host_buf : w->raw, w->raw_bytes, out, err);
+}
+
+static int iter_link_compressed(struct bench *b, const struct workload *w, int src,
+                                struct sample *out, struct funnel_error *err) {
+  return copy_once(b, source_base(w, src), w->total_bytes, out, err);
+}
+
+
+/* Compressed bodies decoded on the host threads, or the values' LZ4 frames
+ * on the device (FUNNEL_OPTION_DECODE forced; AUTO picks by codec and size). */
+static int iter_funnel_host_decode(struct bench *b, const struct workload *w, int src,
+                                   struct sample *out, struct funnel_error *err) {
+  return read_with(b->reader[R_HOST_DECODE], w, src, out, err);
+}
+
+static int iter_funnel_gpu_decode(struct bench *b, const struct workload *w, int src,
+                                  struct sample *out, struct funnel_error *err) {
+  return read_with(b->reader[R_GPU_DECODE], w, src, out, err);
 }
 
 /* The floor of any read of these bytes: one stream-ordered device
@@ -781,6 +1038,37 @@ static int iter_host_concat(struct bench *b, const struct workload *w, int src,
   return st;
 }
 
+/* What a plugin does with compressed partitions today, as a lower bound
+ * (the header comment says what it leaves out): one thread decompresses
+ * every buffer to its final place in one pinned host buffer, partition by
+ * partition as the batches are read, then one copy. */
+static int iter_host_decompress_concat(struct bench *b, const struct workload *w, int src,
+                                       struct sample *out, struct funnel_error *err) {
+  const uint8_t *base = source_base(w, src);
+  uint8_t *host = b->host_buf;
+  int st = FUNNEL_OK;
+  const struct span sp = span_begin();
+  for (int p = 0; p < w->shape.parts && st == FUNNEL_OK; p++) {
+    for (int k = 0; k < w->n_bufs; k++) {
+      const struct piece pc = w->pieces[p * w->n_bufs + k];
+      const int64_t at = w->raw_dst[p * w->n_bufs + k];
+      if (iw_decompress_buffer(w->codec, base + w->part_off[p] + pc.offset, (size_t)pc.length,
+                               host + at, (size_t)(b->host_cap - at)) != pc.raw_length) {
+        st = FUNNEL_ERR(err, FUNNEL_ERR_INVALID_ARGUMENT,
+                        "partition %d buffer %d: %s did not decode to %lld bytes", p, k,
+                        CODEC_NAMES[w->codec], (long long)pc.raw_length);
+        break;
+      }
+    }
+  }
+  if (st == FUNNEL_OK)
+    st = funnel__dev_copy_h2d_async(&b->be, b->dev_buf, host, (size_t)w->raw_concat_bytes,
+                                    b->stream, err);
+  if (st == FUNNEL_OK) st = sync_stream(b, err);
+  span_end(&sp, out);
+  return st;
+}
+
 /* Every column piece of every partition straight to its final place in one
  * batched call (cuMemcpyBatchAsync on cuda), then one wait. On the H100
  * (driver 580.159.04) a batch of thousands of pieces of mixed sizes (the
@@ -810,6 +1098,9 @@ static int iter_batched_scatter(struct bench *b, const struct workload *w, int s
   return st;
 }
 
+/* Which workloads a strategy applies to. */
+enum { ANY_CODEC, PLAIN_ONLY, COMPRESSED_ONLY };
+
 struct strategy {
   const char *name;
   iteration_fn run;
@@ -817,6 +1108,8 @@ struct strategy {
   int device_time; /* timed on the device, of the output's bytes: not end to end */
   int per_piece;   /* one call per column piece: left out over --max-pieces */
   int column_only; /* CSV and JSON carry it as a column of every row, not a row */
+  int codecs;      /* ANY_CODEC, PLAIN_ONLY or COMPRESSED_ONLY */
+  const char *unavailable; /* not measured, and why (printed on its row) */
 };
 
 enum {
@@ -831,28 +1124,40 @@ enum {
   S_HOST_CONCAT,
   S_KERNEL,
   S_D2D,
+  S_HOST_DECOMPRESS_CONCAT,
+  S_LINK_COMPRESSED,
+  S_FUNNEL_HOST_DECODE,
+  S_FUNNEL_GPU_DECODE,
   S_BATCHED_SCATTER, /* last: it may leave the device unusable (iter_batched_scatter) */
   N_STRATEGIES
 };
 static const struct strategy STRATEGIES[N_STRATEGIES] = {
-    {"funnel", iter_funnel, 0, 0, 0, 0},
-    {"funnel_copy", iter_funnel_copy, 1, 0, 0, 0},
-    {"funnel_direct", iter_funnel_direct, 1, 0, 0, 0},
-    {"funnel_host", iter_funnel_host, 0, 0, 0, 0},
-    {"funnel_device", iter_funnel_device, 0, 0, 0, 0},
-    {"link", iter_link, 0, 0, 0, 0},
-    {"floor", iter_floor, 0, 0, 0, 1},
-    {"naive", iter_naive, 0, 0, 1, 0},
-    {"host_concat", iter_host_concat, 0, 0, 0, 0},
-    {"kernel", iter_kernel, 1, 1, 0, 0},
-    {"d2d", iter_d2d, 1, 1, 0, 0},
-    {"batched_scatter", iter_batched_scatter, 0, 0, 1, 0},
+    {"funnel", iter_funnel, 0, 0, 0, 0, ANY_CODEC, NULL},
+    {"funnel_copy", iter_funnel_copy, 1, 0, 0, 0, ANY_CODEC, NULL},
+    {"funnel_direct", iter_funnel_direct, 1, 0, 0, 0, ANY_CODEC, NULL},
+    {"funnel_host", iter_funnel_host, 0, 0, 0, 0, ANY_CODEC, NULL},
+    {"funnel_device", iter_funnel_device, 0, 0, 0, 0, ANY_CODEC, NULL},
+    {"link", iter_link, 0, 0, 0, 0, ANY_CODEC, NULL},
+    {"floor", iter_floor, 0, 0, 0, 1, ANY_CODEC, NULL},
+    {"naive", iter_naive, 0, 0, 1, 0, PLAIN_ONLY, NULL},
+    {"host_concat", iter_host_concat, 0, 0, 0, 0, PLAIN_ONLY, NULL},
+    {"kernel", iter_kernel, 1, 1, 0, 0, ANY_CODEC, NULL},
+    {"d2d", iter_d2d, 1, 1, 0, 0, ANY_CODEC, NULL},
+    {"host_decompress_concat", iter_host_decompress_concat, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
+    {"link_compressed", iter_link_compressed, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
+    {"funnel_host_decode", iter_funnel_host_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
+    {"funnel_gpu_decode", iter_funnel_gpu_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
+    {"batched_scatter", iter_batched_scatter, 0, 0, 1, 0, PLAIN_ONLY, NULL},
 };
+
+static int strategy_applies(const struct strategy *s, const struct workload *w) {
+  return s->codecs == ANY_CODEC || (s->codecs == COMPRESSED_ONLY) == (w->codec != CODEC_NONE);
+}
 
 /* One strategy on one shape, mix and source. */
 struct measurement {
   int skipped;          /* the strategy does not apply to this source, or left out */
-  char skip_why[120];   /* why it was left out, for the table ("" when it does not apply) */
+  char skip_why[200];   /* why it was left out, for the table ("" when it does not apply) */
   int status;           /* FUNNEL_OK, or why it stopped */
   char error[FUNNEL_ERROR_MESSAGE_SIZE + 64];
   int reps;
@@ -914,8 +1219,13 @@ static bool measure_begin(struct bench *b, const struct workload *w, int src,
                           struct measurement *m, struct timing *t) {
   memset(m, 0, sizeof(*m));
   *t = (struct timing){.s = s, .m = m};
-  if (s->pinned_only && src != SRC_PINNED) {
+  if ((s->pinned_only && src != SRC_PINNED) || !strategy_applies(s, w)) {
     m->skipped = 1;
+    return false;
+  }
+  if (s->unavailable != NULL) {
+    m->skipped = 1;
+    snprintf(m->skip_why, sizeof(m->skip_why), "%s", s->unavailable);
     return false;
   }
   struct sample smp;
@@ -967,9 +1277,79 @@ static void measure(struct bench *b, const struct workload *w, int src,
   measure_end(&t);
 }
 
+/* A flat column's fingerprint as fp_col takes it, from the table's layout:
+ * validity bits (none when nothing is null), offsets rebased or not. */
+static uint64_t fp_table_column(const struct funnel_column *col,
+                                const struct funnel_host_column *h) {
+  const uint8_t *valid = col->validity.size > 0 ? h->validity : NULL, *data = h->data;
+  uint64_t fp = 0;
+  for (int64_t r = 0; r < col->length; r++) {
+    if (valid != NULL && !((valid[r >> 3] >> (r & 7)) & 1)) {
+      fp = fp_mix(fp, FP_NULL);
+    } else if (col->type_id == FUNNEL_TYPE_UTF8) {
+      int64_t o0, o1;
+      if (col->offset_width == 8) {
+        o0 = read_i64((const uint8_t *)h->offsets + 8 * r);
+        o1 = read_i64((const uint8_t *)h->offsets + 8 * (r + 1));
+      } else {
+        int32_t a, b;
+        memcpy(&a, (const uint8_t *)h->offsets + 4 * r, 4);
+        memcpy(&b, (const uint8_t *)h->offsets + 4 * (r + 1), 4);
+        o0 = a, o1 = b;
+      }
+      fp = fp_bytes(fp, data + o0, o1 - o0);
+    } else if (col->type_id == FUNNEL_TYPE_BOOL) {
+      fp = fp_mix(fp, (data[r >> 3] >> (r & 7)) & 1);
+    } else {
+      fp = fp_bytes(fp, data + (int64_t)col->byte_width * r, col->byte_width);
+    }
+  }
+  return fp;
+}
+
+/* Every value of a flat table copied back, against the generator's
+ * fingerprints of its rows. */
+static int verify_values(struct funnel_table *t, const struct workload *w, char *why,
+                         size_t why_size) {
+  const int n = w->shape.cols;
+  struct funnel_column *cols = xcalloc((size_t)n, sizeof(*cols));
+  struct funnel_host_column *host = xcalloc((size_t)n, sizeof(*host));
+  struct funnel_error err;
+  int ok = 1;
+  for (int c = 0; c < n && ok; c++) {
+    if (funnel_table_column(t, c, &cols[c], &err) != FUNNEL_OK) {
+      snprintf(why, why_size, "column %d: %s", c, err.message);
+      ok = 0;
+      break;
+    }
+    host[c].validity = xmalloc((size_t)cols[c].validity.size);
+    host[c].offsets = xmalloc((size_t)cols[c].offsets.size);
+    host[c].data = xmalloc((size_t)cols[c].data.size);
+  }
+  if (ok && funnel_table_copy_to_host(t, host, &err) != FUNNEL_OK) {
+    snprintf(why, why_size, "copy back failed: %s: %s", funnel_code_name(err.code), err.message);
+    ok = 0;
+  }
+  for (int c = 0; c < n && ok; c++) {
+    if (fp_table_column(&cols[c], &host[c]) != w->fp[c]) {
+      snprintf(why, why_size, "column %d: its values differ from the rows written", c);
+      ok = 0;
+    }
+  }
+  for (int c = 0; c < n; c++) {
+    free(host[c].validity);
+    free(host[c].offsets);
+    free(host[c].data);
+  }
+  free(host);
+  free(cols);
+  return ok;
+}
+
 /* Once per shape and source, untimed: the row count, the number of columns
  * (a nested column's children are columns too), the top-level columns' null
- * counts, and for the int64 mix column 0's values copied back. */
+ * counts, for the int64 mix column 0's values copied back, and for a
+ * compressed flat mix every value (verify_values). */
 static int verify(struct bench *b, struct workload *w, int src, char *why, size_t why_size) {
   struct funnel_error err;
   struct funnel_table *t = NULL;
@@ -1042,6 +1422,7 @@ static int verify(struct bench *b, struct workload *w, int src, char *why, size_
     free(got);
     free(host);
   }
+  if (ok && w->fp != NULL && w->codec != CODEC_NONE) ok = verify_values(t, w, why, why_size);
   funnel_table_free(t);
   return ok;
 }
@@ -1049,7 +1430,9 @@ static int verify(struct bench *b, struct workload *w, int src, char *why, size_
 /* Grows the baselines' device and pinned buffers to fit the workload. Every
  * earlier iteration has waited for its work, so the old ones are unused. */
 static int ensure_buffers(struct bench *b, const struct workload *w, struct funnel_error *err) {
-  const int64_t dev_need = w->total_bytes > w->concat_bytes ? w->total_bytes : w->concat_bytes;
+  /* compressed: the decoded layout, and the link of the plain bytes */
+  const int64_t dev_need =
+      max_i64(max_i64(w->total_bytes, w->concat_bytes), max_i64(w->raw_bytes, w->raw_concat_bytes));
   if (dev_need > b->dev_cap) {
     funnel__dev_free(&b->be, b->dev_buf, b->stream);
     b->dev_buf = 0;
@@ -1058,7 +1441,7 @@ static int ensure_buffers(struct bench *b, const struct workload *w, struct funn
     b->dev_cap = dev_need;
   }
   /* host_concat's destination, and the floor's source for pageable groups */
-  const int64_t host_need = w->total_bytes > w->concat_bytes ? w->total_bytes : w->concat_bytes;
+  const int64_t host_need = dev_need;
   if (host_need > b->host_cap) {
     funnel__dev_host_free(&b->be, b->host_buf);
     b->host_buf = NULL;
@@ -1110,14 +1493,22 @@ static int bench_open(struct bench *b, const char *backend, struct funnel_error 
   FUNNEL_RETURN_NOT_OK(funnel__dev_event_create_timed(&b->be, &b->ev_end, err));
   static const int transfer[N_READERS] = {FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_COPY,
                                           FUNNEL_TRANSFER_DIRECT, FUNNEL_TRANSFER_COPY,
+                                          FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO,
                                           FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO};
   static const int parse[N_READERS] = {FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO,
-                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_HOST, FUNNEL_PARSE_DEVICE};
+                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_HOST, FUNNEL_PARSE_DEVICE,
+                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO};
+  static const int decode[N_READERS] = {FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+                                        FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+                                        FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+                                        FUNNEL_DECODE_HOST, FUNNEL_DECODE_DEVICE};
   for (int r = 0; r < N_READERS; r++) {
     FUNNEL_RETURN_NOT_OK(funnel_reader_create(b->dev, NULL, 0, &b->reader[r], err));
     FUNNEL_RETURN_NOT_OK(
         funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_TRANSFER, transfer[r], err));
     FUNNEL_RETURN_NOT_OK(funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_PARSE, parse[r], err));
+    FUNNEL_RETURN_NOT_OK(
+        funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_DECODE, decode[r], err));
   }
   return funnel_reader_set_option(b->reader[R_KERNEL], FUNNEL_OPTION_TIME_KERNEL, 1, err);
 }
@@ -1155,6 +1546,7 @@ struct options {
   int n_shapes;
   int mixes[N_MIXES];
   int n_mixes;
+  unsigned codecs; /* --compress: bit c for codec c; 0: each grid's own */
   struct rep_policy reps;
   int64_t max_bytes;
   int64_t max_pieces; /* naive and batched_scatter: at most this many column pieces */
@@ -1173,6 +1565,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: funnel_bench [--backend auto|cpu|cuda|cuda:N] [--quick | --full | --spark | --large |\n"
           "                    --targets] [--shape PxCxR]... [--mix int64|mixed|strings|nested]...\n"
+          "                    [--compress none|lz4|zstd|all]\n"
           "                    [--reps N] [--max-bytes SIZE] [--max-pieces N] [--strategy LIST]\n"
           "                    [--concurrent N | --devices LIST] [--csv PATH] [--json PATH] [--dump DIR]\n"
           "                    [--list]\n"
@@ -1194,14 +1587,18 @@ static void usage(FILE *f) {
           "                cuda:N the CUDA device of ordinal N)\n"
           "  (default)     P {2,16,200,1000} x C {2,10,20} x R {1,100,10k,1M}, int64, mixed\n"
           "                and strings\n"
-          "  --quick       P {2,16,200} x C {2,10} x R {100,10k}, int64 and strings\n"
+          "  --quick       P {2,16,200} x C {2,10} x R {100,10k}, int64 and strings; and\n"
+          "                200x4x100 mixed and strings compressed with lz4 and zstd\n"
           "  --full        P {2,16,200,1000} x C {2,10,20} x R {1,10,...,1M}, every mix,\n"
-          "                nested too\n"
+          "                nested too; and the compressed large reads (as --large)\n"
           "  --spark       the Spark regime: P {200,1000,10k,50k} x C {4,10} x R {1,10,27,100},\n"
-          "                mixed and strings (--mix chooses others)\n"
+          "                mixed and strings (--mix chooses others), uncompressed unless\n"
+          "                --compress says\n"
           "  --large       the shapes of the large-read targets (100 MiB and more) and the few\n"
-          "                around them\n"
-          "  --targets     every shape a target names: --large's, then --spark's (--mix filters)\n"
+          "                around them; and the compressed large reads: 200x10x20k mixed and\n"
+          "                200x10x5k strings (about 200 MiB uncompressed each), lz4 and zstd\n"
+          "  --targets     every shape a target names: --large's, then --spark's, uncompressed\n"
+          "                and lz4 (--mix and --compress filter)\n"
           "  --shape       a shape to run instead of the preset's grid, e.g. 200x10x10k (repeatable)\n"
           "  --mix         a column mix to run (repeatable, or comma-separated): int64 (no\n"
           "                nulls), mixed (int32, int64, float64, bool), strings (utf8, int64),\n"
@@ -1209,6 +1606,16 @@ static void usage(FILE *f) {
           "                map<utf8, int64>); the columns cycle through the mix's types, about\n"
           "                10%% of the rows null at every nullable level (not int64). The\n"
           "                targets judge the first three only\n"
+          "  --compress    the codecs to write the partitions with (repeatable, or\n"
+          "                comma-separated): none, lz4 (LZ4_FRAME, as Arrow Java writes it),\n"
+          "                zstd (level 3), all. With --shape, the default grid and --spark:\n"
+          "                each shape in each codec; with --quick, --full, --large and\n"
+          "                --targets, which have compressed shapes of their own: the runs of\n"
+          "                those codecs only (--large --compress zstd: the compressed large\n"
+          "                reads in zstd). Compressed columns hold\n"
+          "                values drawn as shuffle data has them (codes, timestamps, prices,\n"
+          "                words), which compress; the uncompressed ones random values, as\n"
+          "                always. Each row reports the compression ratio measured\n"
           "  --reps        timed iterations after %d warm-up ones; the median is reported.\n"
           "                Default: adaptive, from the time t of the last warm-up iteration:\n"
           "                50 ms / t of them, at least 7 and at most 51 (--quick: 20 ms / t, 3\n"
@@ -1221,8 +1628,10 @@ static void usage(FILE *f) {
           "  --csv         results as CSV (default bench-results.csv)\n"
           "  --json        results as JSON lines (default: none)\n"
           "  --strategy    strategies to run, comma-separated (funnel, link and floor always\n"
-          "                run): funnel_copy, funnel_direct, funnel_host, funnel_device,\n"
-          "                naive, host_concat, batched_scatter, kernel, d2d\n"
+          "                run, and on compressed rows link_compressed): funnel_copy,\n"
+          "                funnel_direct, funnel_host, funnel_device, naive, host_concat,\n"
+          "                batched_scatter, kernel, d2d, host_decompress_concat (compressed\n"
+          "                rows: naive, host_concat and batched_scatter do not apply)\n"
           "  --concurrent  N reads at once, as a Spark executor's tasks make them: N - 1\n"
           "                threads read the same partitions again and again (a reader each,\n"
           "                so a stream each) while every strategy is measured (default 1)\n"
@@ -1273,6 +1682,21 @@ static void add_mixes(struct options *o, const char *list) {
   free(copy);
 }
 
+static void add_codecs(struct options *o, const char *list) {
+  char *copy = xmalloc(strlen(list) + 1);
+  strcpy(copy, list);
+  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int found = -1;
+    for (int c = 0; c < N_CODECS; c++)
+      if (strcmp(tok, CODEC_NAMES[c]) == 0) found = c;
+    if (strcmp(tok, "all") == 0) o->codecs |= (1u << N_CODECS) - 1;
+    else if (found < 0)
+      die("unknown codec '%s' in --compress: expected none, lz4, zstd or all", tok);
+    else o->codecs |= 1u << found;
+  }
+  free(copy);
+}
+
 static void select_strategies(struct options *o, const char *list) {
   int want[N_STRATEGIES] = {0};
   char *copy = xmalloc(strlen(list) + 1);
@@ -1286,6 +1710,8 @@ static void select_strategies(struct options *o, const char *list) {
   }
   free(copy);
   want[S_FUNNEL] = want[S_LINK] = want[S_FLOOR] = 1; /* every ratio is against these */
+  /* on compressed rows only, and cheap: the limit of decoding on the device */
+  want[S_LINK_COMPRESSED] = want[S_FUNNEL_GPU_DECODE] = want[S_FUNNEL_HOST_DECODE] = 1;
   if (want[S_KERNEL]) want[S_D2D] = 1;
   for (int s = 0; s < N_STRATEGIES; s++) o->strategy_off[s] = !want[s];
 }
@@ -1337,6 +1763,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
       o->shapes[o->n_shapes++] = parse_shape(need_value(argc, argv, &i));
     } else if (strcmp(a, "--mix") == 0) {
       add_mixes(o, need_value(argc, argv, &i));
+    } else if (strcmp(a, "--compress") == 0) {
+      add_codecs(o, need_value(argc, argv, &i));
     } else if (strcmp(a, "--reps") == 0) {
       const int64_t reps = parse_count(need_value(argc, argv, &i), 1000);
       if (reps <= 0 || reps > 100000) die("--reps must be a positive number");
@@ -1372,6 +1800,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
     if (o->concurrent > 1) die("--devices and --concurrent: one or the other");
     if (!o->strategy_chosen) select_strategies(o, "funnel,link");
   }
+  if (o->codecs & ~1u && !iw_codecs_available())
+    die("--compress lz4 or zstd: liblz4.so.1 and libzstd.so.1 cannot be loaded here");
   const int quick = o->preset == PRESET_QUICK;
   o->reps.min_reps = quick ? 3 : 7;
   o->reps.max_reps = quick ? 15 : 51;
@@ -1393,24 +1823,43 @@ struct job_list {
   int n, n_skipped, cap;
 };
 
-static void add_job(struct job_list *l, const struct options *o, struct shape s, int mix) {
+static void add_job(struct job_list *l, const struct options *o, struct shape s, int mix,
+                    int codec) {
   for (int i = 0; i < l->n; i++)
-    if (memcmp(&l->jobs[i].shape, &s, sizeof(s)) == 0 && l->jobs[i].mix == mix) return;
+    if (memcmp(&l->jobs[i].shape, &s, sizeof(s)) == 0 && l->jobs[i].mix == mix &&
+        l->jobs[i].codec == codec)
+      return;
   if (l->n == l->cap || l->n_skipped == l->cap) {
     l->cap = l->cap ? 2 * l->cap : 64;
     l->jobs = realloc(l->jobs, (size_t)l->cap * sizeof(*l->jobs));
     l->skipped = realloc(l->skipped, (size_t)l->cap * sizeof(*l->skipped));
     if (l->jobs == NULL || l->skipped == NULL) die("out of host memory");
   }
-  const struct job j = {s, mix, estimate_bytes(s, mix)};
+  const struct job j = {s, mix, codec, estimate_bytes(s, mix)};
   if (j.est_bytes > o->max_bytes) l->skipped[l->n_skipped++] = j;
   else l->jobs[l->n++] = j;
 }
 
-/* Adds `shapes` x the mixes `wanted` names (-1 ends it) that --mix selects;
- * `filter`: --mix only filters the preset's mixes, else it replaces them. */
+/* A grid's codecs (bit c for codec c): its own, or with --compress those
+ * of its own that --compress names in a preset that has compressed grids
+ * of its own (--quick, --full, --large, --targets), and in the others
+ * (the default, --spark, --shape) every codec --compress names. */
+static unsigned grid_codecs(const struct options *o, unsigned own) {
+  if (o->codecs == 0) return own;
+  const int p = o->preset;
+  const int filter = o->n_shapes == 0 && (p == PRESET_QUICK || p == PRESET_FULL ||
+                                          p == PRESET_LARGE || p == PRESET_TARGETS);
+  return filter ? own & o->codecs : o->codecs;
+}
+
+#define PLAIN (1u << CODEC_NONE)
+#define COMPRESSED ((1u << CODEC_LZ4) | (1u << CODEC_ZSTD))
+
+/* Adds `shapes` x the mixes `wanted` names (-1 ends it) that --mix selects,
+ * in the codecs `codecs` (grid_codecs); `filter`: --mix only filters the
+ * preset's mixes, else it replaces them. */
 static void add_grid(struct job_list *l, const struct options *o, const struct shape *shapes,
-                     int n_shapes, const int *wanted, int filter) {
+                     int n_shapes, const int *wanted, int filter, unsigned codecs) {
   int mixes[N_MIXES], n = 0;
   for (int i = 0; wanted[i] >= 0; i++) {
     int chosen = o->n_mixes == 0;
@@ -1421,8 +1870,9 @@ static void add_grid(struct job_list *l, const struct options *o, const struct s
     n = o->n_mixes;
     memcpy(mixes, o->mixes, sizeof(int) * (size_t)n);
   }
-  for (int s = 0; s < n_shapes; s++)
-    for (int m = 0; m < n; m++) add_job(l, o, shapes[s], mixes[m]);
+  for (int c = 0; c < N_CODECS; c++)
+    for (int s = 0; s < n_shapes && (codecs >> c & 1u); s++)
+      for (int m = 0; m < n; m++) add_job(l, o, shapes[s], mixes[m], c);
 }
 
 /* The Spark regime: a reduce task reads one small block from every map
@@ -1460,6 +1910,11 @@ static struct job_list make_jobs(const struct options *o) {
       {{16, 10, 100000}, MIX_INT64},    {{2, 10, 1000000}, MIX_INT64},
       {{200, 10, 10000}, MIX_MIXED},    {{200, 10, 10000}, MIX_STRINGS},
       {{1000, 20, 1000}, MIX_STRINGS}};
+  /* the compressed large reads: over 100 MiB uncompressed, 200 MiB or so */
+  static const struct { struct shape s; int mix; } LARGE_COMPRESSED[] = {
+      {{200, 10, 20000}, MIX_MIXED}, {{200, 10, 5000}, MIX_STRINGS}};
+  /* --quick's compressed read: small, and in the Spark regime */
+  static const struct shape QUICK_COMPRESSED = {200, 4, 100};
 
   struct job_list l;
   memset(&l, 0, sizeof(l));
@@ -1471,36 +1926,47 @@ static struct job_list make_jobs(const struct options *o) {
                        : p == PRESET_SPARK ? SPARK_MIXES
                        : p == PRESET_FULL  ? FULL_MIXES
                                            : FLAT_MIXES;
-    add_grid(&l, o, o->shapes, o->n_shapes, mixes, 0);
+    add_grid(&l, o, o->shapes, o->n_shapes, mixes, 0, grid_codecs(o, PLAIN));
     return l;
   }
   if (p == PRESET_LARGE || p == PRESET_TARGETS) {
     for (size_t i = 0; i < sizeof(LARGE) / sizeof(LARGE[0]); i++) {
       const int wanted[2] = {LARGE[i].mix, -1};
-      add_grid(&l, o, &LARGE[i].s, 1, wanted, 1);
+      add_grid(&l, o, &LARGE[i].s, 1, wanted, 1, grid_codecs(o, PLAIN));
+    }
+  }
+  if (p == PRESET_LARGE || p == PRESET_TARGETS || p == PRESET_FULL) {
+    for (size_t i = 0; i < sizeof(LARGE_COMPRESSED) / sizeof(LARGE_COMPRESSED[0]); i++) {
+      const int wanted[2] = {LARGE_COMPRESSED[i].mix, -1};
+      add_grid(&l, o, &LARGE_COMPRESSED[i].s, 1, wanted, 1, grid_codecs(o, COMPRESSED));
     }
   }
   if (p == PRESET_SPARK || p == PRESET_TARGETS) {
     n = cross(shapes, P_SPARK, 4, C_SPARK, 2, R_SPARK, 4);
-    add_grid(&l, o, shapes, n, SPARK_MIXES, p == PRESET_TARGETS);
+    add_grid(&l, o, shapes, n, SPARK_MIXES, p == PRESET_TARGETS,
+             grid_codecs(o, p == PRESET_TARGETS ? PLAIN | 1u << CODEC_LZ4 : PLAIN));
   }
   if (p == PRESET_QUICK) {
     n = cross(shapes, P_QUICK, 3, C_QUICK, 2, R_QUICK, 2);
-    add_grid(&l, o, shapes, n, QUICK_MIXES, 0);
+    add_grid(&l, o, shapes, n, QUICK_MIXES, 0, grid_codecs(o, PLAIN));
+    add_grid(&l, o, &QUICK_COMPRESSED, 1, SPARK_MIXES, 1, grid_codecs(o, COMPRESSED));
   } else if (p == PRESET_DEFAULT || p == PRESET_FULL) {
     n = p == PRESET_FULL ? cross(shapes, P_ALL, 4, C_ALL, 3, R_FULL, 7)
                          : cross(shapes, P_ALL, 4, C_ALL, 3, R_DEFAULT, 4);
-    add_grid(&l, o, shapes, n, p == PRESET_FULL ? FULL_MIXES : FLAT_MIXES, 0);
+    add_grid(&l, o, shapes, n, p == PRESET_FULL ? FULL_MIXES : FLAT_MIXES, 0,
+             grid_codecs(o, PLAIN));
   }
   return l;
 }
 
 /* FUNNEL_PINNED_POOL_BYTES, read when the device opens, unless the user
  * set it: room for the pinned copy of the workload, for staging its
- * pageable copy (cuda) and for the segment tables: 3x its bytes, capped at a
- * quarter of the host's memory and 16 GiB (cuda pins all of it at once). */
+ * pageable copy (cuda) and for the segment tables: 3x its bytes, and for a
+ * compressed workload its decoded bytes, capped at a quarter of the host's
+ * memory and 16 GiB (cuda pins all of it at once). */
 static void size_pinned_pool(const struct workload *w) {
   int64_t size = 3 * w->region_size + ((int64_t)64 << 20);
+  if (w->codec != CODEC_NONE) size += w->raw_bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   int64_t cap = (int64_t)16 << 30;
   if (pages > 0 && page > 0 && (int64_t)pages * page / 4 < cap) cap = (int64_t)pages * page / 4;
@@ -1523,6 +1989,10 @@ struct summary {
   double log_over_scatter;  /* batched_scatter / funnel, over n_scatter shapes */
   int n_scatter;
   double best_over_naive, worst_over_naive;
+  /* compressed rows, per codec: funnel / link of the uncompressed bytes,
+   * host_decompress_concat / funnel, and the compression ratio */
+  int n_codec[N_CODECS];
+  double log_codec_vs_link[N_CODECS], log_over_decompress[N_CODECS], log_ratio[N_CODECS];
 };
 
 /* The targets, each judged by name over the rows (shape, mix, source) it
@@ -1537,6 +2007,9 @@ enum {
   T_KERNEL,
   T_SMALL_READ,
   T_NAIVE,
+  T_LZ4_LINK,
+  T_ZSTD_RATE,
+  T_SPARK_DECOMPRESS,
   N_TARGETS
 };
 static const char *const TARGET_NAMES[N_TARGETS] = {
@@ -1549,6 +2022,10 @@ static const char *const TARGET_NAMES[N_TARGETS] = {
     "kernel: >= 80% of a device-to-device copy (outputs >= 10 MiB)",
     "200x20x100 int64, pinned: <= 0.2 ms and >= 2x as fast as host concat",
     "200x10x1000: >= 20x as fast as naive",
+    "compressed lz4 (>= 100 MiB uncompressed, ratio >= 2): funnel >= 1.5x the link of the "
+    "uncompressed bytes",
+    "compressed zstd (>= 100 MiB uncompressed): >= 20 GB/s of uncompressed output",
+    "spark regime, compressed: funnel >= 2x as fast as host decompress + concat + copy",
 };
 
 /* One row of a target: badness is the measured ratio over the target's
@@ -1603,10 +2080,12 @@ static const char CSV_HEADER[] =
     "backend,partitions,columns,rows_per_partition,rows,mix,source,strategy,bytes,h2d_bytes,"
     "reps,ms_median,ms_min,gb_per_s,ratio_to_link,funnel_speedup,calls,h2d_copies,launches,"
     "syncs,allocs,staged_partitions,parse_ms,plan_ms,submit_ms,verified,error,out_bytes,"
-    "ratio_to_d2d,direct_partitions,kernel_ms,floor_ms,ratio_to_bound,parsed_on\n";
+    "ratio_to_d2d,direct_partitions,kernel_ms,floor_ms,ratio_to_bound,parsed_on,codec,raw_bytes,"
+    "compression_ratio,effective_gb_per_s,compressed_partitions,bytes_compressed,bytes_decoded,"
+    "decode_ms,decoded_pinned\n";
 
 static void print_table_header(void) {
-  printf("%-16s %-8s %-8s %-15s %9s %10s %10s %8s %8s %9s %7s %6s %6s %6s\n", "shape", "mix",
+  printf("%-16s %-12s %-8s %-22s %9s %10s %10s %8s %8s %9s %7s %6s %6s %6s\n", "shape", "mix",
          "source", "strategy", "MiB", "ms median", "ms min", "GB/s", "vs link", "funnel x",
          "calls", "h2d", "syncs", "launch");
 }
@@ -1638,6 +2117,61 @@ struct group_result {
   struct measurement m[N_STRATEGIES];
 };
 
+/* The rows of a compressed workload, from both of its sources: its own
+ * targets only (the others were set for plain partitions). Large: 100 MiB
+ * uncompressed or more, outside the Spark regime. Effective throughput is
+ * of the uncompressed bytes; the lz4 target's link is the pinned one (the
+ * physical limit), for the rows of both sources. */
+static void judge_compressed(struct report *r, const struct workload *w,
+                             const struct group_result g[N_SOURCES]) {
+  const int64_t MIB = (int64_t)1 << 20;
+  const int spark = spark_regime(&w->shape), large = w->raw_bytes >= 100 * MIB && !spark;
+  const double ratio = compression_ratio(w);
+  char shape[64], mix[32];
+  shape_name(&w->shape, shape, sizeof(shape));
+  mix_label(w->mix, w->codec, mix, sizeof(mix));
+  const struct measurement *pinned_link = &g[SRC_PINNED].m[S_LINK];
+  for (int src = 0; src < N_SOURCES; src++) {
+    if (!g[src].measured) continue;
+    const struct measurement *m = g[src].m, *f = &m[S_FUNNEL];
+    char row[128];
+    snprintf(row, sizeof(row), "%s %s %s (ratio %.2f)", shape, mix, SOURCE_NAMES[src], ratio);
+    int applies[N_TARGETS] = {0};
+    applies[T_LZ4_LINK] = large && w->codec == CODEC_LZ4;
+    applies[T_ZSTD_RATE] = large && w->codec == CODEC_ZSTD;
+    applies[T_SPARK_DECOMPRESS] = spark;
+    if (!ok_ms(f)) {
+      for (int t = 0; t < N_TARGETS; t++)
+        if (applies[t]) add_row(r, t, INFINITY, "%s: funnel failed: %s", row, f->error);
+      continue;
+    }
+    const double fm = f->ms_median, gbps = (double)w->raw_bytes / (fm * 1e6);
+    if (applies[T_LZ4_LINK]) {
+      if (ratio < 2)
+        add_row(r, T_LZ4_LINK, NAN, "%s: compression ratio under 2", row);
+      else if (!g[SRC_PINNED].measured || !ok_ms(pinned_link))
+        add_row(r, T_LZ4_LINK, NAN, "%s: no pinned link measured", row);
+      else
+        add_row(r, T_LZ4_LINK, 1.5 / (pinned_link->ms_median / fm),
+                "%s: %.2fx the link (%.1f GB/s of uncompressed bytes; their pinned link %.1f GB/s)",
+                row, pinned_link->ms_median / fm, gbps,
+                (double)w->raw_bytes / (pinned_link->ms_median * 1e6));
+    }
+    if (applies[T_ZSTD_RATE])
+      add_row(r, T_ZSTD_RATE, 20 / gbps, "%s: %.1f GB/s of uncompressed output (%.3f ms)", row,
+              gbps, fm);
+    if (applies[T_SPARK_DECOMPRESS]) {
+      const struct measurement *h = &m[S_HOST_DECOMPRESS_CONCAT];
+      if (!ok_ms(h))
+        add_row(r, T_SPARK_DECOMPRESS, NAN, "%s: no host_decompress_concat measured", row);
+      else
+        add_row(r, T_SPARK_DECOMPRESS, (fm / h->ms_median) / 0.5,
+                "%s: %.2fx as fast as host decompress + concat (%.3f against %.3f ms)", row,
+                h->ms_median / fm, fm, h->ms_median);
+    }
+  }
+}
+
 /* The rows of a workload, from both of its sources. Spark regime: P >= 200
  * partitions of at most 100 rows (spark_regime); large reads: 100 MiB of
  * partitions or more, outside it (the Spark regime has bars of its own).
@@ -1650,6 +2184,10 @@ static void judge_workload(struct report *r, const struct workload *w,
   /* the targets were set for the flat mixes: a nested mix's rows are
    * measured and summarized, not judged */
   if (w->mix == MIX_NESTED) return;
+  if (w->codec != CODEC_NONE) {
+    judge_compressed(r, w, g);
+    return;
+  }
   const int spark = spark_regime(&s), large = w->total_bytes >= 100 * MIB && !spark;
   const int strings = w->mix == MIX_STRINGS;
   const int small = s.parts == 200 && s.cols == 20 && s.rows == 100 && w->mix == MIX_INT64;
@@ -1760,9 +2298,11 @@ static void judge_workload(struct report *r, const struct workload *w,
 
 static void report_group(struct report *r, const struct workload *w, int src, const char *verified,
                          const struct measurement m[N_STRATEGIES]) {
-  char shape[64];
+  char shape[64], mix[32];
   shape_name(&w->shape, shape, sizeof(shape));
-  const char *mix = MIX_NAMES[w->mix], *source = SOURCE_NAMES[src];
+  mix_label(w->mix, w->codec, mix, sizeof(mix));
+  const char *source = SOURCE_NAMES[src];
+  const double ratio = compression_ratio(w);
   const double link = ok_ms(&m[S_LINK]) ? m[S_LINK].ms_median : 0;
   const double floor_ms = ok_ms(&m[S_FLOOR]) ? m[S_FLOOR].ms_median : 0;
   const double bound = max2(link, floor_ms);
@@ -1772,16 +2312,19 @@ static void report_group(struct report *r, const struct workload *w, int src, co
     const struct measurement *x = &m[s];
     if (x->skipped) {
       if (x->skip_why[0])
-        printf("%-16s %-8s %-8s %-15s skipped: %s\n", shape, mix, source, STRATEGIES[s].name,
+        printf("%-16s %-12s %-8s %-22s skipped: %s\n", shape, mix, source, STRATEGIES[s].name,
                x->skip_why);
       continue;
     }
     const int ok = x->status == FUNNEL_OK;
     const int dev = STRATEGIES[s].device_time;
-    /* end to end: GB/s of the partitions' bytes, which every strategy
-     * delivers; device time: GB/s of the result's bytes */
-    const int64_t bytes = dev ? w->out_bytes : w->total_bytes;
+    /* end to end: GB/s of the partitions' bytes (uncompressed), which every
+     * strategy delivers; device time: GB/s of the result's bytes */
+    const int64_t bytes = dev ? w->out_bytes : w->raw_bytes;
     const double gbps = ok && x->ms_median > 0 ? (double)bytes / (x->ms_median * 1e6) : 0;
+    /* the CSV's and JSON's gb_per_s: of the partitions' bytes as given */
+    const int64_t given = dev ? w->out_bytes : w->total_bytes;
+    const double given_gbps = ok && x->ms_median > 0 ? (double)given / (x->ms_median * 1e6) : 0;
     const double vs_link = ok && !dev && link > 0 ? x->ms_median / link : 0;
     const double vs_bound = ok && !dev && bound > 0 ? x->ms_median / bound : 0;
     const double vs_d2d = ok && dev && d2d > 0 ? x->ms_median / d2d : 0;
@@ -1791,24 +2334,34 @@ static void report_group(struct report *r, const struct workload *w, int src, co
     if (vs_link > 0) snprintf(ratio_text, sizeof(ratio_text), "%.2fx", vs_link);
     if (vs_d2d > 0) snprintf(ratio_text, sizeof(ratio_text), "d2d %.2f", vs_d2d);
     if (ok)
-      printf("%-16s %-8s %-8s %-15s %9.3f %10.4f %10.4f %8.2f %8s %9s %7lld %6lld %6lld %6lld\n",
+      printf("%-16s %-12s %-8s %-22s %9.3f %10.4f %10.4f %8.2f %8s %9s %7lld %6lld %6lld %6lld\n",
              shape, mix, source, STRATEGIES[s].name, mib(bytes), x->ms_median, x->ms_min, gbps,
              ratio_text, speedup_text, (long long)x->calls.calls, (long long)x->calls.h2d_copies,
              (long long)x->calls.syncs, (long long)x->calls.launches);
     else
-      printf("%-16s %-8s %-8s %-15s FAILED %s\n", shape, mix, source, STRATEGIES[s].name, x->error);
+      printf("%-16s %-12s %-8s %-22s FAILED %s\n", shape, mix, source, STRATEGIES[s].name, x->error);
+    const int has_stats = (s == S_FUNNEL || s == S_FUNNEL_COPY || s == S_FUNNEL_DIRECT) && ok;
+    if (s == S_FUNNEL && ok && x->stats.compressed_partitions > 0) {
+      const struct funnel_read_stats *st = &x->stats;
+      printf("%-16s %-12s %-8s   decoded: %lld of %lld partitions, %.3f -> %.3f MiB (%.2fx), %.4f ms "
+             "on the host threads (%.2f GB/s of output), into %s\n", "", "", "",
+             (long long)st->compressed_partitions, (long long)st->partitions,
+             mib(st->bytes_compressed), mib(st->bytes_decoded),
+             st->bytes_compressed > 0 ? (double)st->bytes_decoded / st->bytes_compressed : 0,
+             st->decode_ns / 1e6, st->decode_ns > 0 ? (double)st->bytes_decoded / st->decode_ns : 0,
+             st->decoded_pinned ? "the pinned pool" : "host memory, then staged");
+    }
     if (STRATEGIES[s].column_only) continue; /* the floor: floor_ms on every row */
 
-    const int has_stats = (s == S_FUNNEL || s == S_FUNNEL_COPY || s == S_FUNNEL_DIRECT) && ok;
     const double parse_ms = x->stats.parse_ns / 1e6, plan_ms = x->stats.plan_ns / 1e6,
                  submit_ms = x->stats.submit_ns / 1e6;
     if (r->csv != NULL) {
       FILE *f = r->csv;
       fprintf(f, "%s,%d,%d,%lld,%lld,%s,%s,%s,%lld,%lld,%d,", r->backend, w->shape.parts,
               w->shape.cols, (long long)w->shape.rows,
-              (long long)((int64_t)w->shape.parts * w->shape.rows), mix, source,
+              (long long)((int64_t)w->shape.parts * w->shape.rows), MIX_NAMES[w->mix], source,
               STRATEGIES[s].name, (long long)w->total_bytes, (long long)x->calls.bytes_h2d, x->reps);
-      if (ok) fprintf(f, "%.6f,%.6f,%.4f,", x->ms_median, x->ms_min, gbps);
+      if (ok) fprintf(f, "%.6f,%.6f,%.4f,", x->ms_median, x->ms_min, given_gbps);
       else fputs(",,,", f);
       if (vs_link > 0) fprintf(f, "%.4f", vs_link);
       fputc(',', f);
@@ -1835,6 +2388,14 @@ static void report_group(struct report *r, const struct workload *w, int src, co
       if (vs_bound > 0) fprintf(f, "%.4f", vs_bound);
       fputc(',', f);
       if (has_stats) fputs(parsed_on(&x->stats), f);
+      fprintf(f, ",%s,%lld,%.4f,", CODEC_NAMES[w->codec], (long long)w->raw_bytes, ratio);
+      if (ok && !dev) fprintf(f, "%.4f", gbps);
+      if (has_stats)
+        fprintf(f, ",%lld,%lld,%lld,%.6f,%lld", (long long)x->stats.compressed_partitions,
+                (long long)x->stats.bytes_compressed, (long long)x->stats.bytes_decoded,
+                x->stats.decode_ns / 1e6, (long long)x->stats.decoded_pinned);
+      else
+        fputs(",,,,,", f);
       fputc('\n', f);
     }
     if (r->json != NULL) {
@@ -1842,15 +2403,19 @@ static void report_group(struct report *r, const struct workload *w, int src, co
       fprintf(f,
               "{\"backend\":\"%s\",\"partitions\":%d,\"columns\":%d,\"rows_per_partition\":%lld,"
               "\"mix\":\"%s\",\"source\":\"%s\",\"strategy\":\"%s\",\"bytes\":%lld,"
-              "\"out_bytes\":%lld,\"reps\":%d,\"device_time\":%s,",
-              r->backend, w->shape.parts, w->shape.cols, (long long)w->shape.rows, mix, source,
-              STRATEGIES[s].name, (long long)w->total_bytes, (long long)w->out_bytes, x->reps,
-              dev ? "true" : "false");
+              "\"out_bytes\":%lld,\"reps\":%d,\"device_time\":%s,\"codec\":\"%s\","
+              "\"raw_bytes\":%lld,\"compression_ratio\":%.4f,",
+              r->backend, w->shape.parts, w->shape.cols, (long long)w->shape.rows,
+              MIX_NAMES[w->mix], source, STRATEGIES[s].name, (long long)w->total_bytes,
+              (long long)w->out_bytes, x->reps, dev ? "true" : "false", CODEC_NAMES[w->codec],
+              (long long)w->raw_bytes, ratio);
       if (ok)
         fprintf(f, "\"ms_median\":%.6f,\"ms_min\":%.6f,\"gb_per_s\":%.4f,", x->ms_median,
-                x->ms_min, gbps);
+                x->ms_min, given_gbps);
       else
         fputs("\"ms_median\":null,\"ms_min\":null,\"gb_per_s\":null,", f);
+      fprintf(f, "\"effective_gb_per_s\":");
+      if (ok && !dev) fprintf(f, "%.4f,", gbps); else fputs("null,", f);
       fprintf(f, "\"ratio_to_link\":");
       if (vs_link > 0) fprintf(f, "%.4f,", vs_link); else fputs("null,", f);
       fprintf(f, "\"floor_ms\":");
@@ -1868,6 +2433,13 @@ static void report_group(struct report *r, const struct workload *w, int src, co
                 "\"plan_ms\":%.6f,\"submit_ms\":%.6f,",
                 (long long)x->stats.staged_partitions, (long long)x->stats.direct_partitions,
                 parse_ms, plan_ms, submit_ms);
+      if (has_stats && w->codec != CODEC_NONE)
+        fprintf(f,
+                "\"compressed_partitions\":%lld,\"bytes_compressed\":%lld,\"bytes_decoded\":%lld,"
+                "\"decode_ms\":%.6f,\"decoded_pinned\":%s,",
+                (long long)x->stats.compressed_partitions, (long long)x->stats.bytes_compressed,
+                (long long)x->stats.bytes_decoded, x->stats.decode_ns / 1e6,
+                x->stats.decoded_pinned ? "true" : "false");
       fprintf(f, "\"verified\":\"%s\",\"error\":", verified);
       json_string(f, x->error);
       fputs("}\n", f);
@@ -1878,6 +2450,13 @@ static void report_group(struct report *r, const struct workload *w, int src, co
   if (r->csv != NULL) fflush(r->csv); /* a long run interrupted keeps what it measured */
   if (r->json != NULL) fflush(r->json);
 
+  if (w->codec != CODEC_NONE && fun > 0 && link > 0 && ok_ms(&m[S_HOST_DECOMPRESS_CONCAT])) {
+    struct summary *sum = &r->summary[src];
+    sum->n_codec[w->codec]++;
+    sum->log_codec_vs_link[w->codec] += log(fun / link);
+    sum->log_over_decompress[w->codec] += log(m[S_HOST_DECOMPRESS_CONCAT].ms_median / fun);
+    sum->log_ratio[w->codec] += log(ratio);
+  }
   if (fun > 0 && link > 0 && ok_ms(&m[S_HOST_CONCAT])) {
     struct summary *sum = &r->summary[src];
     sum->n++;
@@ -1912,11 +2491,13 @@ static void print_targets(struct report *r, int cpu) {
   printf("targets, each judged from ratios measured in this run (worst row first)%s:\n",
          cpu ? "; cpu backend: these verdicts check the harness, not GPU speed" : "");
   printf("  (spark regime: >= 200 partitions of <= 100 rows; large reads: >= 100 MiB of\n"
-         "  partitions outside it; floor: allocation + one copy + empty kernel + event wait)\n");
+         "  partitions outside it; floor: allocation + one copy + empty kernel + event wait;\n"
+         "  compressed rows: judged by the compressed targets only, their sizes and rates of\n"
+         "  the uncompressed bytes)\n");
   /* no rows at all (only nested runs, or shapes no target names): rows is
    * NULL, which qsort may not be given even for 0 of them */
   if (r->n_rows > 0) qsort(r->rows, (size_t)r->n_rows, sizeof(*r->rows), cmp_rows_worst_first);
-  int met = 0, missed = 0;
+  int met = 0, missed = 0, not_judged = 0;
   for (int t = 0; t < N_TARGETS; t++) {
     int n = 0, pass = 0, unjudged = 0;
     const struct target_row *worst = NULL;
@@ -1935,11 +2516,22 @@ static void print_targets(struct report *r, int cpu) {
       printf("  n/a   %s: no shape of this run\n", TARGET_NAMES[t]);
       continue;
     }
+    if (n == 0) { /* every row it applies to lacks what it is judged by */
+      for (int i = 0; i < r->n_rows; i++)
+        if (r->rows[i].target == t) {
+          printf("  n/j   %s: not judged in this run (%d rows), e.g. %s\n", TARGET_NAMES[t],
+                 unjudged, r->rows[i].text);
+          break;
+        }
+      not_judged++;
+      continue;
+    }
     const int ok = n > 0 && pass == n;
     met += ok;
     missed += !ok;
     printf("  %-5s %s: %d of %d rows pass", ok ? "PASS" : "FAIL", TARGET_NAMES[t], pass, n);
-    if (unjudged) printf(" (%d not judged: a reference was not measured)", unjudged);
+    if (unjudged)
+      printf(" (%d not judged: a reference not measured, or the row outside the target)", unjudged);
     if (worst != NULL) printf("; worst %s", worst->text);
     putchar('\n');
     int more = 0;
@@ -1951,7 +2543,9 @@ static void print_targets(struct report *r, int cpu) {
     }
   }
   for (int i = 0; i < r->n_info; i++) printf("  info  %s\n", r->info[i]);
-  printf("targets: %d met, %d missed\n", met, missed);
+  printf("targets: %d met, %d missed", met, missed);
+  if (not_judged) printf(", %d not judged", not_judged);
+  putchar('\n');
 }
 
 static void print_summary(struct report *r, int cpu) {
@@ -1969,6 +2563,17 @@ static void print_summary(struct report *r, int cpu) {
       printf("   over batched_scatter %.2fx (%d)", exp(s->log_over_scatter / s->n_scatter),
              s->n_scatter);
     printf("   (%d shapes)\n", s->n);
+  }
+  for (int src = 0; src < N_SOURCES; src++) {
+    const struct summary *s = &r->summary[src];
+    for (int c = 1; c < N_CODECS; c++) {
+      const int n = s->n_codec[c];
+      if (n == 0) continue;
+      printf("  %-8s %-4s funnel/link of the uncompressed bytes %.2fx   over host_decompress_concat "
+             "%.2fx   compression ratio %.2fx   (%d shapes)\n",
+             SOURCE_NAMES[src], CODEC_NAMES[c], exp(s->log_codec_vs_link[c] / n),
+             exp(s->log_over_decompress[c] / n), exp(s->log_ratio[c] / n), n);
+    }
   }
   print_targets(r, cpu);
 }
@@ -2290,8 +2895,9 @@ static void print_skipped(const struct job_list *l, const struct options *o) {
   for (int i = 0; i < l->n_skipped; i++) {
     char shape[64];
     shape_name(&l->skipped[i].shape, shape, sizeof(shape));
-    printf("%s %s %s (~%.0f MiB)", i ? "," : "", shape, MIX_NAMES[l->skipped[i].mix],
-           mib(l->skipped[i].est_bytes));
+    char mix[32];
+    mix_label(l->skipped[i].mix, l->skipped[i].codec, mix, sizeof(mix));
+    printf("%s %s %s (~%.0f MiB)", i ? "," : "", shape, mix, mib(l->skipped[i].est_bytes));
   }
   printf("\n");
 }
@@ -2299,9 +2905,9 @@ static void print_skipped(const struct job_list *l, const struct options *o) {
 /* Measures one (workload, source) in a child process; prints its rows. */
 static int run_group(struct report *rep, const struct options *opt, struct workload *w, int src,
                      struct group_result *g, int *failures, int *baseline_failures) {
-  char shape[64], why[256];
+  char shape[64], why[256], mix[32];
   shape_name(&w->shape, shape, sizeof(shape));
-  const char *mix = MIX_NAMES[w->mix];
+  mix_label(w->mix, w->codec, mix, sizeof(mix));
   memset(g, 0, sizeof(*g));
   struct measurement *m = g->m;
   int received[N_STRATEGIES] = {0};
@@ -2327,19 +2933,20 @@ static int run_group(struct report *rep, const struct options *opt, struct workl
   close(fd);
   reap(pid, why, sizeof(why));
   if (no_pinned) {
-    printf("%-16s %-8s %-8s skipped: the pinned pool cannot hold %.3f MiB more (raise "
+    printf("%-16s %-12s %-8s skipped: the pinned pool cannot hold %.3f MiB more (raise "
            "FUNNEL_PINNED_POOL_BYTES)\n\n", shape, mix, SOURCE_NAMES[src], mib(w->region_size));
     return 0;
   }
   if (verified != 1) {
-    printf("%-16s %-8s %-8s VERIFY FAILED: %s\n", shape, mix, SOURCE_NAMES[src],
+    printf("%-16s %-12s %-8s VERIFY FAILED: %s\n", shape, mix, SOURCE_NAMES[src],
            verified < 0 ? why : verify_why);
     ++*failures;
     return 0;
   }
   /* what a dead child did not send back */
   for (int s = 0; s < N_STRATEGIES; s++) {
-    if (opt->strategy_off[s] || (STRATEGIES[s].pinned_only && src != SRC_PINNED) || received[s])
+    if (opt->strategy_off[s] || (STRATEGIES[s].pinned_only && src != SRC_PINNED) ||
+        !strategy_applies(&STRATEGIES[s], w) || STRATEGIES[s].unavailable != NULL || received[s])
       continue;
     m[s].skipped = 0;
     m[s].status = FUNNEL_ERR_FATAL;
@@ -2350,7 +2957,8 @@ static int run_group(struct report *rep, const struct options *opt, struct workl
     if (m[s].skipped || m[s].status == FUNNEL_OK) continue;
     /* a baseline that fails is reported, not a failure of funnel's */
     if (s == S_LINK || s == S_FLOOR || s == S_NAIVE || s == S_HOST_CONCAT ||
-        s == S_BATCHED_SCATTER || s == S_D2D)
+        s == S_BATCHED_SCATTER || s == S_D2D || s == S_HOST_DECOMPRESS_CONCAT ||
+        s == S_LINK_COMPRESSED)
       ++*baseline_failures;
     else
       ++*failures;
@@ -2495,9 +3103,10 @@ static void write_device_row(struct devices_report *rep, const char *shape, cons
 /* Measures and prints one (workload, source) on every device. */
 static void run_devices(struct devices_report *rep, const struct options *opt,
                         struct workload *w, int src) {
-  char shape[64];
+  char shape[64], mix[32];
   shape_name(&w->shape, shape, sizeof(shape));
-  const char *mix = MIX_NAMES[w->mix], *source = SOURCE_NAMES[src];
+  mix_label(w->mix, w->codec, mix, sizeof(mix));
+  const char *source = SOURCE_NAMES[src];
   const int n = opt->n_devices;
   struct device_result alone[MAX_DEVICES], both[MAX_DEVICES];
   measure_devices(opt, w, src, 0, alone);
@@ -2615,8 +3224,11 @@ int main(int argc, char **argv) {
     for (int j = 0; j < jobs.n; j++) {
       char shape[64];
       shape_name(&jobs.jobs[j].shape, shape, sizeof(shape));
-      printf("  %-16s %-8s ~%9.1f MiB%s\n", shape, MIX_NAMES[jobs.jobs[j].mix],
-             mib(jobs.jobs[j].est_bytes), spark_regime(&jobs.jobs[j].shape) ? "  spark regime" : "");
+      char mix[32];
+      mix_label(jobs.jobs[j].mix, jobs.jobs[j].codec, mix, sizeof(mix));
+      printf("  %-16s %-12s ~%9.1f MiB%s%s\n", shape, mix, mib(jobs.jobs[j].est_bytes),
+             jobs.jobs[j].codec ? " uncompressed" : "",
+             spark_regime(&jobs.jobs[j].shape) ? "  spark regime" : "");
     }
     print_skipped(&jobs, &opt);
     return 0;
@@ -2666,7 +3278,10 @@ int main(int argc, char **argv) {
          "  funnel x = the strategy's ms / funnel's ms; calls, h2d, syncs, launch per iteration;\n"
          "  floor = device allocation + one copy from pinned memory + empty kernel + event wait;\n"
          "  kernel and d2d: device time, GB/s of the result's bytes, ratio to the d2d copy;\n"
-         "  naive and batched_scatter only up to --max-pieces %lld column pieces\n",
+         "  naive and batched_scatter only up to --max-pieces %lld column pieces;\n"
+         "  compressed rows (mix/codec): MiB and GB/s of the partitions written plain (the\n"
+         "  uncompressed bytes every strategy delivers), link = one copy of those bytes,\n"
+         "  link_compressed = one copy of the compressed ones, the limit of decoding on the GPU\n",
          (long long)opt.max_pieces);
   if (cpu) print_cpu_warning();
   printf("\n");
@@ -2677,9 +3292,9 @@ int main(int argc, char **argv) {
   const int64_t t_start = now_ns();
   for (int j = 0; j < jobs.n; j++) {
     const struct job *job = &jobs.jobs[j];
-    char shape[64];
+    char shape[64], mix[32];
     shape_name(&job->shape, shape, sizeof(shape));
-    const char *mix = MIX_NAMES[job->mix];
+    mix_label(job->mix, job->codec, mix, sizeof(mix));
     if (job->est_bytes > (64 << 20))
       fprintf(stderr, "       generating %s %s (~%.0f MiB)\n", shape, mix, mib(job->est_bytes));
     struct workload w;
@@ -2690,7 +3305,7 @@ int main(int argc, char **argv) {
     for (int src = 0; src < N_SOURCES; src++) {
       step++;
       fprintf(stderr, "[%d/%d] %s %s %s (%.1f MiB, %.0f s so far) ...\n", step, steps, shape, mix,
-              SOURCE_NAMES[src], mib(w.total_bytes), (now_ns() - t_start) / 1e9);
+              SOURCE_NAMES[src], mib(w.raw_bytes), (now_ns() - t_start) / 1e9);
       run_group(&rep, &opt, &w, src, &g[src], &failures, &baseline_failures);
     }
     judge_workload(&rep, &w, g);

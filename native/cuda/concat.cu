@@ -195,3 +195,22 @@ namespace nested {
 #include "dpath_kernels.cuh"
 #undef DPK
 }  // namespace nested
+
+// --------------------------------------------------------- LZ4 decoding
+// The buffers a read leaves to the device to decode (lz4dec.h): a warp a
+// buffer, the warps striding over them; lane 0 writes the status.
+extern "C" {
+#include "lz4dec.h"
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n) {
+  const unsigned lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {
+    const funnel__lz4_job job = jobs[j];
+    const int st = funnel__lz4_frames((const uint8_t *)(uintptr_t)job.src, job.src_length,
+                                      (uint8_t *)(uintptr_t)job.dst, job.dst_length, lane, 32);
+    if (lane == 0) jobs[j].status = st;
+  }
+}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "lz4dec.h"
 #include "dpath.h"
 #include "tuning.h"
 
@@ -52,6 +53,7 @@ struct cuda {
   CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
   CUfunction dpath[6]; /* by enum funnel__dp_stage; then the nested reads' (concat.cu) */
+  CUfunction lz4;      /* FUNNEL_DP_STAGE_LZ4 */
   /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
@@ -248,6 +250,18 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
+  if (stage == FUNNEL_DP_STAGE_LZ4) { /* a warp a job */
+    if (n <= 0) return FUNNEL_OK;
+    int64_t gx = (n * 32 + FUNNEL__DPATH_THREADS - 1) / FUNNEL__DPATH_THREADS;
+    if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS; /* the warps stride */
+    FUNNEL_RETURN_NOT_OK(enter(cu, error));
+    CUdeviceptr a = (CUdeviceptr)args;
+    void *params[] = {&a, &n};
+    int st = CU(cuLaunchKernel, (cu->lz4, (unsigned)gx, 1, 1, FUNNEL__DPATH_THREADS, 1, 1, 0,
+                                 (CUstream)stream, params, NULL));
+    leave(cu);
+    return st;
+  }
   const int kernel = (stage & FUNNEL_DP_STAGE_NESTED) ? 3 : 0; /* the nested read's kernels */
   stage &= ~FUNNEL_DP_STAGE_NESTED;
   if (stage < 0 || stage > FUNNEL_DP_CONCAT)
@@ -553,6 +567,7 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
                                                "funnel_dp_scan_nested",  "funnel_dp_concat_nested"};
   for (int k = 0; k < 6 && st == FUNNEL_OK; k++)
     st = CU(cuModuleGetFunction, (&cu->dpath[k], cu->module, dpath_kernels[k]));
+  if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->lz4, cu->module, "funnel_lz4_decode"));
   if (st == FUNNEL_OK) {
     CUmemPoolProps props;
     memset(&props, 0, sizeof(props));

@@ -380,6 +380,29 @@ enum funnel_parse {
   FUNNEL_PARSE_DEVICE = 2
 };
 
+/* Where a read decodes compressed record batch bodies (FUNNEL_OPTION_DECODE).
+ * The host threads decode every buffer with liblz4 and libzstd, into the
+ * pinned pool, from where it goes up; the device can decode LZ4_FRAME
+ * buffers whose bytes the host does not read (the values and string bytes;
+ * validity bitmaps and offsets are read by the read's checks and decoded
+ * on the host): their frames go up compressed and a kernel expands them,
+ * so the link carries fewer bytes. A read that decodes on the device
+ * waits once inside, for the decoder's statuses, before it launches the
+ * concat (stats.syncs_in_read counts it); a buffer the device could not
+ * decode is decoded again on the host, which names what is wrong with it.
+ * The device does not verify LZ4 checksums; the host does. */
+enum funnel_decode {
+  /* DEVICE for LZ4 reads with at least 8 MiB of values to decode on a
+   * device backend (cuda), HOST otherwise; the default unless
+   * FUNNEL_DECODE=host|device in the environment when the device opened
+   * says otherwise */
+  FUNNEL_DECODE_AUTO = 0,
+  FUNNEL_DECODE_HOST = 1,
+  /* every LZ4 value buffer of the read (the cpu backend runs the same
+   * decoder on its stream: for tests) */
+  FUNNEL_DECODE_DEVICE = 2
+};
+
 enum funnel_option {
   FUNNEL_OPTION_TRANSFER = 1,    /* an enum funnel_transfer; default AUTO */
   FUNNEL_OPTION_TIME_KERNEL = 2, /* 1: time the concat on the device with a
@@ -397,7 +420,8 @@ enum funnel_option {
                                     most this many bytes (>= 0); default:
                                     FUNNEL_DIRECT_MAX_BYTES in the environment
                                     when the device opened, else 8 MiB */
-  FUNNEL_OPTION_PARSE = 5        /* an enum funnel_parse; default AUTO */
+  FUNNEL_OPTION_PARSE = 5,       /* an enum funnel_parse; default AUTO */
+  FUNNEL_OPTION_DECODE = 6       /* an enum funnel_decode; default AUTO */
 };
 
 /* Sets a reader option for the reads that follow. Not to be called while
@@ -554,6 +578,14 @@ struct funnel_read_stats {
   int64_t kernel_ns;         /* device time of the concat (FUNNEL_OPTION_TIME_KERNEL), else -1 */
   int64_t device_parsed;     /* partitions whose headers the device parsed (FUNNEL_PARSE_DEVICE) */
   int64_t device_left;       /* of those, partitions it left to the host, which then read them all */
+  int64_t compressed_partitions; /* partitions with a compressed (LZ4_FRAME, ZSTD) body */
+  int64_t bytes_compressed;  /* their compressed buffers' bytes */
+  int64_t bytes_decoded;     /* the bytes those decoded to (with their batches' other bodies) */
+  int64_t decode_ns;         /* host time decoding them (on the host threads), within parse_ns */
+  int64_t decoded_pinned;    /* 1 when they were decoded into the pinned pool (one copy up),
+                                0 into host memory of their own (staged like a pageable partition) */
+  int64_t device_decoded;    /* buffers the device decoded (FUNNEL_OPTION_DECODE) */
+  int64_t bytes_device_decoded; /* the bytes they decoded to */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -88,7 +88,8 @@ struct funnel_backend {
   /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage;
    * with FUNNEL_DP_STAGE_NESTED for a read with nested columns)
    * over n items with m as the stage says, its struct funnel__dp_args at
-   * device address `args` */
+   * device address `args`; or, FUNNEL_DP_STAGE_LZ4 (lz4dec.h), decodes
+   * the n struct funnel__lz4_job at `args` */
   int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t n, int64_t m,
                       void *stream, struct funnel_error *error);
 

@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "dpath.h" /* FUNNEL_DP_STAGE_NESTED */
+#include "lz4dec.h"
 #include "dpath_cpu.h"
 
 enum task_kind { TASK_COPY, TASK_CONCAT, TASK_DPATH, TASK_SIGNAL, TASK_STOP };
@@ -84,6 +85,10 @@ static void *worker(void *arg) {
         funnel__concat_segments(t->src, t->count);
         break;
       case TASK_DPATH:
+        if (t->stage == FUNNEL_DP_STAGE_LZ4) {
+          funnel__lz4_run_jobs(t->dst, t->count);
+          break;
+        }
         /* one compilation of the stages runs flat and nested reads alike */
         funnel__dp_run_cpu(t->stage & ~FUNNEL_DP_STAGE_NESTED, t->dst, t->count, t->count2);
         break;

@@ -61,6 +61,11 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
              : strcmp(parse, "host") == 0 ? FUNNEL_PARSE_HOST
              : strcmp(parse, "device") == 0 ? FUNNEL_PARSE_DEVICE
                                             : FUNNEL_PARSE_AUTO;
+  const char *decode = getenv("FUNNEL_DECODE");
+  c->decode = decode == NULL ? FUNNEL_DECODE_AUTO
+              : strcmp(decode, "host") == 0 ? FUNNEL_DECODE_HOST
+              : strcmp(decode, "device") == 0 ? FUNNEL_DECODE_DEVICE
+                                              : FUNNEL_DECODE_AUTO;
 }
 
 funnel_status funnel_device_open(const char *kind, struct funnel_device **out,

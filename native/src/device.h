@@ -35,6 +35,9 @@ struct funnel__config {
   /* FUNNEL_PARSE=host|device: each reader's FUNNEL_OPTION_PARSE to start
    * with (enum funnel_parse), else AUTO */
   int parse;
+  /* FUNNEL_DECODE: the readers' FUNNEL_OPTION_DECODE default (enum
+   * funnel_decode) */
+  int decode;
 };
 
 /* The device ordinal of "cuda:N" (0 <= N <= INT_MAX, decimal digits only),

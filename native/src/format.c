@@ -525,28 +525,91 @@ int funnel__schema_parse(const uint8_t *bytes, int64_t length,
 
 /* -------------------------------------------------------------- partition */
 
-static int batch_from_message(const struct message *m, int64_t index,
+/* A compressed batch's decoded layout (funnel__batch.dbuffers): each
+ * buffer's declared length, read from its prefix and checked against what
+ * its codec can make of its bytes; the buffers FUNNEL__ALIGN aligned. */
+static int decoded_layout(const uint8_t *bytes, const struct message *m,
+                          const struct funnel__schema *schema, int64_t index,
+                          struct funnel__arena *arena, struct funnel__batch *b,
+                          struct funnel_error *error) {
+  uint8_t *out = funnel__arena_alloc(arena, 16 * (size_t)(b->n_buffers ? b->n_buffers : 1));
+  if (out == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  int64_t at = 0;
+  for (int32_t k = 0; k < b->n_buffers; k++) {
+    const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
+    const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+    int64_t want = 0;
+    const char *bad = NULL;
+    if (len > 0 && len < 8) bad = "too few bytes for the 8-byte uncompressed length";
+    if (len >= 8) {
+      want = (int64_t)funnel__ld64(bytes + m->body + off);
+      if (want == -1) want = len - 8; /* the bytes follow uncompressed */
+      else if (want < 0) bad = "a negative uncompressed length";
+      else if (want > funnel__codec_max_decoded(b->codec, len - 8))
+        bad = "more uncompressed bytes than the codec can expand them to";
+    }
+    if (bad != NULL) { /* named only now: most reads never get here */
+      const char *kind;
+      const int col = funnel__buffer_column(schema, b->n_buffers, k, &kind);
+      char what[96];
+      if (col >= 0)
+        snprintf(what, sizeof(what), "column %d '%s', buffer %d (%s)", col,
+                 schema->fields[col].path, k, kind);
+      else
+        snprintf(what, sizeof(what), "buffer %d", k);
+      return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, col, m->body + off,
+                               "partition %lld: RecordBatch at offset %lld (%s body), %s at "
+                               "offset %lld: %lld bytes declare %lld uncompressed: %s",
+                               (long long)index, (long long)m->offset,
+                               funnel__codec_name(b->codec), what, (long long)(m->body + off),
+                               (long long)len,
+                               len >= 8 ? (long long)funnel__ld64(bytes + m->body + off) : 0LL,
+                               bad);
+    }
+    if (len >= 8) b->zbytes += len;
+    const int64_t entry[2] = {at, want};
+    memcpy(out + 16 * k, entry, 16);
+    if (funnel__add_overflows(at, funnel__align_up(want, FUNNEL__ALIGN), &at) ||
+        at > FUNNEL__MAX_OUTPUT_BYTES)
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, index, -1, m->body + off,
+                               "partition %lld: RecordBatch at offset %lld: its buffers "
+                               "declare more than %lld uncompressed bytes",
+                               (long long)index, (long long)m->offset,
+                               (long long)FUNNEL__MAX_OUTPUT_BYTES);
+  }
+  b->dbuffers = out;
+  b->dbody_length = at;
+  return FUNNEL_OK;
+}
+
+static int batch_from_message(const uint8_t *bytes, const struct message *m, int64_t index,
+                              const struct funnel__schema *schema, struct funnel__arena *arena,
                               struct funnel__batch *b, struct funnel_error *error) {
   struct funnel__fb r = m->fb;
   b->message_offset = m->offset;
+  b->codec = FUNNEL__CODEC_NONE;
   b->rows = funnel__fb_i64(&r, m->header, 0, 0);
   uint32_t n_nodes = 0, n_buffers = 0;
   uint32_t nodes = funnel__fb_vector(&r, m->header, 1, 16, &n_nodes);
   uint32_t buffers = funnel__fb_vector(&r, m->header, 2, 16, &n_buffers);
   uint32_t compression = funnel__fb_ref(&r, m->header, 3);
+  int codec = -1, method = 0;
+  if (!r.bad && compression != 0) {
+    struct funnel__fb_table ct = funnel__fb_table_at(&r, compression);
+    codec = (int8_t)funnel__fb_u8(&r, ct, 0, 0);
+    method = (int8_t)funnel__fb_u8(&r, ct, 1, 0);
+  }
   if (r.bad)
     return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
                              "partition %lld: corrupt RecordBatch flatbuffer at offset %lld",
                              (long long)index, (long long)m->offset);
-  if (compression != 0) {
-    struct funnel__fb_table ct = funnel__fb_table_at(&r, compression);
-    int codec = funnel__fb_u8(&r, ct, 0, 0);
-    return funnel__error_set(error, FUNNEL_ERR_UNSUPPORTED, index, -1, m->offset,
+  if (compression != 0 && (codec < 0 || codec > FUNNEL__CODEC_ZSTD || method != 0))
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, m->offset,
                              "partition %lld: RecordBatch at offset %lld has a compressed body "
-                             "(%s), which is not supported",
-                             (long long)index, (long long)m->offset,
-                             codec == 0 ? "LZ4_FRAME" : codec == 1 ? "ZSTD" : "unknown codec");
-  }
+                             "of codec %d, method %d (Arrow defines codecs 0 LZ4_FRAME and 1 "
+                             "ZSTD, and method 0 BUFFER)",
+                             (long long)index, (long long)m->offset, codec, method);
+  if (compression != 0) b->codec = codec;
   if (b->rows < 0 || b->rows > FUNNEL__MAX_ROWS)
     return funnel__error_set(error, b->rows < 0 ? FUNNEL_ERR_MALFORMED : FUNNEL_ERR_LIMIT, index,
                              -1, m->offset,
@@ -571,6 +634,8 @@ static int batch_from_message(const struct message *m, int64_t index,
                                (long long)index, (long long)m->offset, i, (long long)off,
                                (long long)len, (long long)b->body_length);
   }
+  if (b->codec != FUNNEL__CODEC_NONE)
+    return decoded_layout(bytes, m, schema, index, arena, b, error);
   return FUNNEL_OK;
 }
 
@@ -589,10 +654,50 @@ static void check_small_batch(const struct funnel__schema *schema,
   batch->checked = schema;
 }
 
+/* When a batch of the partition is compressed, where each batch's body goes
+ * in the partition's decoded image (an uncompressed one's is copied as it
+ * is), and the image's size. */
+static void image_layout(struct funnel__partition *part) {
+  bool any = false;
+  for (int64_t i = 0; i < part->n_batches; i++)
+    any |= part->batches[i].codec != FUNNEL__CODEC_NONE;
+  if (!any) return;
+  int64_t at = 0; /* each at most FUNNEL__MAX_OUTPUT_BYTES: no overflow before the check */
+  for (int64_t i = 0; i < part->n_batches; i++) {
+    struct funnel__batch *b = &part->batches[i];
+    if (b->codec == FUNNEL__CODEC_NONE) {
+      b->dbuffers = b->buffers;
+      b->dbody_length = b->body_length;
+    }
+    b->dbody = at;
+    at = funnel__align_up(at + b->dbody_length, FUNNEL__ALIGN);
+    if (at > FUNNEL__MAX_OUTPUT_BYTES) at = FUNNEL__MAX_OUTPUT_BYTES + 1;
+  }
+  part->image_length = at;
+}
+
 int funnel__partition_parse(const uint8_t *bytes, int64_t length, int64_t index,
                             struct funnel__arena *arena, struct funnel__partition *out,
                             struct funnel_error *error) {
   return funnel__partition_parse_known(bytes, length, index, NULL, arena, out, error);
+}
+
+int funnel__first_batch_codec(const uint8_t *bytes, int64_t length) {
+  int64_t pos = 0;
+  for (int k = 0; k < 4 && pos < length; k++) { /* a Schema or two, then the batch */
+    struct message m;
+    if (message_read(bytes, length, pos, 0, &m, NULL) != FUNNEL_OK || m.eos)
+      return FUNNEL__CODEC_NONE;
+    if (m.header_type == HDR_RECORD_BATCH) {
+      struct funnel__fb r = m.fb;
+      const uint32_t compression = funnel__fb_ref(&r, m.header, 3);
+      if (r.bad || compression == 0) return FUNNEL__CODEC_NONE;
+      const int codec = funnel__fb_u8(&r, funnel__fb_table_at(&r, compression), 0, 0);
+      return r.bad || codec > FUNNEL__CODEC_ZSTD ? FUNNEL__CODEC_NONE : codec;
+    }
+    pos = m.end;
+  }
+  return FUNNEL__CODEC_NONE;
 }
 
 /* The partition's Schema message at `offset` is `s`: the partition's
@@ -672,7 +777,9 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
         }
         struct funnel__batch *b = &out->batches[out->n_batches];
         memset(b, 0, sizeof(*b));
-        FUNNEL_RETURN_NOT_OK(batch_from_message(&m, index, b, error));
+        FUNNEL_RETURN_NOT_OK(batch_from_message(bytes, &m, index,
+                                                out->schema != NULL ? out->schema : known,
+                                                arena, b, error));
         if (funnel__add_overflows(out->rows, b->rows, &out->rows))
           return funnel__error_set(error, FUNNEL_ERR_LIMIT, index, -1, m.offset,
                                    "partition %lld: row count overflows", (long long)index);
@@ -694,9 +801,10 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
                                  header_name(m.header_type));
     }
   }
+  image_layout(out);
   /* the plan binds every batch to the read's schema, `known` when the
    * partition repeats it or has none: done here, while the headers are in
-   * cache */
+   * cache (a compressed partition's once it is decoded) */
   if (known != NULL) funnel__partition_bind(known, out, index, arena);
   return FUNNEL_OK;
 }
@@ -704,6 +812,7 @@ int funnel__partition_parse_known(const uint8_t *bytes, int64_t length, int64_t 
 void funnel__partition_bind(const struct funnel__schema *schema, struct funnel__partition *part,
                             int64_t index, struct funnel__arena *arena) {
   if (part->schema != NULL && part->schema != schema) return;
+  if (part->image_length > 0 && !part->decoded) return;
   for (int64_t b = 0; b < part->n_batches; b++)
     if (funnel__batch_bind_ends(schema, part, &part->batches[b], index, arena, NULL) == FUNNEL_OK)
       check_small_batch(schema, part, &part->batches[b], index);
@@ -804,6 +913,11 @@ int funnel__batch_bind_ends(const struct funnel__schema *schema,
                             int64_t index, struct funnel__arena *arena,
                             struct funnel_error *error) {
   if (batch->bound == schema) return FUNNEL_OK;
+  if (batch->codec != FUNNEL__CODEC_NONE && !part->decoded)
+    return funnel__error_set(error, FUNNEL_ERR_MALFORMED, index, -1, batch->message_offset,
+                             "partition %lld: RecordBatch at offset %lld: its %s body was not "
+                             "decoded", (long long)index, (long long)batch->message_offset,
+                             funnel__codec_name(batch->codec));
   int64_t want_buffers = 0;
   for (int i = 0; i < schema->n_fields; i++) want_buffers += schema->fields[i].n_buffers;
   if (batch->n_nodes != schema->n_fields || batch->n_buffers != want_buffers)

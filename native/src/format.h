@@ -73,8 +73,30 @@ struct funnel__piece {
   int64_t last_offset;
 };
 
+/* RecordBatch.compression's codec (Arrow's CompressionType), or none. */
+enum funnel__codec {
+  FUNNEL__CODEC_NONE = -1,
+  FUNNEL__CODEC_LZ4_FRAME = 0,
+  FUNNEL__CODEC_ZSTD = 1
+};
+
 struct funnel__batch {
   int64_t message_offset; /* where the message starts, for errors */
+  int codec;              /* enum funnel__codec: how the body is compressed */
+  /* A batch of a partition with compressed batches (image_length > 0):
+   * its body in the partition's decoded image (funnel__batch_decode): where
+   * it starts there and its length, and its Buffer structs there ({int64
+   * offset within that body, length}: in the arena for a compressed batch,
+   * the batch's own for one that is not, whose body is copied as it is).
+   * Once decoded (funnel__partition_use_image) they are the batch's body
+   * and buffers. */
+  int64_t dbody, dbody_length;
+  const uint8_t *dbuffers;
+  int64_t zbytes;         /* compressed buffers: their bytes in the body */
+  const uint8_t *ddev;    /* per buffer, 1: the device decodes it (its
+                             frames go up), or NULL: none */
+  int64_t sbody;          /* once decoded: the body and Buffer structs as given */
+  const uint8_t *sbuffers;
   int64_t rows;
   int64_t body;           /* body start within the partition */
   int64_t body_length;
@@ -91,8 +113,15 @@ struct funnel__batch {
 };
 
 struct funnel__partition {
-  const uint8_t *bytes;
+  const uint8_t *bytes;  /* the partition, or once decoded its image */
   int64_t length;
+  /* When a batch is compressed: the bytes its decoded image takes (the
+   * batches' bodies, decoded or copied, each FUNNEL__ALIGN aligned), else
+   * 0; and once decoded, the bytes as given (errors about the headers
+   * still name offsets in them). */
+  int64_t image_length;
+  const uint8_t *source;
+  bool decoded;
   const struct funnel__schema *schema; /* its Schema message, or NULL */
   int64_t schema_offset;
   int64_t n_batches;
@@ -174,6 +203,82 @@ int funnel__piece_check(const struct funnel__schema *schema,
                          const struct funnel__partition *part,
                          const struct funnel__batch *batch, int i, int64_t index,
                          struct funnel_error *error);
+
+/* ------------------------------------------------------------- decode.c */
+
+/* Body compression. A compressed buffer is an int64 uncompressed length
+ * (-1: the bytes follow uncompressed) and then an LZ4 frame (LZ4_FRAME) or
+ * ZSTD frames; an empty buffer may have no bytes at all. liblz4.so.1 and
+ * libzstd.so.1 are loaded the first time a read needs them (dlopen, like
+ * libcuda): a host without them fails such a read with
+ * FUNNEL_ERR_UNSUPPORTED naming the library, and reads nothing else
+ * differently. */
+
+/* "LZ4_FRAME", "ZSTD". */
+const char *funnel__codec_name(int codec);
+
+/* The most bytes `n` compressed bytes of `codec` can decode to: a larger
+ * declared length is malformed (a decompression bomb, not an allocation). */
+int64_t funnel__codec_max_decoded(int codec, int64_t n);
+
+/* Loads the codec's library once; FUNNEL_ERR_UNSUPPORTED with `why`
+ * filled when it cannot be. */
+int funnel__codec_load(int codec, char *why, size_t why_size);
+
+/* A thread's decompression contexts, made when first needed. */
+struct funnel__decoder {
+  void *lz4, *zstd;
+};
+void funnel__decoder_free(struct funnel__decoder *d);
+
+/* Decodes buffers [lo, hi) of batch `b` of partition `index` (the whole
+ * body copied for an uncompressed batch) into its place in `image`, the
+ * partition's image. Every failure names the partition, the column, the
+ * buffer and its offset in the partition: a corrupt frame, a frame that
+ * decodes to more or fewer bytes than its prefix declares, a missing
+ * library. `schema` (may be NULL) names the columns. */
+int funnel__batch_decode(const struct funnel__schema *schema,
+                         const struct funnel__partition *part,
+                         const struct funnel__batch *b, int64_t index, uint8_t *image,
+                         int32_t lo, int32_t hi, struct funnel__decoder *dec,
+                         struct funnel_error *error);
+
+/* Decodes buffer k of batch `b` of a partition (decoded or not: the
+ * buffer as given) into `dst`, which holds its declared length; the
+ * errors funnel__batch_decode gives. */
+int funnel__buffer_decode(const struct funnel__schema *schema,
+                          const struct funnel__partition *part, const struct funnel__batch *b,
+                          int64_t index, int32_t k, uint8_t *dst, struct funnel__decoder *dec,
+                          struct funnel_error *error);
+
+/* Once every batch is decoded into `image`: the partition's views become
+ * the image's (its bytes, each batch's body and buffers). */
+void funnel__partition_use_image(struct funnel__partition *part, uint8_t *image);
+
+/* An error about partition error->partition's bytes (the plan's checks)
+ * whose offset lies in its decoded image: the offset becomes that of the
+ * compressed buffer as given, which the message then names. No-op for a
+ * partition that was not decoded. */
+void funnel__decoded_error(const struct funnel__partition *parts, int64_t count,
+                           struct funnel_error *error);
+
+/* Decodes the whole partition into `image` (image_length bytes), on this
+ * thread, and uses it: funnel__batch_decode for every batch, then
+ * funnel__partition_use_image. */
+int funnel__partition_decode(const struct funnel__schema *schema,
+                             struct funnel__partition *part, int64_t index, uint8_t *image,
+                             struct funnel__decoder *dec, struct funnel_error *error);
+
+/* The column buffer `k` of a batch belongs to under `schema` (NULL, or a
+ * batch that has another buffer count: -1), and what it holds:
+ * "validity", "offsets", "data". */
+int funnel__buffer_column(const struct funnel__schema *schema, int32_t n_buffers, int32_t k,
+                          const char **kind);
+
+/* The codec of the first RecordBatch of the stream in `bytes` (its header
+ * only: nothing of the partition is checked), or FUNNEL__CODEC_NONE when
+ * it has none, is not compressed, or cannot be read. */
+int funnel__first_batch_codec(const uint8_t *bytes, int64_t length);
 
 /* Index of the first field where `a` and `b` differ (name, type, type
  * parameters, nullability), n_fields when only the field counts differ, or

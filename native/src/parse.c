@@ -1,11 +1,18 @@
 /* parse.c: a read's first phase: every partition's IPC headers parsed into
  * views (format.c does one partition), on the shared host threads when
  * there are many, in tasks of consecutive partitions, each with an arena
- * of its own. Host only. */
+ * of its own; then compressed partitions decoded (decode.c does one) into
+ * images the views then point to. Host only. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <string.h>
 
+#include "flatbuf.h"
+#include "lz4dec.h"
 #include "read.h"
 #include "workers.h"
+
+#define OUT_OF_MEMORY(error) FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory")
 
 struct parse_job {
   const struct funnel_partition *parts;
@@ -16,6 +23,7 @@ struct parse_job {
   struct funnel__arena *arenas; /* one a task */
   struct funnel_error *errors;  /* one a task */
   int64_t *bad;                 /* a task's failing partition, or -1 */
+  bool *compressed;             /* a task's partitions have compressed batches */
 };
 
 static int parse_one(const struct funnel_partition *part, size_t i,
@@ -35,19 +43,22 @@ static void parse_task(void *ctx, int64_t task) {
   const int64_t lo = j->first + task * j->per_task;
   const int64_t hi = lo + j->per_task < end ? lo + j->per_task : end;
   j->bad[task] = -1;
-  for (int64_t i = lo; i < hi; i++)
+  for (int64_t i = lo; i < hi; i++) {
     if (parse_one(&j->parts[i], (size_t)i, j->known, &j->arenas[task], &j->pv[i],
                   &j->errors[task]) != FUNNEL_OK) {
       j->bad[task] = i;
       return;
     }
+    j->compressed[task] |= j->pv[i].image_length > 0;
+  }
 }
 
 /* Partitions [first, first + n) on the host threads; their arenas join
  * t->arena. */
 static int parse_parallel(const struct funnel_partition *parts, int64_t first, int64_t n,
                           const struct funnel__schema *known, struct funnel_table *t,
-                          struct funnel__partition *pv, struct funnel_error *error) {
+                          struct funnel__partition *pv, bool *compressed,
+                          struct funnel_error *error) {
   /* at most FUNNEL__PARSE_TASKS_MAX tasks: each has an arena, whose
    * first block a few partitions would leave mostly unused */
   int64_t per_task = (n + FUNNEL__PARSE_TASKS_MAX - 1) / FUNNEL__PARSE_TASKS_MAX;
@@ -57,14 +68,16 @@ static int parse_parallel(const struct funnel_partition *parts, int64_t first, i
                         .per_task = per_task,
                         .arenas = calloc((size_t)tasks, sizeof(struct funnel__arena)),
                         .errors = calloc((size_t)tasks, sizeof(struct funnel_error)),
-                        .bad = calloc((size_t)tasks, sizeof(int64_t))};
+                        .bad = calloc((size_t)tasks, sizeof(int64_t)),
+                        .compressed = calloc((size_t)tasks, sizeof(bool))};
   int st = FUNNEL_OK;
-  if (j.arenas == NULL || j.errors == NULL || j.bad == NULL) {
+  if (j.arenas == NULL || j.errors == NULL || j.bad == NULL || j.compressed == NULL) {
     st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   } else {
     funnel__parallel_for(tasks, parse_task, &j);
     for (int64_t k = 0; k < tasks; k++) {
       funnel__arena_splice(&t->arena, &j.arenas[k]);
+      *compressed |= j.compressed[k];
       if (st == FUNNEL_OK && j.bad[k] >= 0) {
         st = j.errors[k].code;
         if (error != NULL) *error = j.errors[k];
@@ -74,12 +87,15 @@ static int parse_parallel(const struct funnel_partition *parts, int64_t first, i
   free(j.arenas);
   free(j.errors);
   free(j.bad);
+  free(j.compressed);
   return st;
 }
 
 int funnel__parse_all(const struct funnel_partition *parts, size_t count,
                       const struct funnel__schema *known, struct funnel_table *t,
-                      struct funnel__partition **out, struct funnel_error *error) {
+                      struct funnel__partition **out, bool *compressed,
+                      struct funnel_error *error) {
+  *compressed = false;
   struct funnel__partition *pv = funnel__arena_calloc(&t->arena, count ? count : 1, sizeof(*pv));
   if (pv == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   /* without the reader's schema, the first partition that has one gives it
@@ -87,12 +103,349 @@ int funnel__parse_all(const struct funnel_partition *parts, size_t count,
   size_t i = 0;
   for (; i < count && (known == NULL || count - i < FUNNEL__PARSE_PARALLEL_MIN); i++) {
     FUNNEL_RETURN_NOT_OK(parse_one(&parts[i], i, known, &t->arena, &pv[i], error));
+    *compressed |= pv[i].image_length > 0;
     if (known == NULL && parts[i].length > 0 && (known = pv[i].schema) != NULL)
       funnel__partition_bind(known, &pv[i], (int64_t)i, &t->arena); /* as the others are */
   }
   if (i < count)
     FUNNEL_RETURN_NOT_OK(parse_parallel(parts, (int64_t)i, (int64_t)(count - i), known, t, pv,
-                                        error));
+                                        compressed, error));
   *out = pv;
   return FUNNEL_OK;
+}
+
+/* ----------------------------------------------------------------- decode */
+
+/* A task of funnel__decode_all: whole partitions [lo, hi), or buffers
+ * [buf_lo, buf_hi) of batch `batch` of partition lo. */
+struct decode_item {
+  int64_t lo, hi;
+  int64_t batch; /* -1: whole partitions */
+  int32_t buf_lo, buf_hi;
+};
+
+struct decode_job {
+  const struct funnel__schema *schema;
+  struct funnel__partition *pv;
+  struct funnel__arena *arenas; /* one a task that binds */
+  uint8_t *block;
+  const int64_t *image_at; /* per partition: where its image lies in block */
+  const struct decode_item *items;
+  pthread_mutex_t mu;
+  int64_t bad[3]; /* the first failure in partition order: partition, batch, buffer */
+  struct funnel_error error;
+  int st;
+};
+
+static bool before(const int64_t a[3], const int64_t b[3]) {
+  return a[0] != b[0] ? a[0] < b[0] : a[1] != b[1] ? a[1] < b[1] : a[2] < b[2];
+}
+
+static void decode_task(void *ctx, int64_t i) {
+  struct decode_job *j = ctx;
+  const struct decode_item *it = &j->items[i];
+  struct funnel__decoder dec = {0};
+  struct funnel_error e;
+  int64_t at[3] = {it->lo, it->batch < 0 ? 0 : it->batch, it->batch < 0 ? 0 : it->buf_lo};
+  int st = FUNNEL_OK;
+  if (it->batch >= 0) {
+    struct funnel__partition *p = &j->pv[it->lo];
+    st = funnel__batch_decode(j->schema, p, &p->batches[it->batch], it->lo,
+                              j->block + j->image_at[it->lo], it->buf_lo, it->buf_hi, &dec, &e);
+  } else {
+    for (int64_t k = it->lo; k < it->hi && st == FUNNEL_OK; k++) {
+      struct funnel__partition *p = &j->pv[k];
+      if (p->image_length == 0) continue;
+      at[0] = k;
+      st = funnel__partition_decode(j->schema, p, k, j->block + j->image_at[k], &dec, &e);
+      if (st == FUNNEL_OK && j->schema != NULL) funnel__partition_bind(j->schema, p, k, &j->arenas[i]);
+    }
+  }
+  funnel__decoder_free(&dec);
+  if (st == FUNNEL_OK) return;
+  pthread_mutex_lock(&j->mu);
+  if (j->st == FUNNEL_OK || before(at, j->bad)) {
+    j->st = st;
+    j->error = e;
+    memcpy(j->bad, at, sizeof(at));
+  }
+  pthread_mutex_unlock(&j->mu);
+}
+
+/* The tasks: runs of small partitions of about FUNNEL__DECODE_TASK bytes
+ * together, a larger partition's batches apart, a larger compressed
+ * batch's buffers in runs of about that size. `items` NULL: counts them. */
+static int64_t decode_items(const struct funnel__partition *pv, size_t count,
+                            struct decode_item *items) {
+  int64_t n = 0, group = 0;
+  for (size_t p = 0; p < count; p++) {
+    const struct funnel__partition *part = &pv[p];
+    if (part->image_length == 0) continue;
+    if (part->image_length <= FUNNEL__DECODE_TASK) {
+      if (group == 0) n++;
+      if (items != NULL) items[n - 1] = (struct decode_item){
+                             group == 0 ? (int64_t)p : items[n - 1].lo, (int64_t)p + 1, -1, 0, 0};
+      group += part->image_length;
+      if (group >= FUNNEL__DECODE_TASK) group = 0;
+      continue;
+    }
+    group = 0;
+    for (int64_t b = 0; b < part->n_batches; b++) {
+      const struct funnel__batch *batch = &part->batches[b];
+      const int32_t nb = batch->n_buffers;
+      int32_t lo = 0;
+      int64_t bytes = 0;
+      for (int32_t k = 0; k < nb; k++) {
+        bytes += (int64_t)funnel__ld64(batch->dbuffers + 16 * k + 8);
+        const bool last = k + 1 == nb;
+        if (last || (batch->codec != FUNNEL__CODEC_NONE && bytes >= FUNNEL__DECODE_TASK)) {
+          if (items != NULL) items[n] = (struct decode_item){(int64_t)p, (int64_t)p + 1, b, lo, k + 1};
+          n++;
+          lo = k + 1;
+          bytes = 0;
+        }
+      }
+    }
+  }
+  return n;
+}
+
+/* Which of a batch's buffers under `schema` hold values (a "data" buffer:
+ * not a validity bitmap, not offsets): what no check on the host reads.
+ * NULL when the schema has none. */
+static uint8_t *value_buffers(const struct funnel__schema *schema, struct funnel__arena *arena,
+                              int32_t *n_buffers) {
+  int32_t n = 0;
+  for (int i = 0; i < schema->n_fields; i++) n += schema->fields[i].n_buffers;
+  uint8_t *v = funnel__arena_calloc(arena, (size_t)(n ? n : 1), 1);
+  if (v == NULL) return NULL;
+  for (int i = 0, k = 0; i < schema->n_fields; k += schema->fields[i].n_buffers, i++) {
+    const struct funnel__field *f = &schema->fields[i];
+    if (f->n_buffers == 3) v[k + 2] = 1;
+    else if (f->n_buffers == 2 && f->nested != FUNNEL__NESTED_LIST) v[k + 1] = 1;
+  }
+  *n_buffers = n;
+  return v;
+}
+
+/* Whether the device decodes buffer k of batch b: an LZ4 frame (not raw:
+ * -1) of values. */
+static bool device_buffer(const uint8_t *values, int32_t n_values,
+                          const struct funnel__partition *part, const struct funnel__batch *b,
+                          int32_t k) {
+  if (b->codec != FUNNEL__CODEC_LZ4_FRAME || b->n_buffers != n_values || !values[k]) return false;
+  const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
+  const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+  return len > 8 && (int64_t)funnel__ld64(part->bytes + b->body + off) >= 0 &&
+         (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8) > 0;
+}
+
+/* The device's share of the read, when it decodes one (FUNNEL_OPTION_DECODE):
+ * marks its buffers (batch.ddev), lays the host's images out without them
+ * (each partition's image_length shrinks), and lays out the block's frames
+ * and jobs and the region they decode to (t->dd; dd.up is the block's size).
+ * Returns the block's size, or 0 when the device decodes nothing. */
+static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, size_t count,
+                         const struct funnel__schema *schema, int decode,
+                         struct funnel_error *error) {
+  const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
+  if (decode == FUNNEL_DECODE_HOST || (decode == FUNNEL_DECODE_AUTO && cpu) || schema == NULL)
+    return 0;
+  int32_t n_values = 0;
+  const uint8_t *values = value_buffers(schema, &t->arena, &n_values);
+  if (values == NULL) return -1;
+  int64_t n = 0, bytes = 0;
+  for (size_t p = 0; p < count; p++)
+    for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++)
+      for (int32_t k = 0; k < pv[p].batches[b].n_buffers; k++)
+        if (device_buffer(values, n_values, &pv[p], &pv[p].batches[b], k)) {
+          n++;
+          bytes += (int64_t)funnel__ld64(pv[p].batches[b].dbuffers + 16 * k + 8);
+        }
+  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && bytes < FUNNEL__DEVICE_DECODE_MIN)) return 0;
+  int64_t *src = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
+  int64_t *dst = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
+  int64_t *where = funnel__arena_alloc(&t->arena, (size_t)n * 3 * sizeof(int64_t));
+  if (src == NULL || dst == NULL || where == NULL) return -1;
+  /* the host's images without the device's buffers; the frames' and the
+   * region's offsets relative for now */
+  int64_t j = 0, host = 0, frames = 0, region = 0;
+  for (size_t p = 0; p < count; p++) {
+    struct funnel__partition *part = &pv[p];
+    if (part->image_length == 0) continue;
+    int64_t at = 0;
+    for (int64_t bi = 0; bi < part->n_batches; bi++) {
+      struct funnel__batch *b = &part->batches[bi];
+      b->dbody = at;
+      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) { /* laid out as it was */
+        at = funnel__align_up(at + b->dbody_length, FUNNEL__ALIGN);
+        continue;
+      }
+      uint8_t *ddev = funnel__arena_calloc(&t->arena, (size_t)(b->n_buffers ? b->n_buffers : 1), 1);
+      if (ddev == NULL) return -1;
+      uint8_t *entries = (uint8_t *)b->dbuffers; /* the arena's, written at parse */
+      int64_t cursor = 0;
+      for (int32_t k = 0; k < b->n_buffers; k++) {
+        int64_t e[2];
+        memcpy(e, entries + 16 * k, 16);
+        if (device_buffer(values, n_values, part, b, k)) {
+          ddev[k] = 1;
+          const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+          src[j] = frames;
+          frames = funnel__align_up(frames + len - 8, 16);
+          dst[j] = region;
+          region = funnel__align_up(region + e[1], FUNNEL__ALIGN);
+          where[3 * j] = (int64_t)p;
+          where[3 * j + 1] = bi;
+          where[3 * j + 2] = k;
+          j++;
+          e[0] = -1; /* placed below, once the block's size is known */
+        } else {
+          e[0] = cursor;
+          cursor = funnel__align_up(cursor + e[1], FUNNEL__ALIGN);
+        }
+        memcpy(entries + 16 * k, e, 16);
+      }
+      b->ddev = ddev;
+      b->dbody_length = cursor;
+      at = funnel__align_up(at + cursor, FUNNEL__ALIGN);
+    }
+    part->image_length = at;
+    host += funnel__align_up(at, FUNNEL__ALIGN);
+  }
+  const int64_t jobs_at = funnel__align_up(host + frames, FUNNEL__ALIGN);
+  const int64_t up = jobs_at + n * (int64_t)sizeof(struct funnel__lz4_job);
+  const int64_t region_at = funnel__align_up(up, FUNNEL__ALIGN);
+  /* the device's buffers, relative to their batch's body in the partition's image */
+  (void)error;
+  for (int64_t k = 0, image = 0, p = -1; k < n; k++) {
+    for (; p < where[3 * k]; p++) /* image: where partition where[3k]'s starts */
+      if (p >= 0) image += funnel__align_up(pv[p].image_length, FUNNEL__ALIGN);
+    const struct funnel__batch *b = &pv[p].batches[where[3 * k + 1]];
+    const int64_t rel = region_at + dst[k] - image - b->dbody;
+    memcpy((uint8_t *)b->dbuffers + 16 * where[3 * k + 2], &rel, 8);
+    src[k] += host;
+    dst[k] += region_at;
+  }
+  t->dd.n = n;
+  t->dd.src = src;
+  t->dd.dst = dst;
+  t->dd.where = where;
+  t->dd.jobs_at = jobs_at;
+  t->dd.up = up;
+  t->dd.region = region;
+  return up;
+}
+
+/* Copies the device's buffers' frames into the block, on the host threads. */
+struct frames_job {
+  const struct funnel_table *t;
+  const struct funnel__partition *pv;
+  uint8_t *block;
+};
+
+static void frames_task(void *ctx, int64_t i) {
+  const struct frames_job *f = ctx;
+  const int64_t per = 64; /* frames a task */
+  for (int64_t k = i * per; k < (i + 1) * per && k < f->t->dd.n; k++) {
+    const int64_t *w = &f->t->dd.where[3 * k];
+    const struct funnel__partition *part = &f->pv[w[0]];
+    const struct funnel__batch *b = &part->batches[w[1]];
+    const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * w[2]);
+    const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * w[2] + 8);
+    memcpy(f->block + f->t->dd.src[k], part->bytes + b->body + off + 8, (size_t)(len - 8));
+  }
+}
+
+int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
+                       const struct funnel__schema *schema, int decode,
+                       struct funnel_error *error) {
+  int64_t total = 0, parts = 0, zbytes = 0;
+  for (size_t p = 0; p < count; p++) {
+    if (pv[p].image_length == 0) continue;
+    parts++;
+    for (int64_t b = 0; b < pv[p].n_batches; b++) zbytes += pv[p].batches[b].zbytes;
+    /* each image at most FUNNEL__MAX_OUTPUT_BYTES + 1 (format.c) */
+    if (funnel__add_overflows(total, funnel__align_up(pv[p].image_length, FUNNEL__ALIGN), &total) ||
+        total > FUNNEL__MAX_OUTPUT_BYTES)
+      return funnel__error_set(error, FUNNEL_ERR_LIMIT, (int64_t)p, -1, -1,
+                               "partition %zu: the compressed partitions up to it declare more "
+                               "than %lld uncompressed bytes", p,
+                               (long long)FUNNEL__MAX_OUTPUT_BYTES);
+  }
+  if (parts == 0) return FUNNEL_OK;
+  for (size_t p = 0; p < count && schema == NULL; p++) schema = pv[p].schema;
+  const int64_t t0 = funnel__now_ns();
+  const int64_t decoded = total;
+  /* the device's share, when it takes one: the block then holds the
+   * host's images, the frames and the jobs, and must be pinned */
+  const int64_t up = dd_layout(t, pv, count, schema, decode, error);
+  if (up < 0) return OUT_OF_MEMORY(error);
+  uint8_t *block = NULL;
+  if (up > 0) {
+    block = funnel__pool_alloc(&t->dev->pool, up);
+    if (block == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
+                                         "the pinned pool has no room for %lld bytes of "
+                                         "partitions to decode on the device", (long long)up);
+    total = up;
+  }
+  /* the images, back to back: pinned, they go up as one run */
+  int64_t *image_at = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
+  const int64_t n_items = decode_items(pv, count, NULL);
+  struct decode_item *items = funnel__arena_alloc(&t->arena, (size_t)n_items * sizeof(*items));
+  if (image_at == NULL || items == NULL) {
+    if (block != NULL) funnel__pool_free(&t->dev->pool, block, up);
+    return OUT_OF_MEMORY(error);
+  }
+  decode_items(pv, count, items);
+  for (int64_t p = 0, at = 0; p < (int64_t)count; p++) {
+    image_at[p] = at;
+    at += funnel__align_up(pv[p].image_length, FUNNEL__ALIGN);
+  }
+  if (block == NULL) block = funnel__pool_alloc(&t->dev->pool, total);
+  t->decoded_malloced = block == NULL;
+  if (block == NULL && posix_memalign((void **)&block, FUNNEL__ALIGN, (size_t)total) != 0)
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
+                      "out of host memory for %lld bytes of decoded partitions",
+                      (long long)total);
+  t->decoded = (struct funnel__staged){block, total};
+  if (t->dd.n > 0) {
+    t->dd.jobs = block + t->dd.jobs_at;
+    struct frames_job f = {t, pv, block};
+    funnel__parallel_for((t->dd.n + 63) / 64, frames_task, &f);
+  }
+  struct decode_job j = {.schema = schema, .pv = pv, .block = block, .image_at = image_at,
+                         .items = items,
+                         .arenas = calloc((size_t)n_items, sizeof(struct funnel__arena))};
+  if (j.arenas == NULL) return OUT_OF_MEMORY(error);
+  pthread_mutex_init(&j.mu, NULL);
+  funnel__parallel_for(n_items, decode_task, &j);
+  pthread_mutex_destroy(&j.mu);
+  for (int64_t i = 0; i < n_items; i++) funnel__arena_splice(&t->arena, &j.arenas[i]);
+  free(j.arenas);
+  if (j.st != FUNNEL_OK) {
+    if (error != NULL) *error = j.error;
+    return j.st;
+  }
+  /* the partitions decoded a batch or buffers at a time */
+  for (int64_t i = 0; i < n_items; i++) {
+    struct funnel__partition *p = &pv[items[i].lo];
+    if (items[i].batch < 0 || p->decoded) continue;
+    funnel__partition_use_image(p, block + image_at[items[i].lo]);
+    if (schema != NULL) funnel__partition_bind(schema, p, items[i].lo, &t->arena);
+  }
+  t->stats.compressed_partitions = parts;
+  t->stats.bytes_compressed = zbytes;
+  t->stats.bytes_decoded = decoded;
+  t->stats.decoded_pinned = !t->decoded_malloced;
+  t->stats.decode_ns = funnel__now_ns() - t0;
+  return FUNNEL_OK;
+}
+
+bool funnel__first_compressed(const struct funnel_partition *parts, size_t count,
+                              const struct funnel__parts_scan *scan) {
+  (void)count;
+  if (scan->first < 0 || scan->bad) return false;
+  const struct funnel_partition *p = &parts[scan->first];
+  return funnel__first_batch_codec(p->data, (int64_t)p->length) != FUNNEL__CODEC_NONE;
 }

@@ -25,6 +25,7 @@ struct funnel__read_options {
   int shareable;            /* FUNNEL_OPTION_SHAREABLE */
   int64_t direct_max_bytes; /* FUNNEL_OPTION_DIRECT_MAX_BYTES */
   int parse;                /* FUNNEL_OPTION_PARSE */
+  int decode;               /* FUNNEL_OPTION_DECODE */
 };
 
 /* Tests only: a function every read calls once it is in flight (counted
@@ -38,10 +39,40 @@ int64_t funnel__reader_reads_in_flight(struct funnel_reader *reader);
 /* ---------------------------------------------------------------- parse.c */
 
 /* Parses every partition into views allocated in t->arena; the error, if any, is the first bad partition's
- * in partition order, as one thread going through them would find. */
+ * in partition order, as one thread going through them would find.
+ * *compressed: whether a partition has compressed batches (then
+ * funnel__decode_all before the plan). */
 int funnel__parse_all(const struct funnel_partition *parts, size_t count,
                       const struct funnel__schema *known, struct funnel_table *t,
-                      struct funnel__partition **out, struct funnel_error *error);
+                      struct funnel__partition **out, bool *compressed,
+                      struct funnel_error *error);
+
+struct funnel__parts_scan;
+
+/* Decodes the compressed partitions among pv (image_length > 0) into one
+ * block, the pinned pool's when it has room (so they go up like pinned
+ * partitions, in place of the bytes given), held by t until its work is
+ * over: in tasks of about FUNNEL__DECODE_TASK decoded bytes on the host
+ * threads (small partitions share a task, a large batch is split by its
+ * buffers). The error, if any, is the first in partition order. `schema`
+ * (may be NULL) names columns in errors and binds what it decodes, as
+ * funnel__partition_parse_known does. Fills the read's decode stats. */
+int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
+                       const struct funnel__schema *schema, int decode,
+                       struct funnel_error *error);
+
+/* A read that decodes buffers on the device (t->dd): launches the decoder
+ * after the block's copy, copies its statuses back and waits for them; a
+ * buffer the device could not decode is decoded on the host (the error,
+ * if it has one, is the host's) and sent up in its place. Before the
+ * concat's launch (submit.c). */
+int funnel__dd_run(struct funnel_table *t, void *stream, struct funnel_error *error);
+
+/* Whether the first RecordBatch of the first non-empty partition has a
+ * compressed body (a glance at its header, no checks kept): such a read
+ * decodes on the host before anything goes up. */
+bool funnel__first_compressed(const struct funnel_partition *parts, size_t count,
+                              const struct funnel__parts_scan *scan);
 
 /* ------------------------------------------------------------- transfer.c */
 
@@ -116,6 +147,12 @@ struct funnel__transfer {
 int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *parts,
                          size_t count, const struct funnel__parts_scan *scan, int transfer,
                          void *stream, struct funnel_error *error);
+
+/* The early copies, when the read's partitions turn out to need decoding
+ * (a compressed partition after an uncompressed first one): waits for
+ * them and frees their allocation; the transfer's layout then places the
+ * decoded images. */
+int funnel__drop_early(struct funnel_table *t, struct funnel_error *error);
 
 /* Whether the read's partitions went up before parsing. */
 static inline bool funnel__early(const struct funnel_table *t) {

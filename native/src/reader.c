@@ -45,6 +45,7 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   r->dev = funnel__device_ref(dev);
   r->options.direct_max_bytes = dev->config.direct_max_bytes;
   r->options.parse = dev->config.parse;
+  r->options.decode = dev->config.decode;
   funnel__inflight_init(&r->reads);
   int st = FUNNEL_OK;
   if (schema_length > 0) st = parse_schema(schema, schema_length, &r->schema, error);
@@ -117,6 +118,13 @@ funnel_status funnel_reader_set_option(struct funnel_reader *reader, int option,
                           (long long)value);
       o->parse = (int)value;
       return FUNNEL_OK;
+    case FUNNEL_OPTION_DECODE:
+      if (value != FUNNEL_DECODE_AUTO && value != FUNNEL_DECODE_HOST && value != FUNNEL_DECODE_DEVICE)
+        return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
+                          "FUNNEL_OPTION_DECODE: %lld is not AUTO (0), HOST (1) or DEVICE (2)",
+                          (long long)value);
+      o->decode = (int)value;
+      return FUNNEL_OK;
     default:
       return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
                         "funnel_reader_set_option: unknown option %d", option);
@@ -174,6 +182,7 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   struct funnel__pinned *pinned = &t->dev->pinned;
 
   struct mark m[5];
+  int64_t decode_calls = 0;
   m[0] = mark_now();
   /* one pass over the partitions before anything is done for each */
   struct funnel__parts_scan scan;
@@ -188,9 +197,13 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
    * whose allocation then holds the attempt's tables and output too. */
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
-  const bool want = st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device);
+  /* compressed partitions are decoded on the host, after parsing, and go
+   * up decoded: neither early copies nor the device path */
+  const bool compressed = st == FUNNEL_OK && funnel__first_compressed(parts, count, &scan);
+  const bool want = st == FUNNEL_OK && !compressed &&
+                    funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device);
   if (want) t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
-  if (st == FUNNEL_OK)
+  if (st == FUNNEL_OK && !compressed)
     st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
   m[1] = mark_now();
   if (want && st == FUNNEL_OK)
@@ -202,16 +215,28 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   } else {
     if (on_device != NULL) m[1] = mark_now(); /* the attempt counts as submitting */
     struct funnel__partition *pv = NULL;
-    if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, error);
+    bool decode = false;
+    if (st == FUNNEL_OK) st = funnel__parse_all(parts, count, schema, t, &pv, &decode, error);
+    if (decode && st == FUNNEL_OK) {
+      /* what decoding asks of the device counts as submitting's: dropping
+       * early copies of compressed bytes, and the pinned pool (made the
+       * first time a read needs it) the images go up from */
+      const struct mark d0 = mark_now();
+      st = funnel__drop_early(t, error);
+      if (st == FUNNEL_OK) st = funnel__decode_all(t, pv, count, schema, o->decode, error);
+      decode_calls = mark_now().calls.calls - d0.calls.calls;
+    }
     m[2] = mark_now();
     if (st == FUNNEL_OK)
       st = funnel__plan_build(schema, pv, (int64_t)count, t->dev->config.segment_chunk_bytes,
                               &t->arena, &t->plan, error);
+    if (st != FUNNEL_OK && decode) funnel__decoded_error(pv, (int64_t)count, error);
     m[3] = mark_now();
     if (st == FUNNEL_OK) st = funnel__submit(t, o, stream, error);
     /* while the copies run: a bad offset or null count fails the read, whose release
      * waits for what it enqueued before freeing anything */
     if (st == FUNNEL_OK) st = funnel__plan_check_pieces(&t->plan, error);
+    if (st != FUNNEL_OK && decode) funnel__decoded_error(pv, (int64_t)count, error);
   }
   m[4] = mark_now();
   if (st != FUNNEL_OK) {
@@ -219,6 +244,8 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
     return st;
   }
   count_stats(t, m);
+  t->stats.device_calls_parse -= decode_calls;
+  t->stats.device_calls_submit += decode_calls;
   funnel__pinned_read_done(pinned, t);
   *out = t;
   return FUNNEL_OK;

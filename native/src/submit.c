@@ -1,6 +1,11 @@
 /* submit.c: a read's last phase, the only one that allocates on the device:
  * the output and scratch allocations, the partitions' copies (transfer.c),
  * the segment table, the concat launch and the table's event. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "flatbuf.h"
+#include "lz4dec.h"
 #include "read.h"
 
 /* The segment table: in pinned memory when the pool has room, where the
@@ -66,10 +71,68 @@ static int alloc_device(struct funnel_table *t, const struct funnel__read_option
   return st;
 }
 
+/* The device decoder's jobs (t->dd), in the block, now that scratch's
+ * address is known. */
+static void write_dd_jobs(struct funnel_table *t) {
+  struct funnel__lz4_job *jobs = t->dd.jobs;
+  const uint64_t base = t->scratch + (uint64_t)t->dd.at;
+  for (int64_t k = 0; k < t->dd.n; k++) {
+    const int64_t *w = &t->dd.where[3 * k];
+    const struct funnel__batch *b = &t->plan.parts[w[0]].batches[w[1]];
+    jobs[k] = (struct funnel__lz4_job){
+        .src = base + (uint64_t)t->dd.src[k],
+        .src_length = (int64_t)funnel__ld64(b->sbuffers + 16 * w[2] + 8) - 8,
+        .dst = base + (uint64_t)t->dd.dst[k],
+        .dst_length = (int64_t)funnel__ld64(b->dbuffers + 16 * w[2] + 8),
+        .status = -1};
+  }
+}
+
+int funnel__dd_run(struct funnel_table *t, void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const uint64_t jobs = t->scratch + (uint64_t)(t->dd.at + t->dd.jobs_at);
+  const size_t bytes = (size_t)t->dd.n * sizeof(struct funnel__lz4_job);
+  struct funnel__lz4_job *host = t->dd.jobs;
+  int st = funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, jobs, t->dd.n, 0, stream, error);
+  if (st == FUNNEL_OK) st = funnel__dev_copy_d2h_async(be, host, jobs, bytes, stream, error);
+  if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->ev_sums, stream, error);
+  if (st == FUNNEL_OK) st = funnel__dev_event_wait(be, t->ev_sums, error);
+  if (st != FUNNEL_OK) return st;
+  /* what the device could not decode, the host decodes: its error, or the
+   * bytes, sent up in place */
+  struct funnel__decoder dec = {0};
+  for (int64_t k = 0; k < t->dd.n && st == FUNNEL_OK; k++) {
+    if (host[k].status == FUNNEL__LZ4_OK) {
+      t->stats.device_decoded++;
+      t->stats.bytes_device_decoded += host[k].dst_length;
+      continue;
+    }
+    const int64_t *w = &t->dd.where[3 * k];
+    const struct funnel__partition *part = &t->plan.parts[w[0]];
+    uint8_t *tmp = malloc((size_t)host[k].dst_length);
+    if (tmp == NULL) {
+      st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+      break;
+    }
+    st = funnel__buffer_decode(t->plan.schema, part, &part->batches[w[1]], w[0], (int32_t)w[2],
+                               tmp, &dec, error);
+    if (st == FUNNEL_OK)
+      st = funnel__dev_copy_h2d_async(be, host[k].dst, tmp, (size_t)host[k].dst_length, stream,
+                                      error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->ev_sums, stream, error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_wait(be, t->ev_sums, error);
+    free(tmp);
+  }
+  funnel__decoder_free(&dec);
+  return st;
+}
+
 /* Writes the segment table, now that every address is known. */
 static int write_segments(struct funnel_table *t, struct funnel__transfer *tr,
                           struct segment_table *s, struct funnel_error *error) {
   const struct funnel__plan *plan = &t->plan;
+  if (t->dd.n > 0) write_dd_jobs(t);
   for (int64_t p = 0; p < plan->n_parts; p++)
     if (tr->in_scratch[p] >= 0) tr->in_base[p] = t->scratch + (uint64_t)tr->in_scratch[p];
   const int64_t n_segs = funnel__plan_segments(plan, tr->in_base, t->out, s->host);
@@ -90,6 +153,7 @@ static int enqueue_all(struct funnel_table *t, const struct funnel__read_options
                        struct funnel__work *w, struct funnel_error *error) {
   struct funnel_backend *be = w->be;
   int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, w, error);
+  if (st == FUNNEL_OK && t->dd.n > 0) st = funnel__work_enqueued(w, funnel__dd_run(t, w->stream, error));
   if (st == FUNNEL_OK && !s->in_place)
     st = funnel__work_enqueued(w, funnel__dev_copy_h2d_async(be, s->device, s->host,
                                                              (size_t)s->bytes, w->stream, error));

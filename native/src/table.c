@@ -45,6 +45,15 @@ void funnel__table_abandon(struct funnel_table *t) {
   t->scratch = t->seg_scratch = t->dp_scratch = t->out = t->reserved = 0;
   t->one_block = false;
   t->n_staged = 0;
+  t->decoded = (struct funnel__staged){NULL, 0};
+}
+
+/* The decoded images, once nothing reads them. */
+static void release_decoded(struct funnel_table *t) {
+  if (t->decoded.ptr == NULL) return;
+  if (t->decoded_malloced) free(t->decoded.ptr);
+  else funnel__pool_free(&t->dev->pool, t->decoded.ptr, t->decoded.size);
+  t->decoded = (struct funnel__staged){NULL, 0};
 }
 
 /* Frees what holds the read's inputs on the device, once its work is over:
@@ -58,6 +67,7 @@ static void release_inputs(struct funnel_table *t) {
     t->scratch = t->dp_scratch = t->reserved = 0;
   }
   release_staged(t);
+  release_decoded(t);
 }
 
 static void release_out(struct funnel_table *t) {

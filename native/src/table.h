@@ -72,6 +72,25 @@ struct funnel_table {
   struct funnel__pinned_held held; /* caller pinned blocks its work reads */
   struct funnel__staged *staged;
   int64_t n_staged;
+  /* the compressed partitions' decoded images (funnel__decode_all): a
+   * pinned pool block, or host memory of its own (decoded_malloced) */
+  struct funnel__staged decoded;
+  bool decoded_malloced;
+  /* the buffers the device decodes (FUNNEL_OPTION_DECODE): the block
+   * holds the host-decoded images, then the device's buffers' frames, then
+   * their jobs (struct funnel__lz4_job); these `up` bytes go up as one run
+   * at scratch offset `at`, and the device decodes into the `region` bytes
+   * right after them */
+  struct {
+    int64_t n;
+    void *jobs;          /* in the block */
+    int64_t jobs_at;     /* their offset in it */
+    int64_t *src, *dst;  /* per job: its frames' offset in the block, and
+                            where it decodes to (past `up`) */
+    int64_t *where;      /* per job: partition, batch, buffer */
+    int64_t up, region;
+    int64_t at;          /* set by the transfer's layout */
+  } dd;
   struct funnel_read_stats stats;
   /* an imported table (funnel_table_import): its buffers lie in memory
    * another process exported, at these addresses (3 per column, by enum

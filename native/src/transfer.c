@@ -135,6 +135,17 @@ int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *
   return st;
 }
 
+int funnel__drop_early(struct funnel_table *t, struct funnel_error *error) {
+  if (!funnel__early(t)) return FUNNEL_OK;
+  const int st = funnel__dev_event_wait(&t->dev->be, t->event, error);
+  if (st != FUNNEL_OK) {
+    funnel__table_abandon(t);
+    return st;
+  }
+  funnel__table_drop_attempt(t, false);
+  return FUNNEL_OK;
+}
+
 /* ---------------------------------------------------------------- staging */
 
 /* memcpy with stores that bypass the cache where the processor has them
@@ -240,6 +251,12 @@ static bool carried(const struct funnel__plan *plan, int64_t p) {
   return plan->raw != NULL ? plan->raw[p].length > 0 : plan->parts[p].rows > 0;
 }
 
+/* Whether partition p's image lies in the block of a read the device
+ * decodes part of, which goes up as one run (t->dd). */
+static bool in_dd_block(const struct funnel_table *t, int64_t p) {
+  return t->dd.n > 0 && t->plan.raw == NULL && t->plan.parts[p].decoded;
+}
+
 /* Which partitions lie in the pinned pool; the bytes of the others, as
  * staging lays them out. */
 static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t *stage_bytes) {
@@ -250,7 +267,7 @@ static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t 
   *pinned_bytes = *stage_bytes = 0;
   const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
   for (int64_t p = 0; p < n; p++) {
-    if (!carried(plan, p)) continue;
+    if (!carried(plan, p) || in_dd_block(t, p)) continue;
     const int64_t len = part_length(plan, p);
     pinned[p] = funnel__span_contains(span, part_bytes(plan, p), len);
     if (pinned[p]) *pinned_bytes += len;
@@ -304,7 +321,10 @@ static void place(struct layout *l, int64_t p, bool pinned) {
    * enqueue_runs copies those outside at once, before the block is
    * staged, and those inside round by round as the block fills */
   const struct funnel__run *last = tr->n_runs > 0 ? &tr->runs[tr->n_runs - 1] : NULL;
-  const bool may_merge = last == NULL || in_stage_block(l, src) == in_stage_block(l, last->src);
+  /* ... and never grows the decoded block's run into the region after it */
+  const bool may_merge =
+      last == NULL || (in_stage_block(l, src) == in_stage_block(l, last->src) &&
+                       !(t->dd.n > 0 && last->src == (const uint8_t *)t->decoded.ptr));
   tr->in_scratch[p] =
       add_run(tr->runs, &tr->n_runs, &tr->scratch_size, src, len, pinned, may_merge);
 }
@@ -318,6 +338,7 @@ static void stage_all(struct funnel_table *t, struct funnel__transfer *tr) {
   struct funnel__stage_plan *sp = &tr->staging;
   int64_t at = 0, end = 0;
   for (int64_t p = 0; p < plan->n_parts; p++) {
+    if (in_dd_block(t, p)) continue; /* laid out with the block */
     tr->in_scratch[p] = -1;
     if (!carried(plan, p)) continue;
     const int64_t len = part_length(plan, p);
@@ -333,9 +354,24 @@ static void stage_all(struct funnel_table *t, struct funnel__transfer *tr) {
   t->stats.staged_partitions += sp->n;
   t->stats.bytes_staged += sp->bytes;
   if (sp->n == 0) return;
-  tr->runs[0] = (struct funnel__run){sp->block, end, 0, true};
-  tr->n_runs = 1;
-  tr->scratch_size = funnel__align_up(end, FUNNEL__ALIGN);
+  const int64_t base = tr->scratch_size; /* after the decoded block's */
+  for (int64_t p = 0; p < plan->n_parts; p++)
+    if (tr->in_scratch[p] >= 0 && !in_dd_block(t, p)) tr->in_scratch[p] += base;
+  tr->runs[tr->n_runs++] = (struct funnel__run){sp->block, end, base, true};
+  tr->scratch_size = funnel__align_up(base + end, FUNNEL__ALIGN);
+}
+
+/* The decoded block of a read the device decodes part of: one run of its
+ * `up` bytes, the region the device decodes into after it, and each
+ * decoded partition's bytes where its image lies in the block. */
+static void place_dd_block(struct funnel_table *t, struct funnel__transfer *tr) {
+  const struct funnel__plan *plan = &t->plan;
+  tr->runs[tr->n_runs++] = (struct funnel__run){t->decoded.ptr, t->dd.up, 0, true};
+  t->dd.at = 0;
+  tr->scratch_size = funnel__align_up(t->dd.up + t->dd.region, FUNNEL__ALIGN);
+  const uint8_t *block = t->decoded.ptr;
+  for (int64_t p = 0; p < plan->n_parts; p++)
+    if (in_dd_block(t, p)) tr->in_scratch[p] = plan->parts[p].bytes - block;
 }
 
 int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
@@ -356,6 +392,7 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
       .runs = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(struct funnel__run)),
       .early = funnel__early(t)};
   if (tr.in_scratch == NULL || tr.runs == NULL) return OUT_OF_MEMORY(error);
+  if (t->dd.n > 0) place_dd_block(t, &tr); /* first: scratch offset 0 */
   if (!device_path &&
       (tr.in_base = funnel__arena_calloc(&t->arena, (size_t)n + 1, sizeof(uint64_t))) == NULL)
     return OUT_OF_MEMORY(error);
@@ -376,7 +413,8 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
   tr.staging.copies = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(*tr.staging.copies));
   if (pinned == NULL || tr.staging.copies == NULL) return OUT_OF_MEMORY(error);
   struct funnel__pool *pool = &t->dev->pool;
-  tr.direct = pinned_bytes > 0 && funnel__pool_device_address(pool, pool->base) != 0 &&
+  tr.direct = pinned_bytes > 0 && t->dd.n == 0 &&
+              funnel__pool_device_address(pool, pool->base) != 0 &&
               (o->transfer == FUNNEL_TRANSFER_DIRECT ||
                (o->transfer == FUNNEL_TRANSFER_AUTO && pinned_bytes <= o->direct_max_bytes));
   if (tr.direct && tr.in_base == NULL &&
@@ -395,6 +433,7 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
     stage_all(t, &tr);
   } else {
     for (int64_t p = 0; p < n; p++) {
+      if (in_dd_block(t, p)) continue;
       tr.in_scratch[p] = -1;
       if (carried(&t->plan, p)) place(&l, p, pinned[p]);
     }

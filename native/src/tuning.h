@@ -131,6 +131,13 @@
  * its bytes to the device then took 2 to 3 times as long (7 MiB: 600
  * against 150 us), the copy engine reading lines dirty in the caches. */
 #define FUNNEL__STAGE_TASK ((int64_t)256 << 10)
+/* Compressed partitions are decoded on the host threads in tasks of about
+ * this many decoded bytes: small partitions share one, a larger batch is
+ * split by its buffers (a buffer is one frame: never split). */
+#define FUNNEL__DECODE_TASK ((int64_t)256 << 10)
+/* FUNNEL_DECODE_AUTO decodes LZ4 values on a device backend from this many
+ * decoded bytes of them in a read (the decoder's wait then pays). */
+#define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
 
 /* Staging proceeds in up to STAGE_ROUNDS rounds of at least
  * STAGE_ROUND_MIN bytes; the bytes of each round go up while the next is

@@ -352,6 +352,46 @@ static void seeds_nested(void) {
   write_seed("nested_2parts", 0, c, 2);
   write_seed("nested_known_2parts_chunk7", KNOWN | CHUNK(4), c, 2);
   free_chunks(c, 2);
+  /* the same, the bodies compressed (ZSTD, then LZ4 as Arrow Java writes it) */
+  const struct iw_options z = {.compression = 2, .empty_prefix = 1};
+  const struct iw_options l4 = {.compression = 1, .raw_fallback = 1, .empty_prefix = 1};
+  for (int p = 0; p < 2; p++) {
+    const struct iw_options *o = p == 0 ? &z : &l4;
+    iw_schema_message(&c[p], &schema, o, NULL);
+    iw_batch_message(&c[p], &schema, 3, cols, o, NULL);
+    iw_eos(&c[p], o);
+  }
+  write_seed("nested_compressed_2parts", KNOWN, c, 2);
+  free_chunks(c, 2);
+}
+
+/* Compressed bodies as each writer makes them: Arrow Java's LZ4 frames
+ * (independent blocks, a checksum, raw buffers where compression does not
+ * pay, 0-prefixed empty buffers), Arrow C++'s (linked blocks), ZSTD; and
+ * a compressed partition after an uncompressed one. */
+static void seeds_compressed(void) {
+  static const struct iw_options o[] = {
+      {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1, .empty_prefix = 1},
+      {.compression = 1, .lz4_style = IW_LZ4_CPP},
+      {.compression = 2, .raw_fallback = 1, .empty_prefix = 1},
+  };
+  static const char *const names[] = {"compressed_lz4_java", "compressed_lz4_cpp",
+                                      "compressed_zstd"};
+  struct iw_buf c[2];
+  struct table t;
+  table_make(&t, &all_types, 24, 200, 7);
+  for (int k = 0; k < 3; k++) {
+    memset(c, 0, sizeof(c));
+    stream(&c[0], &t, 0, 24, 2, &o[k], NULL, 0, 1);
+    write_seed(names[k], 0, c, 1);
+    free_chunks(c, 1);
+  }
+  memset(c, 0, sizeof(c));
+  stream(&c[0], &t, 0, 10, 1, NULL, NULL, 0, 1);
+  stream(&c[1], &t, 10, 24, 1, &o[0], NULL, 0, 1);
+  write_seed("compressed_after_plain_known", KNOWN, c, 2);
+  free_chunks(c, 2);
+  table_free(&t);
 }
 
 /* A producer's file (tests/data) as one partition, or two as two. */
@@ -395,6 +435,7 @@ int main(int argc, char **argv) {
   out_dir = argv[1];
   seeds_generated();
   seeds_nested();
+  seeds_compressed();
   if (argc == 3) seeds_from_producers(argv[2]);
   return 0;
 }

@@ -1,6 +1,8 @@
 /* ipc_writer.c: see ipc_writer.h. Little-endian hosts only, like funnel. */
 #include "ipc_writer.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,170 @@ static void *xrealloc(void *p, size_t n) {
     abort();
   }
   return q;
+}
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* ------------------------------------------------------------ compression */
+
+/* liblz4 and libzstd, loaded at run time with prototypes of their stable
+ * API written here (no headers needed to build), independent of funnel's
+ * own loading of them. */
+typedef struct {
+  int block_size_id, block_mode, content_checksum, frame_type;
+  unsigned long long content_size;
+  unsigned dict_id;
+  int block_checksum;
+} lz4f_frame_info;
+typedef struct {
+  lz4f_frame_info frame_info;
+  int compression_level;
+  unsigned auto_flush, favor_dec_speed, reserved[3];
+} lz4f_preferences;
+
+static struct {
+  size_t (*lz4f_bound)(size_t, const lz4f_preferences *);
+  size_t (*lz4f_compress)(void *, size_t, const void *, size_t, const lz4f_preferences *);
+  size_t (*lz4f_create_d)(void **, unsigned);
+  size_t (*lz4f_free_d)(void *);
+  size_t (*lz4f_decompress)(void *, void *, size_t *, const void *, size_t *, const void *);
+  unsigned (*lz4f_is_error)(size_t);
+  size_t (*zstd_bound)(size_t);
+  size_t (*zstd_compress)(void *, size_t, const void *, size_t, int);
+  size_t (*zstd_decompress)(void *, size_t, const void *, size_t);
+  void *(*zstd_create_d)(void);
+  size_t (*zstd_decompress_d)(void *, void *, size_t, const void *, size_t);
+  unsigned (*zstd_is_error)(size_t);
+  int ok;
+} codecs;
+static pthread_once_t codecs_once = PTHREAD_ONCE_INIT;
+
+static void codecs_load(void) {
+  void *lz4 = dlopen("liblz4.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *zstd = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lz4 == NULL || zstd == NULL) return;
+  *(void **)&codecs.lz4f_bound = dlsym(lz4, "LZ4F_compressFrameBound");
+  *(void **)&codecs.lz4f_compress = dlsym(lz4, "LZ4F_compressFrame");
+  *(void **)&codecs.lz4f_create_d = dlsym(lz4, "LZ4F_createDecompressionContext");
+  *(void **)&codecs.lz4f_free_d = dlsym(lz4, "LZ4F_freeDecompressionContext");
+  *(void **)&codecs.lz4f_decompress = dlsym(lz4, "LZ4F_decompress");
+  *(void **)&codecs.lz4f_is_error = dlsym(lz4, "LZ4F_isError");
+  *(void **)&codecs.zstd_bound = dlsym(zstd, "ZSTD_compressBound");
+  *(void **)&codecs.zstd_compress = dlsym(zstd, "ZSTD_compress");
+  *(void **)&codecs.zstd_decompress = dlsym(zstd, "ZSTD_decompress");
+  *(void **)&codecs.zstd_create_d = dlsym(zstd, "ZSTD_createDCtx");
+  *(void **)&codecs.zstd_decompress_d = dlsym(zstd, "ZSTD_decompressDCtx");
+  *(void **)&codecs.zstd_is_error = dlsym(zstd, "ZSTD_isError");
+  codecs.ok = codecs.lz4f_bound && codecs.lz4f_compress && codecs.lz4f_create_d &&
+              codecs.lz4f_free_d && codecs.lz4f_decompress && codecs.lz4f_is_error &&
+              codecs.zstd_bound && codecs.zstd_compress && codecs.zstd_decompress &&
+              codecs.zstd_is_error && codecs.zstd_create_d && codecs.zstd_decompress_d;
+}
+
+int iw_codecs_available(void) {
+  pthread_once(&codecs_once, codecs_load);
+  return codecs.ok;
+}
+
+static void need_codecs(void) {
+  if (!iw_codecs_available()) {
+    fprintf(stderr, "ipc_writer: liblz4.so.1 and libzstd.so.1 are needed to compress\n");
+    abort();
+  }
+}
+
+uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, size_t n,
+                     size_t *out_len) {
+  need_codecs();
+  size_t cap, len;
+  uint8_t *dst;
+  if (codec == 1) {
+    lz4f_preferences p;
+    memset(&p, 0, sizeof(p));
+    p.frame_info.block_size_id = lz4_style == IW_LZ4_CPP ? 4 : 7; /* max64KB, max4MB */
+    p.frame_info.block_mode = lz4_style == IW_LZ4_CPP ? 0 : 1;    /* linked, independent */
+    p.frame_info.content_checksum = lz4_style == IW_LZ4_CPP ? 0 : 1;
+    cap = codecs.lz4f_bound(n, &p);
+    dst = xrealloc(NULL, cap);
+    len = codecs.lz4f_compress(dst, cap, src, n, &p);
+    if (codecs.lz4f_is_error(len)) abort();
+  } else {
+    cap = codecs.zstd_bound(n);
+    dst = xrealloc(NULL, cap);
+    len = codecs.zstd_compress(dst, cap, src, n, zstd_level > 0 ? zstd_level : 1);
+    if (codecs.zstd_is_error(len)) abort();
+  }
+  *out_len = len;
+  return dst;
+}
+
+int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {
+  need_codecs();
+  if (n == 0) return 0;
+  if (n < 8) return -1;
+  int64_t want;
+  memcpy(&want, src, 8);
+  src += 8;
+  n -= 8;
+  if (want == -1) {
+    if (n > cap) return -1;
+    memcpy(dst, src, n);
+    return (int64_t)n;
+  }
+  if (want < 0 || (uint64_t)want > cap) return -1;
+  if (want == 0) return 0;
+  /* one context of each a thread, made once and kept (as a plugin's
+   * decompressor would keep its own) */
+  static _Thread_local void *zctx, *lctx;
+  if (codec == 2) {
+    if (zctx == NULL && (zctx = codecs.zstd_create_d()) == NULL) return -1;
+    size_t got = codecs.zstd_decompress_d(zctx, dst, (size_t)want, src, n);
+    return codecs.zstd_is_error(got) || got != (size_t)want ? -1 : want;
+  }
+  if (lctx == NULL && codecs.lz4f_is_error(codecs.lz4f_create_d(&lctx, 100))) {
+    lctx = NULL;
+    return -1;
+  }
+  size_t d = (size_t)want, s = n;
+  size_t r = codecs.lz4f_decompress(lctx, dst, &d, src, &s, NULL);
+  if (codecs.lz4f_is_error(r) || r != 0) { /* a fresh context for the next buffer */
+    codecs.lz4f_free_d(lctx);
+    lctx = NULL;
+    return -1;
+  }
+  return d != (size_t)want || s != n ? -1 : want;
+}
+
+/* Appends buffer [ptr, ptr + len) to a body compressed as o says; returns
+ * the bytes appended. */
+static int64_t append_compressed(struct iw_buf *body, const void *ptr, int64_t len,
+                                 const struct iw_options *o) {
+  if (len == 0 && !o->empty_prefix) return 0;
+  uint8_t prefix[8];
+  if (len == 0) {
+    put64(prefix, 0);
+    iw_buf_append(body, prefix, 8);
+    return 8;
+  }
+  uint8_t *zeros = ptr == NULL ? calloc(1, (size_t)len) : NULL;
+  size_t zlen;
+  uint8_t *z = iw_compress(o->compression, o->lz4_style, o->zstd_level, ptr ? ptr : zeros,
+                           (size_t)len, &zlen);
+  if (o->raw_fallback && zlen >= (size_t)len) {
+    put64(prefix, UINT64_MAX); /* -1: the bytes follow as they are */
+    iw_buf_append(body, prefix, 8);
+    iw_buf_append(body, ptr, (size_t)len);
+    zlen = (size_t)len;
+  } else {
+    put64(prefix, (uint64_t)len);
+    iw_buf_append(body, prefix, 8);
+    iw_buf_append(body, z, zlen);
+  }
+  free(z);
+  free(zeros);
+  return 8 + (int64_t)zlen;
 }
 
 /* ------------------------------------------------------------------ bytes */
@@ -46,9 +212,6 @@ uint8_t *iw_dup(const void *bytes, size_t n) {
   return p;
 }
 
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* Pads with zeros until len % align == 0, then reserves `size` zero bytes;
  * returns where they start. */
@@ -347,7 +510,8 @@ static void message_frame(struct iw_buf *out, const struct iw_buf *meta, const u
   iw_buf_append(out, body, body_length);
   if (layout != NULL) {
     /* relative positions were filled by the caller; make them absolute */
-    size_t *rel[] = {&layout->length_field, &layout->nodes, &layout->buffers, &layout->fields};
+    size_t *rel[] = {&layout->length_field, &layout->nodes, &layout->buffers, &layout->fields,
+                     &layout->codec_field, &layout->method_field};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
       if (*rel[i]) *rel[i] += m;
     layout->message = start;
@@ -417,8 +581,12 @@ void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t len
     }
     for (int j = 0; j < iw_buffer_count(node[i]); j++, k++) {
       boff[2 * k] = (int64_t)body.len;
-      boff[2 * k + 1] = len[j];
-      iw_buf_append(&body, ptr[j], (size_t)len[j]);
+      if (o != NULL && o->compression && !o->header_only) {
+        boff[2 * k + 1] = append_compressed(&body, ptr[j], len[j], o);
+      } else {
+        boff[2 * k + 1] = len[j];
+        iw_buf_append(&body, ptr[j], (size_t)len[j]);
+      }
       while (body.len % 8) iw_buf_append(&body, NULL, 1);
     }
   }
@@ -442,12 +610,14 @@ void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t len
     put64(meta.data + buffers + 4 + 16 * (size_t)j, (uint64_t)boff[2 * j]);
     put64(meta.data + buffers + 12 + 16 * (size_t)j, (uint64_t)boff[2 * j + 1]);
   }
+  size_t cat[2] = {0, 0};
   if (compressed) {
-    size_t cat[2];
     struct slot cs[2] = {{S_U8, o->compression - 1}, {S_U8, 0}};
     fb_patch(&meta, rat[3], fb_table(&meta, 2, cs, cat));
   }
   struct iw_layout l = {0};
+  l.codec_field = cat[0];
+  l.method_field = cat[1];
   l.length_field = rat[0];
   l.nodes = nodes + 4;
   l.buffers = buffers + 4;

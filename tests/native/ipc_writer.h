@@ -99,10 +99,27 @@ int iw_buffer_count(const struct iw_field *f);
  * batch's columns (iw_batch_message) are these nodes. */
 int iw_schema_nodes(const struct iw_schema *s, const struct iw_field **out, int cap);
 
+/* How iw_batch_message compresses a body (iw_options.compression). */
+enum {
+  IW_LZ4_JAVA = 0, /* Arrow Java's arrow-compression: 4 MiB independent blocks,
+                      a content checksum */
+  IW_LZ4_CPP = 1   /* Arrow C++ / pyarrow: 64 KiB linked blocks, no checksum */
+};
+
 struct iw_options {
   int legacy;       /* no continuation marker (framing before Arrow 0.15) */
   int version;      /* MetadataVersion; 0 writes V5 (4) */
-  int compression;  /* RecordBatch BodyCompression: 0 none, 1 LZ4_FRAME, 2 ZSTD */
+  int compression;  /* RecordBatch BodyCompression: 0 none, 1 LZ4_FRAME, 2 ZSTD;
+                       each buffer is compressed as Arrow's BUFFER method says
+                       (an int64 uncompressed length, then the frame) */
+  int header_only;  /* compression: the header says so but the buffers are
+                       written as given (bad input) */
+  int lz4_style;    /* IW_LZ4_JAVA or IW_LZ4_CPP */
+  int raw_fallback; /* a buffer whose frame is not smaller goes raw (length -1),
+                       as Arrow Java and Arrow C++ write it */
+  int empty_prefix; /* an empty buffer gets the 8-byte 0 prefix (Arrow Java);
+                       else it stays empty (0 bytes) */
+  int zstd_level;   /* 0: 1 (Arrow Java's default is 3; any level reads alike) */
   int n_metadata;   /* Schema custom_metadata: written when nonzero */
   const struct iw_kv *metadata;
 };
@@ -123,6 +140,8 @@ struct iw_layout {
   size_t nodes;             /* RecordBatch.nodes[0]: {int64 length, null_count} */
   size_t buffers;           /* RecordBatch.buffers[0]: {int64 offset, length} */
   size_t fields;            /* Schema.fields vector (its uint32 count) */
+  size_t codec_field;       /* RecordBatch BodyCompression.codec (int8), when compressed */
+  size_t method_field;      /* ... and .method (int8) */
 };
 
 /* One column of one record batch, buffer by buffer. A NULL pointer with a
@@ -147,6 +166,19 @@ void iw_schema_message(struct iw_buf *out, const struct iw_schema *s,
 void iw_batch_message(struct iw_buf *out, const struct iw_schema *s, int64_t length,
                       const struct iw_column *cols, const struct iw_options *o,
                       struct iw_layout *layout);
+/* Compresses n bytes as one frame of `codec` (1 LZ4_FRAME in `lz4_style`,
+ * 2 ZSTD) into a malloc'd buffer (*out_len its length), with liblz4 and
+ * libzstd loaded at run time; aborts when they cannot be loaded. */
+uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, size_t n,
+                     size_t *out_len);
+/* Decompresses one buffer as Arrow's BUFFER method writes it (prefix and
+ * frame; -1 raw) into dst of `cap` bytes: returns the bytes written, or -1
+ * when the frame is bad or does not fit. The benchmark's baseline: each
+ * thread keeps one context of each codec for all its calls. */
+int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap);
+/* Whether liblz4 and libzstd can be loaded here. */
+int iw_codecs_available(void);
+
 /* Appends a DictionaryBatch message (id 0, an empty int32 batch). */
 void iw_dictionary_message(struct iw_buf *out, const struct iw_options *o,
                            struct iw_layout *layout);

@@ -425,8 +425,10 @@ static int read_and_render_schema(struct funnel_device *dev, const struct funnel
   return read_and_render_both(dev, parts, n_parts, schema, node, n_nodes, 1, out, err);
 }
 
+/* `o`: how the batches are written (NULL: uncompressed). */
 static void reads_as_written(struct funnel_device *dev, const struct iw_schema *schema,
-                             size_t n_parts, int max_rows, int max_batches, uint64_t *rng) {
+                             size_t n_parts, int max_rows, int max_batches, uint64_t *rng,
+                             const struct iw_options *o) {
   const struct iw_field *node[MAX_NODES];
   const int n_nodes = iw_schema_nodes(schema, node, MAX_NODES);
   struct iw_buf *bufs = calloc(n_parts, sizeof(*bufs));
@@ -437,7 +439,7 @@ static void reads_as_written(struct funnel_device *dev, const struct iw_schema *
     /* 0: a schema alone; the device parse takes partitions of one */
     const int batches = (int)check_rand_below(rng, (uint64_t)max_batches + 1);
     most = batches > most ? batches : most;
-    iw_schema_message(&bufs[p], schema, NULL, NULL);
+    iw_schema_message(&bufs[p], schema, o, NULL);
     for (int b = 0; b < batches; b++) {
       struct wnode w[MAX_NODES];
       memset(w, 0, sizeof(w));
@@ -445,17 +447,19 @@ static void reads_as_written(struct funnel_device *dev, const struct iw_schema *
       for (int c = 0, i = 0; c < schema->n_fields; c++) i = gen(node, i, rows, w, rng, 0);
       struct iw_column cols[MAX_NODES];
       batch_columns(n_nodes, w, cols);
-      iw_batch_message(&bufs[p], schema, rows, cols, NULL, NULL);
+      iw_batch_message(&bufs[p], schema, rows, cols, o, NULL);
       struct vnode v[MAX_NODES];
       view_of_batch(node, n_nodes, w, v);
       for (int64_t r = 0; r < rows; r++) render_row(v, schema->n_fields, r, &want);
       free_batch(n_nodes, w);
     }
-    iw_eos(&bufs[p], NULL);
+    iw_eos(&bufs[p], o);
     parts[p] = (struct funnel_partition){bufs[p].data, bufs[p].len};
   }
   struct funnel_error err;
-  if (CHECK_OK(read_and_render_both(dev, parts, n_parts, schema, node, n_nodes, most <= 1, &got,
+  /* the device path takes no compressed partition */
+  const int on_device = most <= 1 && (o == NULL || !o->compression);
+  if (CHECK_OK(read_and_render_both(dev, parts, n_parts, schema, node, n_nodes, on_device, &got,
                                     &err), &err))
     CHECK_EQ_STR(got.s ? got.s : "", want.s ? want.s : "");
   free(want.s);
@@ -475,7 +479,28 @@ static void nested_rows_read_as_written(void) {
     /* the last: enough pieces for the plan's passes on the host threads */
     const size_t n_parts = round < 4 ? (size_t)(1 + round) : round < 10 ? 40 : round < 11 ? 300 : 1100;
     check_context("round %d, %zu partitions", round, n_parts);
-    reads_as_written(dev, &SCHEMA, n_parts, round < 10 ? 8 : 29, round % 2 ? 2 : 1, &rng);
+    reads_as_written(dev, &SCHEMA, n_parts, round < 10 ? 8 : 29, round % 2 ? 2 : 1, &rng, NULL);
+  }
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+/* The same rows with their bodies compressed, as Arrow Java and Arrow C++
+ * write them (LZ4 frames of each kind, ZSTD). */
+static void compressed_nested_rows_read_as_written(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  static const struct iw_options O[] = {
+      {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1, .empty_prefix = 1},
+      {.compression = 1, .lz4_style = IW_LZ4_CPP},
+      {.compression = 2, .raw_fallback = 1, .empty_prefix = 1},
+  };
+  uint64_t rng = 4242;
+  for (int round = 0; round < 9; round++) {
+    const size_t n_parts = round % 3 == 0 ? 1 : round % 3 == 1 ? 40 : 300;
+    check_context("round %d, %zu partitions, writing %d", round, n_parts, round % 3);
+    reads_as_written(dev, &SCHEMA, n_parts, 20, round % 2 ? 2 : 1, &rng, &O[round / 3]);
   }
   check_context("%s", "");
   funnel_device_close(dev);
@@ -560,7 +585,10 @@ static void random_schemas_nested_four_deep_read_as_written(void) {
     }
     const size_t n_parts = k % 3 == 0 ? 1 : k % 3 == 1 ? 7 : 300;
     check_context("schema %d (%d nodes), %zu partitions", k, n_nodes, n_parts);
-    if (n_nodes <= MAX_NODES) reads_as_written(dev, &schema, n_parts, 12, k % 2 ? 2 : 1, &rng);
+    /* every fourth with its bodies compressed (ZSTD) */
+    static const struct iw_options zstd = {.compression = 2, .empty_prefix = 1};
+    if (n_nodes <= MAX_NODES)
+      reads_as_written(dev, &schema, n_parts, 12, k % 2 ? 2 : 1, &rng, k % 4 == 3 ? &zstd : NULL);
     for (int c = 0; c < n; c++) free_field(&fields[c]);
   }
   check_context("%s", "");
@@ -814,6 +842,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const struct check_test tests[] = {
       CHECK_TEST(nested_rows_read_as_written),
+      CHECK_TEST(compressed_nested_rows_read_as_written),
       CHECK_TEST(random_schemas_nested_four_deep_read_as_written),
       CHECK_TEST(nested_export_is_the_table_tree),
       CHECK_TEST(malformed_nested_columns_are_named),

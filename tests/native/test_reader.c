@@ -689,7 +689,7 @@ static bool no_break(uint8_t *b, size_t *length, const struct iw_layout *l) {
 struct dp_case {
   const char *name;
   dp_break fn;
-  int compression;                /* the bad partitions' batches compressed (LZ4_FRAME) */
+  int compression;                /* the bad partitions' batches say LZ4_FRAME, bodies as given */
   const struct iw_schema *schema; /* the bad partitions' Schema message; NULL: the read's */
 };
 
@@ -735,7 +735,9 @@ static struct parts dp_parts(const struct table_src *src, const struct dp_run *r
     const int64_t rows = bad ? DP_BAD_ROWS : i % 5;
     memset(&lay[i], 0, sizeof(lay[i]));
     if (!bad && i % 13 == 7) continue; /* an empty shuffle block: no bytes */
-    struct iw_options o = {.compression = bad && c != NULL ? c->compression : 0};
+    /* a compressed body that is not: the bytes are as given (header_only) */
+    struct iw_options o = {.compression = bad && c != NULL ? c->compression : 0,
+                           .header_only = 1};
     struct iw_encode enc = {.layout = &lay[i]};
     struct iw_buf b = {0};
     if (!run->bare)

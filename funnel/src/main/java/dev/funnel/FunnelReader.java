@@ -41,6 +41,7 @@ public final class FunnelReader implements AutoCloseable {
   static final int OPTION_SHAREABLE = 3;
   static final int OPTION_DIRECT_MAX_BYTES = 4;
   static final int OPTION_PARSE = 5;
+  static final int OPTION_DECODE = 6;
 
   /** Linux maps nothing below vm.mmap_min_addr, 64 KiB by default: such an address is a bug. */
   static final long LOWEST_ADDRESS = 1L << 16;
@@ -252,6 +253,31 @@ public final class FunnelReader implements AutoCloseable {
   /** Sets where the following reads parse the partitions' headers (default {@link Parse#AUTO}). */
   public FunnelReader setParse(Parse parse) {
     return option(OPTION_PARSE, Objects.requireNonNull(parse, "parse").ordinal());
+  }
+
+  /** Where a read decodes compressed record batch bodies (funnel.h's enum funnel_decode). */
+  public enum Decode {
+    /**
+     * {@link #DEVICE} for LZ4 reads with at least 8 MiB of values to decode on a GPU, {@link
+     * #HOST} otherwise; the default, unless {@code FUNNEL_DECODE=host|device} was in the
+     * environment when the device opened.
+     */
+    AUTO,
+    /** The host threads decode every buffer (liblz4, libzstd) into pinned memory, which goes up. */
+    HOST,
+    /**
+     * The LZ4 frames of the values (not the validity bitmaps and offsets, which the read's checks
+     * read on the host) go up compressed and the device decodes them: the link carries fewer
+     * bytes. The read waits once inside, for the decoder, before it launches the concat; a buffer
+     * the device cannot decode is decoded on the host, which names what is wrong with it. The
+     * device does not verify LZ4 checksums ({@link ReadStats#deviceDecoded()}).
+     */
+    DEVICE
+  }
+
+  /** Sets where the following reads decode compressed bodies (default {@link Decode#AUTO}). */
+  public FunnelReader setDecode(Decode decode) {
+    return option(OPTION_DECODE, Objects.requireNonNull(decode, "decode").ordinal());
   }
 
   private FunnelReader option(int option, long value) {

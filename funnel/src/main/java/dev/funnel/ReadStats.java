@@ -19,6 +19,12 @@ package dev.funnel;
  * three launches and two waits (for the sums, and for the attempt's work before its memory goes)
  * on top of the host path's.
  *
+ * <p>{@code compressedPartitions} had compressed bodies (LZ4_FRAME or ZSTD), whose {@code
+ * bytesCompressed} the host threads decoded to {@code bytesDecoded} in {@code decodeNanos} (part of
+ * {@code parseNanos}), into the pinned pool when {@code decodedPinned} is 1; of those, the
+ * device decoded {@code deviceDecoded} buffers of values to {@code bytesDeviceDecoded} bytes
+ * ({@link FunnelReader.Decode}).
+ *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link
  * FunnelReader#setTimeKernel}), read after the table is ready, else -1.
@@ -50,7 +56,14 @@ public record ReadStats(
     long bytesDirect,
     long kernelNanos,
     long deviceParsed,
-    long deviceLeft) {
+    long deviceLeft,
+    long compressedPartitions,
+    long bytesCompressed,
+    long bytesDecoded,
+    long decodeNanos,
+    long decodedPinned,
+    long deviceDecoded,
+    long bytesDeviceDecoded) {
 
   static ReadStats of(long[] v) {
     if (v.length != ReadStats.class.getRecordComponents().length) {
@@ -60,7 +73,7 @@ public record ReadStats(
     return new ReadStats(
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
         v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25],
-        v[26]);
+        v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33]);
   }
 
   /** Whether the device parsed the headers and kept every partition. */
@@ -97,6 +110,13 @@ public record ReadStats(
         + ", \"kernel_ns\": " + kernelNanos
         + ", \"device_parsed\": " + deviceParsed
         + ", \"device_left\": " + deviceLeft
+        + ", \"compressed_partitions\": " + compressedPartitions
+        + ", \"bytes_compressed\": " + bytesCompressed
+        + ", \"bytes_decoded\": " + bytesDecoded
+        + ", \"decode_ns\": " + decodeNanos
+        + ", \"decoded_pinned\": " + decodedPinned
+        + ", \"device_decoded\": " + deviceDecoded
+        + ", \"bytes_device_decoded\": " + bytesDeviceDecoded
         + "}";
   }
 }

@@ -110,7 +110,13 @@ class SharedConstantsTest {
     assertEquals(options.get("FUNNEL_OPTION_DIRECT_MAX_BYTES"),
         FunnelReader.OPTION_DIRECT_MAX_BYTES);
     assertEquals(options.get("FUNNEL_OPTION_PARSE"), FunnelReader.OPTION_PARSE);
-    assertEquals(5, options.size(), "an option Java does not know: " + options);
+    assertEquals(options.get("FUNNEL_OPTION_DECODE"), FunnelReader.OPTION_DECODE);
+    assertEquals(6, options.size(), "an option Java does not know: " + options);
+    Map<String, Integer> decode = enumOf(h, "funnel_decode");
+    for (FunnelReader.Decode d : FunnelReader.Decode.values()) {
+      assertEquals(decode.get("FUNNEL_DECODE_" + d.name()), d.ordinal(), d.name());
+    }
+    assertEquals(decode.size(), FunnelReader.Decode.values().length);
     Map<String, Integer> parse = enumOf(h, "funnel_parse");
     for (FunnelReader.Parse p : FunnelReader.Parse.values()) {
       assertEquals(parse.get("FUNNEL_PARSE_" + p.name()), p.ordinal(), p.name());

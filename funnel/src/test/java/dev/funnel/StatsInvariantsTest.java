@@ -173,6 +173,19 @@ class StatsInvariantsTest extends DeviceTestCase {
       bad.putAll(v);
       assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
     }
+    // the device's LZ4 decoder: its launch and its wait; and dropping early copies, one wait more
+    Map<String, Long> decoded = Map.of("compressedPartitions", 10L, "deviceDecoded", 30L,
+        "concatLaunches", 2L, "syncsInRead", 1L);
+    assertStatsInvariants(stats(decoded), 10);
+    Map<String, Long> dropped = new HashMap<>(decoded);
+    dropped.put("syncsInRead", 2L);
+    assertStatsInvariants(stats(dropped), 10);
+    for (Map<String, Long> v : List.of(Map.of("concatLaunches", 3L), Map.of("syncsInRead", 0L),
+        Map.of("syncsInRead", 3L))) {
+      Map<String, Long> bad = new HashMap<>(decoded);
+      bad.putAll(v);
+      assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
+    }
     // the host path after an attempt: the attempt's copies, three launches and two waits more
     Map<String, Long> left = Map.of("deviceParsed", 10L, "deviceLeft", 1L, "h2dCopies", 22L,
         "concatLaunches", 4L, "syncsInRead", 2L);
@@ -255,6 +268,8 @@ class StatsInvariantsTest extends DeviceTestCase {
     Map<String, Long> values = new HashMap<>(Map.of("partitions", 10L, "h2dCopies", 11L,
         "concatLaunches", 1L, "columnSets", 1L, "deviceCallsParse", 0L, "deviceCallsPlan", 0L,
         "syncsInRead", 0L, "deviceParsed", 0L, "deviceLeft", 0L));
+    values.put("compressedPartitions", 0L);
+    values.put("deviceDecoded", 0L);
     values.putAll(overrides);
     RecordComponent[] components = ReadStats.class.getRecordComponents();
     Class<?>[] types = new Class<?>[components.length];

@@ -1,0 +1,186 @@
+/* lz4dec.h: the LZ4 frame decoder the device runs (concat.cu's
+ * funnel_lz4_decode: a warp a buffer, its lanes sharing each copy) and the
+ * cpu backend runs alike (one lane), for the buffers a read leaves to the
+ * device to decode (parse.c, funnel__decode_all). Written from the LZ4
+ * frame and block format descriptions (lz4's doc/lz4_Frame_format.md and
+ * lz4_Block_format.md).
+ *
+ * It decodes what liblz4 writes and reads: frames one after another
+ * (skippable frames skipped), linked or independent blocks of any maximum
+ * size, uncompressed blocks, with or without block and content checksums
+ * and content size. It checks every read and write against the bounds of
+ * the buffer and every match offset against the bytes its block may reach
+ * (the frame's for linked blocks), and that the buffer decodes to exactly
+ * the bytes its prefix declared; it does not verify the checksums (xxHash32)
+ * nor the header checksum: a buffer the device decodes was read by no one
+ * else, and a corrupt one that decodes in bounds gives wrong values, not
+ * an unsafe read. A dictionary frame (which Arrow's writers never make)
+ * is refused. Any failure is a status: the host then decodes that buffer
+ * itself (liblz4), which either finds the error and names it, or decodes
+ * what this decoder refused. */
+#ifndef FUNNEL_LZ4DEC_H
+#define FUNNEL_LZ4DEC_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define FUNNEL_LZ static __device__ __forceinline__
+/* the lanes' writes, seen by the others before a match reads them */
+#define FUNNEL_LZ_SYNC() __syncwarp()
+#else
+#define FUNNEL_LZ static inline
+#define FUNNEL_LZ_SYNC() ((void)0)
+#endif
+
+/* The launch_dpath stage (backend.h) that decodes n jobs at `args`, a warp
+ * (cuda) a job. */
+#define FUNNEL_DP_STAGE_LZ4 16
+
+/* One buffer to decode: the frames of `src_length` bytes at `src` into
+ * exactly `dst_length` bytes at `dst` (device addresses); `status` is
+ * written: a FUNNEL__LZ4_* code. */
+struct funnel__lz4_job {
+  uint64_t src;
+  int64_t src_length;
+  uint64_t dst;
+  int64_t dst_length;
+  int64_t status;
+};
+
+enum {
+  FUNNEL__LZ4_OK = 0,
+  FUNNEL__LZ4_CORRUPT = 1,   /* out of bounds, a bad header, a bad offset */
+  FUNNEL__LZ4_LENGTH = 2,    /* decodes to another length than declared */
+  FUNNEL__LZ4_DICTIONARY = 3 /* a frame with a dictionary id */
+};
+
+FUNNEL_LZ uint32_t funnel__lz_ld32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A length's continuation bytes (15, then bytes of 255 and one less):
+ * adds them to *len; false past `end`. */
+FUNNEL_LZ int funnel__lz_more(const uint8_t **ip, const uint8_t *end, int64_t *len) {
+  unsigned b;
+  do {
+    if (*ip >= end) return 0;
+    b = *(*ip)++;
+    *len += b;
+  } while (b == 255);
+  return 1;
+}
+
+/* Decodes one block of `n` bytes at `ip` to dst[*op ...), at most up to
+ * `cap`; a match reaches back at most to dst[window]. */
+FUNNEL_LZ int funnel__lz4_block(const uint8_t *ip, int64_t n, uint8_t *dst, int64_t *op_io,
+                                int64_t cap, int64_t window, unsigned lane, unsigned lanes) {
+  const uint8_t *end = ip + n;
+  int64_t op = *op_io;
+  while (ip < end) {
+    const unsigned token = *ip++;
+    int64_t lit = token >> 4;
+    if (lit == 15 && !funnel__lz_more(&ip, end, &lit)) return FUNNEL__LZ4_CORRUPT;
+    if (lit > end - ip || lit > cap - op) return FUNNEL__LZ4_CORRUPT;
+    for (int64_t i = lane; i < lit; i += lanes) dst[op + i] = ip[i];
+    ip += lit;
+    op += lit;
+    if (ip == end) break; /* the last sequence: literals only */
+    if (end - ip < 2) return FUNNEL__LZ4_CORRUPT;
+    const int64_t off = (int64_t)ip[0] | (int64_t)ip[1] << 8;
+    ip += 2;
+    int64_t ml = token & 15;
+    if (ml == 15 && !funnel__lz_more(&ip, end, &ml)) return FUNNEL__LZ4_CORRUPT;
+    ml += 4;
+    if (off == 0 || off > op - window || ml > cap - op) return FUNNEL__LZ4_CORRUPT;
+    FUNNEL_LZ_SYNC(); /* the literals (and earlier matches) every lane wrote */
+    /* byte i of the match repeats byte i % off before it: every byte read
+     * was written before this match began */
+    const uint8_t *from = dst + op - off;
+    if (off >= ml) {
+      for (int64_t i = lane; i < ml; i += lanes) dst[op + i] = from[i];
+    } else {
+      const uint32_t o = (uint32_t)off;
+      for (int64_t i = lane; i < ml; i += lanes) dst[op + i] = from[(uint32_t)i % o];
+    }
+    FUNNEL_LZ_SYNC();
+    op += ml;
+  }
+  *op_io = op;
+  return FUNNEL__LZ4_OK;
+}
+
+/* Decodes the frames of `n` bytes at `src` into exactly `cap` bytes at
+ * `dst`: FUNNEL__LZ4_OK or what failed. */
+FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
+                                 unsigned lane, unsigned lanes) {
+  int64_t ip = 0, op = 0;
+  while (ip < n) {
+    if (n - ip < 8) return FUNNEL__LZ4_CORRUPT; /* a magic and at least a size or header */
+    const uint32_t magic = funnel__lz_ld32(src + ip);
+    if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) { /* a skippable frame */
+      const int64_t size = funnel__lz_ld32(src + ip + 4);
+      if (size > n - ip - 8) return FUNNEL__LZ4_CORRUPT;
+      ip += 8 + size;
+      continue;
+    }
+    if (magic != 0x184D2204u) return FUNNEL__LZ4_CORRUPT;
+    ip += 4;
+    const unsigned flg = src[ip], bd = src[ip + 1];
+    if ((flg >> 6) != 1 || (flg & 2) != 0 || (bd & 0x8F) != 0) return FUNNEL__LZ4_CORRUPT;
+    const int independent = (flg >> 5) & 1, block_sum = (flg >> 4) & 1;
+    const int has_size = (flg >> 3) & 1, content_sum = (flg >> 2) & 1;
+    if (flg & 1) return FUNNEL__LZ4_DICTIONARY;
+    const int size_id = (int)(bd >> 4) & 7;
+    if (size_id < 4) return FUNNEL__LZ4_CORRUPT;
+    const int64_t block_max = (int64_t)1 << (8 + 2 * size_id); /* 64 KiB ... 4 MiB */
+    const int64_t header = 3 + (has_size ? 8 : 0);           /* FLG, BD, [size], HC */
+    if (n - ip < header) return FUNNEL__LZ4_CORRUPT;
+    int64_t content = -1;
+    if (has_size)
+      content = (int64_t)((uint64_t)funnel__lz_ld32(src + ip + 2) |
+                          (uint64_t)funnel__lz_ld32(src + ip + 6) << 32);
+    ip += header;
+    const int64_t frame_start = op;
+    for (;;) {
+      if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
+      const uint32_t word = funnel__lz_ld32(src + ip);
+      ip += 4;
+      if (word == 0) break; /* the end mark */
+      const int64_t size = word & 0x7FFFFFFFu;
+      if (size > block_max || size > n - ip) return FUNNEL__LZ4_CORRUPT;
+      const int64_t before = op;
+      if (word & 0x80000000u) { /* stored */
+        if (size > cap - op) return FUNNEL__LZ4_CORRUPT;
+        for (int64_t i = lane; i < size; i += lanes) dst[op + i] = src[ip + i];
+        op += size;
+      } else {
+        const int st = funnel__lz4_block(src + ip, size, dst, &op, cap,
+                                         independent ? op : frame_start, lane, lanes);
+        if (st != FUNNEL__LZ4_OK) return st;
+      }
+      FUNNEL_LZ_SYNC();
+      if (op - before > block_max) return FUNNEL__LZ4_CORRUPT;
+      ip += size;
+      if (block_sum) {
+        if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
+        ip += 4;
+      }
+    }
+    if (content_sum) {
+      if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
+      ip += 4;
+    }
+    if (content >= 0 && op - frame_start != content) return FUNNEL__LZ4_LENGTH;
+  }
+  return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
+}
+
+/* Runs the jobs on this thread, as the cpu backend's stream does. */
+FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n) {
+  for (int64_t j = 0; j < n; j++)
+    jobs[j].status = funnel__lz4_frames((const uint8_t *)(uintptr_t)jobs[j].src,
+                                        jobs[j].src_length, (uint8_t *)(uintptr_t)jobs[j].dst,
+                                        jobs[j].dst_length, 0, 1);
+}
+
+#endif

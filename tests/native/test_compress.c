@@ -1,0 +1,580 @@
+/* test_compress.c: partitions whose record batch bodies are compressed
+ * (Arrow's BodyCompression: LZ4_FRAME or ZSTD, method BUFFER), read into
+ * one table.
+ *
+ * The partitions are written by the tests' IPC writer, which compresses
+ * each buffer with liblz4 and libzstd itself (ipc_writer.c loads them on
+ * its own), the way each real writer does: Arrow Java's frames (4 MiB
+ * independent blocks, a content checksum, an 8-byte 0 prefix on empty
+ * buffers, raw buffers where compression does not pay) and Arrow C++'s
+ * (64 KiB linked blocks, no checksum, empty buffers left empty). The
+ * expected rows are the writer's source table (tables.c), never funnel's
+ * reading. Then the bad inputs: corrupt frames, lengths that do not
+ * match, decompression bombs, unknown codecs, and a host without the
+ * library; each an error naming partition, column and offset, and nothing
+ * held afterwards. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ipc_writer.h"
+#include "lz4dec.h"
+#include "tables.h"
+
+/* How a case writes its partitions. */
+struct writing {
+  const char *name;
+  struct iw_options o;
+};
+
+static const struct writing WRITINGS[] = {
+    {"lz4 as Arrow Java", {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1,
+                           .empty_prefix = 1}},
+    {"lz4 as Arrow C++", {.compression = 1, .lz4_style = IW_LZ4_CPP, .raw_fallback = 1}},
+    {"lz4, never raw", {.compression = 1, .lz4_style = IW_LZ4_JAVA}},
+    {"zstd as Arrow Java", {.compression = 2, .raw_fallback = 1, .empty_prefix = 1,
+                            .zstd_level = 3}},
+    {"zstd, never raw", {.compression = 2}},
+};
+enum { N_WRITINGS = sizeof(WRITINGS) / sizeof(WRITINGS[0]) };
+
+/* Makes a table's values repeat, so that their buffers compress (random
+ * rows mostly go raw): row r takes row r % 5's value, strings a pattern. */
+static void make_compressible(struct table_src *t) {
+  for (int i = 0; i < t->schema->n_fields; i++) {
+    struct iw_col *c = &t->cols[i];
+    const int w = iw_value_width(&c->field);
+    if (c->values != NULL) {
+      const int step = w > 0 ? w : 1; /* bool: a byte a row */
+      for (int64_t r = 5; r < t->rows; r++)
+        memcpy(c->values + r * step, c->values + (r % 5) * step, (size_t)step);
+    }
+    if (c->chars != NULL && t->rows > 0)
+      for (int64_t k = 0; k < c->ends[t->rows - 1]; k++) c->chars[k] = (uint8_t)('a' + k % 3);
+  }
+}
+
+/* Rows [r0, r1) of `t` as one partition: a schema, `batches` batches, the
+ * end of stream; written as `o` says (NULL: uncompressed). */
+static struct iw_buf partition_of(const struct table_src *t, int64_t r0, int64_t r1, int batches,
+                                  const struct iw_options *o) {
+  struct iw_buf b = {0};
+  iw_schema_message(&b, t->schema, o, NULL);
+  for (int k = 0; k < batches; k++)
+    iw_batch_from_cols(&b, t->schema, t->cols, r0 + (r1 - r0) * k / batches,
+                       r0 + (r1 - r0) * (k + 1) / batches, NULL, o);
+  iw_eos(&b, o);
+  return b;
+}
+
+/* The partitions of a read: in malloc'd memory, or in the device's pinned
+ * pool. */
+struct parts {
+  struct funnel_partition *p;
+  int n;
+  struct funnel_device *pinned_by; /* NULL: malloc'd */
+};
+
+static void parts_free(struct parts *ps) {
+  for (int i = 0; i < ps->n; i++) {
+    if (ps->p[i].length == 0) continue;
+    if (ps->pinned_by != NULL)
+      funnel_device_pinned_free(ps->pinned_by, (void *)ps->p[i].data, ps->p[i].length, NULL);
+    else
+      free((void *)ps->p[i].data);
+  }
+  free(ps->p);
+}
+
+/* `t` cut into n partitions; partition i written with writing
+ * `plain_every` ... : compressed unless i % plain_every == plain_at. */
+static struct parts cut(const struct table_src *t, int n, int batches, const struct iw_options *o,
+                        int plain_every, struct funnel_device *pinned) {
+  struct parts ps = {calloc((size_t)n, sizeof(struct funnel_partition)), n, pinned};
+  for (int i = 0; i < n; i++) {
+    const bool plain = plain_every > 0 && i % plain_every == 0;
+    struct iw_buf b = partition_of(t, t->rows * i / n, t->rows * (i + 1) / n, batches,
+                                   plain ? NULL : o);
+    void *at = NULL;
+    if (pinned != NULL) {
+      struct funnel_error err;
+      if (!CHECK_OK(funnel_device_pinned_alloc(pinned, b.len, &at, &err), &err)) abort();
+      memcpy(at, b.data, b.len);
+    } else {
+      at = iw_dup(b.data, b.len);
+    }
+    ps.p[i] = (struct funnel_partition){at, b.len};
+    iw_buf_free(&b);
+  }
+  return ps;
+}
+
+/* Copies back every column of `tb` and compares it with `src`. */
+static void check_table(struct funnel_table *tb, const struct table_src *src) {
+  struct funnel_error err;
+  const int n = src->schema->n_fields;
+  CHECK_EQ_I64(funnel_table_num_rows(tb), src->rows);
+  if (!CHECK_EQ_I64(funnel_table_num_columns(tb), n)) return;
+  struct funnel_column *cols = calloc((size_t)n, sizeof(*cols));
+  struct funnel_host_column *host = calloc((size_t)n, sizeof(*host));
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(funnel_table_column(tb, i, &cols[i], &err), &err);
+    host[i].validity = malloc((size_t)cols[i].validity.size + !cols[i].validity.size);
+    host[i].offsets = malloc((size_t)cols[i].offsets.size + !cols[i].offsets.size);
+    host[i].data = malloc((size_t)cols[i].data.size + !cols[i].data.size);
+  }
+  if (CHECK_OK(funnel_table_copy_to_host(tb, host, &err), &err))
+    for (int i = 0; i < n; i++)
+      check_column(&cols[i], &src->cols[i], src->rows, host[i].validity, host[i].offsets,
+                   host[i].data);
+  for (int i = 0; i < n; i++) {
+    free(host[i].validity);
+    free(host[i].offsets);
+    free(host[i].data);
+  }
+  free(host);
+  free(cols);
+}
+
+/* Reads `ps` and checks the table against `src` and what the stats say
+ * was decoded: `compressed` partitions. */
+/* Where the reads decode (FUNNEL_OPTION_DECODE), set by each test's loop,
+ * and the buffers the device decoded in them. */
+static int decode_where = FUNNEL_DECODE_AUTO;
+static int64_t decoded_on_device;
+
+static void read_and_check(struct funnel_device *dev, struct parts *ps,
+                           const struct table_src *src, int64_t compressed) {
+  const bool first_plain = ps->n > 0 && compressed < ps->n;
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *tb = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
+  if (CHECK_OK(funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, &tb, &err), &err)) {
+    CHECK_OK(funnel_table_wait(tb, &err), &err);
+    struct funnel_read_stats s;
+    if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err)) {
+      CHECK_READ_INVARIANTS(&s);
+      CHECK_EQ_I64(s.compressed_partitions, compressed);
+      CHECK(compressed == 0 || s.bytes_decoded > 0);
+      CHECK(compressed == 0 || s.bytes_compressed > 0);
+      CHECK(s.decode_ns >= 0 && s.decode_ns <= s.parse_ns);
+      if (compressed > 0) CHECK_EQ_I64(s.decoded_pinned, 1); /* the pool has room */
+      if (decode_where == FUNNEL_DECODE_HOST) CHECK_EQ_I64(s.device_decoded, 0);
+      CHECK(s.bytes_device_decoded <= s.bytes_decoded);
+      decoded_on_device += s.device_decoded;
+      /* a compressed first partition keeps the read off the device path;
+       * after an uncompressed one, the device leaves them all to the host */
+      if (!first_plain) CHECK_EQ_I64(s.device_parsed, 0);
+      CHECK(s.device_left > 0 || s.device_parsed == 0);
+    }
+    check_table(tb, src);
+    funnel_table_free(tb);
+  }
+  funnel_reader_free(rd);
+}
+
+/* Every writing, every type, from 1 to 2,000 partitions, random and
+ * compressible values, one and three batches a partition. */
+static void compressed_partitions_read_as_written(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  static const int N_PARTS[] = {1, 7, 300, 2000};
+  int k = 0;
+  decoded_on_device = 0;
+  for (int w = 0; w < 2 * N_WRITINGS; w++)
+    for (int np = 0; np < 4; np++, k++) {
+      /* the second round: the device decodes the LZ4 values */
+      decode_where = w < N_WRITINGS ? FUNNEL_DECODE_HOST : FUNNEL_DECODE_DEVICE;
+      const int n = N_PARTS[np];
+      const int64_t rows = n == 1 ? 3000 : (int64_t)n * (k % 3 == 0 ? 2 : 23);
+      struct table_src src = table_random(&every_schema, rows, 120, 1000 + (uint64_t)k);
+      if (k % 2 == 0) make_compressible(&src);
+      const int batches = k % 4 == 1 ? 3 : 1;
+      check_context("%s, %d partitions, %lld rows, %d batches each, %s values, decoded on the %s",
+                    WRITINGS[w % N_WRITINGS].name, n, (long long)rows, batches,
+                    k % 2 == 0 ? "compressible" : "random",
+                    decode_where == FUNNEL_DECODE_HOST ? "host" : "device");
+      struct parts ps = cut(&src, n, batches, &WRITINGS[w % N_WRITINGS].o, 0, NULL);
+      read_and_check(dev, &ps, &src, n);
+      parts_free(&ps);
+      table_src_free(&src);
+    }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  CHECK(decoded_on_device > 1000); /* the device's round decoded values */
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
+/* Compressed and uncompressed partitions in one read, the first of them
+ * either; in pinned memory (a first uncompressed one sends them all up
+ * before parsing, which a compressed one then undoes) and pageable. */
+static void compressed_and_plain_partitions_mixed(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  for (int pinned = 0; pinned <= 1; pinned++)
+    for (int every = 2; every <= 3; every++)
+      for (int n = 5; n <= 400; n *= 8) {
+        decode_where = every == 3 ? FUNNEL_DECODE_DEVICE : FUNNEL_DECODE_HOST;
+        check_context("%s, every %dth plain, %d partitions, decoded on the %s",
+                      pinned ? "pinned" : "pageable", every, n, every == 3 ? "device" : "host");
+        struct table_src src = table_random(&every_schema, (int64_t)n * 11, 100, (uint64_t)n + every);
+        make_compressible(&src);
+        struct parts ps = cut(&src, n, 1, &WRITINGS[(n + every) % N_WRITINGS].o, every,
+                              pinned ? dev : NULL);
+        /* partition i is plain when i % every == 0: the first one is */
+        read_and_check(dev, &ps, &src, n - (n + every - 1) / every);
+        parts_free(&ps);
+        table_src_free(&src);
+      }
+  decode_where = FUNNEL_DECODE_AUTO;
+  check_context("%s", "");
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
+/* One partition of a few MiB, decoded a few buffers at a time on the host
+ * threads, next to small ones. */
+static void large_compressed_partition(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  for (int w = 0; w < N_WRITINGS; w++) {
+    decode_where = w % 2 ? FUNNEL_DECODE_DEVICE : FUNNEL_DECODE_HOST;
+    check_context("%s, decoded on the %s", WRITINGS[w].name, w % 2 ? "device" : "host");
+    struct table_src src = table_random(&every_schema, 60000, 50, 77 + (uint64_t)w);
+    make_compressible(&src);
+    struct parts ps = {calloc(3, sizeof(struct funnel_partition)), 3, NULL};
+    const int64_t cuts[4] = {0, 10, 59990, 60000};
+    for (int i = 0; i < 3; i++) {
+      struct iw_buf b = partition_of(&src, cuts[i], cuts[i + 1], i == 1 ? 2 : 1, &WRITINGS[w].o);
+      ps.p[i] = (struct funnel_partition){iw_dup(b.data, b.len), b.len};
+      iw_buf_free(&b);
+    }
+    read_and_check(dev, &ps, &src, 3);
+    parts_free(&ps);
+    table_src_free(&src);
+  }
+  decode_where = FUNNEL_DECODE_AUTO;
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+/* ----------------------------------------------------------------- errors */
+
+static const struct iw_field BAD_FIELDS[] = {
+    {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+    {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
+};
+static const struct iw_schema BAD_SCHEMA = {2, BAD_FIELDS, 0};
+
+/* Eight partitions of BAD_SCHEMA, compressed with `codec`; partition 5's
+ * batch layout in *l (its bytes are ps.p[5], a copy the caller may spoil). */
+static struct parts eight(int codec, struct table_src *src, struct iw_layout *l) {
+  *src = table_random(&BAD_SCHEMA, 800, 100, 5);
+  make_compressible(src);
+  struct iw_options o = {.compression = codec, .empty_prefix = 1};
+  struct parts ps = {calloc(8, sizeof(struct funnel_partition)), 8, NULL};
+  for (int i = 0; i < 8; i++) {
+    struct iw_buf b = {0};
+    iw_schema_message(&b, src->schema, &o, NULL);
+    struct iw_encode e = {.layout = i == 5 ? l : NULL};
+    iw_batch_from_cols(&b, src->schema, src->cols, 100 * i, 100 * (i + 1), &e, &o);
+    iw_eos(&b, &o);
+    ps.p[i] = (struct funnel_partition){iw_dup(b.data, b.len), b.len};
+    iw_buf_free(&b);
+  }
+  return ps;
+}
+
+/* Buffer k's {offset within the body, length} in the batch at `l`. */
+static void buffer_at(const uint8_t *bytes, const struct iw_layout *l, int k, int64_t *off,
+                      int64_t *len) {
+  memcpy(off, bytes + l->buffers + 16 * k, 8);
+  memcpy(len, bytes + l->buffers + 16 * k + 8, 8);
+}
+
+/* Reads the eight partitions; the read must fail with `code` at partition
+ * 5, column `column`, byte `offset` (-1: any), its message holding `says`. */
+static void expect_failure(struct funnel_device *dev, struct parts *ps, int code, int column,
+                           int64_t offset, const char *says) {
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *tb = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
+  const int st = funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, &tb, &err);
+  if (CHECK_STATUS(st, code, &err)) {
+    CHECK_EQ_I64(err.partition, 5);
+    CHECK_EQ_I64(err.column, column);
+    if (offset >= 0 && !CHECK_EQ_I64(err.offset, offset)) printf("  %s\n", err.message);
+    if (strstr(err.message, says) == NULL)
+      check_fail(__FILE__, __LINE__, "message \"%s\" does not say \"%s\"", err.message, says);
+  }
+  if (st == FUNNEL_OK) funnel_table_free(tb);
+  funnel_reader_free(rd);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0); /* the images went with the read */
+}
+
+/* Each decoded on the host, then with the device decoding the values (a
+ * frame it fails on is decoded again on the host, which names it). */
+static void bad_compressed_buffers_name_their_place(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  for (int round = 0; round < 4; round++) {
+    const int codec = 1 + round % 2;
+    decode_where = round < 2 ? FUNNEL_DECODE_HOST : FUNNEL_DECODE_DEVICE;
+    struct table_src src;
+    struct iw_layout l;
+    struct parts ps = eight(codec, &src, &l);
+    uint8_t *p5 = (uint8_t *)ps.p[5].data;
+    const uint8_t *keep = iw_dup(p5, ps.p[5].length);
+    /* buffers: a validity, a data; s validity, offsets, data (4) */
+    int64_t off, len;
+    buffer_at(p5, &l, 4, &off, &len);
+    const int64_t at = (int64_t)l.body + off; /* the buffer's offset in the partition */
+    int64_t declared;
+    memcpy(&declared, p5 + at, 8);
+    CHECK(declared > 0 && len > 16);
+
+    check_context("codec %d: a frame's byte flipped", codec);
+    p5[at + 8 + len / 2 - 4] ^= 0x5a;
+    p5[at + 8 + (len - 8) - 3] ^= 0xff; /* near the end: a checksum or the last block */
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, codec == 1 ? "LZ4" : "ZSTD");
+    memcpy(p5, keep, ps.p[5].length);
+
+    check_context("codec %d: one byte more declared", codec);
+    int64_t v = declared + 1;
+    memcpy(p5 + at, &v, 8);
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "declared");
+    check_context("codec %d: one byte fewer declared", codec);
+    v = declared - 1;
+    memcpy(p5 + at, &v, 8);
+    if (decode_where == FUNNEL_DECODE_DEVICE && codec == 1) /* the plan's check comes first:
+                                                               the string bytes are short */
+      expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, -1, "data buffer has");
+    else
+      expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, codec == 1 ? "LZ4" : "ZSTD");
+
+    check_context("codec %d: a decompression bomb", codec);
+    v = (int64_t)1 << 60;
+    memcpy(p5 + at, &v, 8);
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "than the codec can expand");
+    v = 40000 * (len - 8) + 5000; /* past either codec's ratio, and small enough to allocate */
+    memcpy(p5 + at, &v, 8);
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "than the codec can expand");
+    check_context("codec %d: a negative length", codec);
+    v = -2;
+    memcpy(p5 + at, &v, 8);
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "negative");
+    memcpy(p5, keep, ps.p[5].length);
+
+    check_context("codec %d: the frame cut short", codec);
+    int64_t shorter = len - 9;
+    memcpy(p5 + l.buffers + 16 * 4 + 8, &shorter, 8);
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, codec == 1 ? "LZ4" : "ZSTD");
+    check_context("codec %d: a buffer too short for its length", codec);
+    shorter = 5;
+    memcpy(p5 + l.buffers + 16 * 4 + 8, &shorter, 8);
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, "8-byte uncompressed length");
+    memcpy(p5, keep, ps.p[5].length);
+
+    check_context("codec %d: an unknown codec", codec);
+    CHECK(l.codec_field > 0);
+    p5[l.codec_field] = 7;
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, -1, (int64_t)l.message, "codec 7");
+    memcpy(p5, keep, ps.p[5].length);
+    check_context("codec %d: an unknown method", codec);
+    p5[l.method_field] = 1;
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, -1, (int64_t)l.message, "method 1");
+    memcpy(p5, keep, ps.p[5].length);
+
+    check_context("codec %d: as written", codec);
+    read_and_check(dev, &ps, &src, 8);
+    free((void *)keep);
+    parts_free(&ps);
+    table_src_free(&src);
+  }
+  decode_where = FUNNEL_DECODE_AUTO;
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+/* A compressed batch that decodes well to bad values (string offsets that
+ * fall): the plan's error names the compressed buffer's offset in the
+ * partition as given, not one in the decoded image. */
+static void bad_values_in_a_compressed_batch(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  for (int codec = 1; codec <= 2; codec++) {
+    check_context("codec %d", codec);
+    struct table_src src;
+    struct iw_layout l;
+    struct parts ps = eight(codec, &src, &l);
+    static const int64_t a[3] = {1, 2, 3};
+    static const int32_t offs[4] = {0, 5, 2, 6};
+    const struct iw_column cols[2] = {
+        {.length = 3, .data = a, .data_length = 24},
+        {.length = 3, .offsets = offs, .offsets_length = 16, .data = "abcdef", .data_length = 6}};
+    const struct iw_options o = {.compression = codec};
+    struct iw_buf b = {0};
+    iw_schema_message(&b, &BAD_SCHEMA, &o, NULL);
+    iw_batch_message(&b, &BAD_SCHEMA, 3, cols, &o, &l);
+    iw_eos(&b, &o);
+    free((void *)ps.p[5].data);
+    ps.p[5] = (struct funnel_partition){iw_dup(b.data, b.len), b.len};
+    int64_t off, len;
+    buffer_at(b.data, &l, 3, &off, &len); /* s's offsets */
+    expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, (int64_t)l.body + off, "as decoded");
+    iw_buf_free(&b);
+    parts_free(&ps);
+    table_src_free(&src);
+  }
+  check_context("%s", "");
+  funnel_device_close(dev);
+}
+
+/* The device's LZ4 decoder (lz4dec.h, as the cpu backend runs it) against
+ * the frames liblz4 writes, of both kinds, from 0 bytes to several blocks,
+ * random and repetitive; then every frame spoiled at random bytes, decoded
+ * into a buffer of exactly its size (ASan sees a byte out of bounds): a
+ * status, never a crash, and never OK with bytes other than the input's
+ * unless a checksum-free frame was spoiled (the decoder checks no sums). */
+static void device_decoder_reads_what_liblz4_writes(void) {
+  uint64_t rng = 31;
+  static const int64_t SIZES[] = {0, 1, 7, 100, 4096, 65535, 65536, 65537, 300000, 1100000};
+  for (int si = 0; si < 10; si++)
+    for (int style = 0; style <= 1; style++)
+      for (int kind = 0; kind < 3; kind++) {
+        const int64_t n = SIZES[si];
+        check_context("%lld bytes, %s frames, %s", (long long)n,
+                      style == IW_LZ4_JAVA ? "Java's" : "C++'s",
+                      kind == 0 ? "random" : kind == 1 ? "repetitive" : "runs");
+        uint8_t *in = malloc((size_t)n + 1);
+        for (int64_t i = 0; i < n; i++)
+          in[i] = kind == 0   ? (uint8_t)check_rand(&rng)
+                  : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
+                              : (uint8_t)((i / 700) & 0xff);
+        size_t zn;
+        uint8_t *z = iw_compress(1, style, 0, in, (size_t)n, &zn);
+        uint8_t *out = malloc((size_t)n + 1);
+        struct funnel__lz4_job job = {(uint64_t)(uintptr_t)z, (int64_t)zn,
+                                      (uint64_t)(uintptr_t)out, n, -1};
+        funnel__lz4_run_jobs(&job, 1);
+        CHECK_EQ_I64(job.status, FUNNEL__LZ4_OK);
+        if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
+        /* declared one byte more or less */
+        job.dst_length = n + 1;
+        funnel__lz4_run_jobs(&job, 1);
+        CHECK_EQ_I64(job.status, FUNNEL__LZ4_LENGTH);
+        if (n > 0) {
+          job.dst_length = n - 1;
+          funnel__lz4_run_jobs(&job, 1);
+          CHECK(job.status != FUNNEL__LZ4_OK);
+        }
+        /* spoiled */
+        for (int k = 0; k < (n < 5000 ? 200 : 20); k++) {
+          uint8_t *bad = iw_dup(z, zn);
+          for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
+            bad[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
+          const size_t cut = check_rand_below(&rng, 4) == 0 ? check_rand_below(&rng, zn + 1) : zn;
+          uint8_t *exact = malloc((size_t)n + 1);
+          struct funnel__lz4_job spoiled = {(uint64_t)(uintptr_t)bad, (int64_t)cut,
+                                            (uint64_t)(uintptr_t)exact, n, -1};
+          funnel__lz4_run_jobs(&spoiled, 1);
+          CHECK(spoiled.status >= FUNNEL__LZ4_OK && spoiled.status <= FUNNEL__LZ4_DICTIONARY);
+          free(exact);
+          free(bad);
+        }
+        free(z);
+        free(out);
+        free(in);
+      }
+  check_context("%s", "");
+}
+
+/* Without liblz4 (FUNNEL_LZ4_LIBRARY names a file that is not there, in a
+ * child process: the library is loaded once a process), an LZ4 read fails
+ * naming the library; ZSTD and uncompressed reads are untouched. */
+static int without_lz4(void) {
+  {
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    int bad = 0;
+    if (check_device_open(&dev, &err) != FUNNEL_OK) return 2;
+    for (int codec = 0; codec <= 2; codec++) {
+      struct table_src src = table_random(&BAD_SCHEMA, 100, 100, 9);
+      struct iw_options o = {.compression = codec};
+      struct parts ps = cut(&src, 3, 1, &o, 0, NULL);
+      struct funnel_reader *rd = NULL;
+      struct funnel_table *tb = NULL;
+      if (funnel_reader_create(dev, NULL, 0, &rd, &err) != FUNNEL_OK) return 3;
+      const int st = funnel_reader_read_async(rd, ps.p, 3, 0, &tb, &err);
+      if (codec == 1) {
+        bad |= st != FUNNEL_ERR_UNSUPPORTED || err.partition != 0 ||
+               strstr(err.message, "libfunnel-no-such-lz4.so") == NULL ||
+               strstr(err.message, "LZ4_FRAME") == NULL;
+        if (bad) fprintf(stderr, "LZ4 read without liblz4: %d %s\n", st, err.message);
+      } else {
+        bad |= st != FUNNEL_OK;
+        if (st != FUNNEL_OK) fprintf(stderr, "codec %d read: %s\n", codec, err.message);
+      }
+      if (st == FUNNEL_OK) funnel_table_free(tb);
+      funnel_reader_free(rd);
+      parts_free(&ps);
+      table_src_free(&src);
+    }
+    funnel_device_close(dev);
+    return bad ? 1 : 0;
+  }
+}
+
+static char *self_path;
+
+static void missing_library_is_named(void) {
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("FUNNEL_LZ4_LIBRARY", "libfunnel-no-such-lz4.so", 1);
+    setenv("TEST_COMPRESS_WITHOUT_LZ4", "1", 1);
+    execl(self_path, self_path, (char *)NULL);
+    _exit(4);
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK_EQ_I64(WEXITSTATUS(status), 0);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (getenv("TEST_COMPRESS_WITHOUT_LZ4") != NULL) return without_lz4();
+  self_path = argv[0];
+  if (!iw_codecs_available()) {
+    fprintf(stderr, "test_compress: liblz4.so.1 and libzstd.so.1 are needed to write the "
+                    "compressed partitions\n");
+    return 1;
+  }
+  static const struct check_test tests[] = {
+      CHECK_TEST(compressed_partitions_read_as_written),
+      CHECK_TEST(compressed_and_plain_partitions_mixed),
+      CHECK_TEST(large_compressed_partition),
+      CHECK_TEST(bad_compressed_buffers_name_their_place),
+      CHECK_TEST(bad_values_in_a_compressed_batch),
+      CHECK_TEST(device_decoder_reads_what_liblz4_writes),
+      CHECK_TEST(missing_library_is_named),
+  };
+  return CHECK_MAIN(argc, argv, tests);
+}
