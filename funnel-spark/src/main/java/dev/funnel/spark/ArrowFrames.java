@@ -287,9 +287,9 @@ public final class ArrowFrames implements AutoCloseable {
   /**
    * A map task's frames: {@code rows} (whose int column 0 is the reduce partition and whose
    * columns 1.. are {@code sparkSchema}'s) as (reduce partition, frame) pairs, their bodies
-   * compressed by {@code compression}, made as the
-   * iterator is consumed: full batches as they fill, then the rest of each partition's rows. Its
-   * memory is freed when the rows are done, or when the task ends.
+   * compressed by {@code compression}, made as the iterator is consumed: full batches as they
+   * fill, then the rest of each partition's rows. Its memory is freed when the rows are done, or
+   * when the task ends.
    */
   public static Iterator<Tuple2<Integer, byte[]>> frames(
       Iterator<InternalRow> rows,
