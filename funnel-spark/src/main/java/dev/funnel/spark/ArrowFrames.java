@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
@@ -30,6 +31,7 @@ import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.MapVector;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.message.IpcOption;
 import org.apache.arrow.vector.types.DateUnit;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.TimeUnit;
@@ -76,6 +78,9 @@ import scala.Tuple2;
  * depth: array (list, its child named element), map (map of a non-null entries struct of a
  * non-null key and a value) and struct (struct), with the nullability of Spark's elements, values
  * and fields. Other types are rejected when the writer is made, naming the column.
+ *
+ * <p>Each frame's RecordBatch body is compressed as {@link FrameCompression} says (the writer's
+ * codec): every buffer on its own, LZ4 frame or Zstandard, or not at all.
  */
 public final class ArrowFrames implements AutoCloseable {
   /** Rows of a frame unless {@code batchBytes} is reached first. */
@@ -90,6 +95,7 @@ public final class ArrowFrames implements AutoCloseable {
   private final int firstOrdinal;
   private final int batchRows;
   private final long batchBytes;
+  private final FrameCompression compression;
   private final BufferAllocator allocator;
   private final Batch[] batches; // per reduce partition, made on its first row
   private final ColumnWriter[] writers;
@@ -97,13 +103,18 @@ public final class ArrowFrames implements AutoCloseable {
 
   /**
    * A writer of rows whose columns {@code firstOrdinal..} are {@code sparkSchema}'s, for {@code
-   * numPartitions} reduce partitions.
+   * numPartitions} reduce partitions, into frames whose bodies {@code compression} compresses.
    *
    * @throws IllegalArgumentException naming the column when a column's type is not one the funnel
    *     shuffle writes, or when a size is not positive
    */
   public ArrowFrames(
-      StructType sparkSchema, int firstOrdinal, int numPartitions, int batchRows, long batchBytes) {
+      StructType sparkSchema,
+      int firstOrdinal,
+      int numPartitions,
+      int batchRows,
+      long batchBytes,
+      FrameCompression compression) {
     if (numPartitions <= 0 || batchRows <= 0 || batchBytes <= 0) {
       throw new IllegalArgumentException(
           "partitions " + numPartitions + ", batch rows " + batchRows + ", batch bytes "
@@ -114,6 +125,7 @@ public final class ArrowFrames implements AutoCloseable {
     this.firstOrdinal = firstOrdinal;
     this.batchRows = batchRows;
     this.batchBytes = batchBytes;
+    this.compression = Objects.requireNonNull(compression, "compression");
     StructField[] fields = sparkSchema.fields();
     this.writers = new ColumnWriter[fields.length];
     long fixed = 0;
@@ -274,17 +286,20 @@ public final class ArrowFrames implements AutoCloseable {
 
   /**
    * A map task's frames: {@code rows} (whose int column 0 is the reduce partition and whose
-   * columns 1.. are {@code sparkSchema}'s) as (reduce partition, frame) pairs, made as the
-   * iterator is consumed: full batches as they fill, then the rest of each partition's rows. Its
-   * memory is freed when the rows are done, or when the task ends.
+   * columns 1.. are {@code sparkSchema}'s) as (reduce partition, frame) pairs, their bodies
+   * compressed by {@code compression}, made as the iterator is consumed: full batches as they
+   * fill, then the rest of each partition's rows. Its memory is freed when the rows are done, or
+   * when the task ends.
    */
   public static Iterator<Tuple2<Integer, byte[]>> frames(
       Iterator<InternalRow> rows,
       StructType sparkSchema,
       int numPartitions,
       int batchRows,
-      long batchBytes) {
-    ArrowFrames writer = new ArrowFrames(sparkSchema, 1, numPartitions, batchRows, batchBytes);
+      long batchBytes,
+      FrameCompression compression) {
+    ArrowFrames writer =
+        new ArrowFrames(sparkSchema, 1, numPartitions, batchRows, batchBytes, compression);
     TaskContext task = TaskContext.get();
     if (task != null) {
       task.addTaskCompletionListener((TaskCompletionListener) t -> writer.close());
@@ -346,7 +361,7 @@ public final class ArrowFrames implements AutoCloseable {
         v.setValueCount(rows);
       }
       root.setRowCount(rows);
-      byte[] frame = write(root, bytes);
+      byte[] frame = write(root, bytes, compression);
       for (FieldVector v : vectors) {
         v.reset();
       }
@@ -361,16 +376,18 @@ public final class ArrowFrames implements AutoCloseable {
 
   /**
    * A frame of an Arrow batch the caller already has, such as one reduce partition's rows from a
-   * columnar source: a whole Arrow IPC stream of it, as {@link FunnelShuffle#exchange} moves and
-   * {@link ShuffleReads#read} reads.
+   * columnar source: a whole Arrow IPC stream of it, its body compressed by {@code compression},
+   * as {@link FunnelShuffle#exchange} moves and {@link ShuffleReads#read} reads.
    */
-  public static byte[] frame(VectorSchemaRoot batch) {
-    return write(batch, 0);
+  public static byte[] frame(VectorSchemaRoot batch, FrameCompression compression) {
+    return write(batch, 0, compression);
   }
 
-  private static byte[] write(VectorSchemaRoot root, long sizeHint) {
+  private static byte[] write(VectorSchemaRoot root, long sizeHint, FrameCompression compression) {
     ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(sizeHint + 1024, 1 << 30));
-    try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+    try (ArrowStreamWriter w =
+        new ArrowStreamWriter(root, null, Channels.newChannel(out), IpcOption.DEFAULT,
+            compression.factory(), compression.arrowType())) {
       w.start();
       w.writeBatch();
       w.end();
@@ -538,6 +555,7 @@ public final class ArrowFrames implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "ArrowFrames[" + sparkSchema.simpleString() + ", " + batches.length + " partitions]";
+    return "ArrowFrames[" + sparkSchema.simpleString() + ", " + batches.length + " partitions, "
+        + compression.confValue() + "]";
   }
 }

@@ -7,8 +7,10 @@ import static org.apache.spark.sql.functions.pmod;
 import dev.funnel.DeviceTable;
 import java.io.Serializable;
 import java.util.Iterator;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.Partitioner;
+import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.rdd.RDD;
@@ -18,6 +20,7 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.StructType;
+import org.slf4j.LoggerFactory;
 import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
 
@@ -36,6 +39,14 @@ import scala.reflect.ClassTag$;
  * rows as Arrow IPC frames per reduce partition ({@link ArrowFrames}), which Spark's shuffle moves
  * as raw bytes ({@link FrameSerializer}); each reduce task makes one funnel read of all its frames
  * ({@link ShuffleReads#read}).
+ *
+ * <p>The frames' bodies are compressed with the codec of {@value FrameCompression#CONF} (lz4 by
+ * default, zstd or none), read from the DataFrame's session when the shuffle is built. Spark's own
+ * stream compression ({@code spark.shuffle.compress}, true by default) would compress them a
+ * second time, and Spark has no switch for one shuffle: a user sets {@code
+ * spark.shuffle.compress=false} with lz4 or zstd frames, or {@value FrameCompression#CONF}{@code
+ * =none} to keep Spark's. The shuffle logs a warning, once, when it finds both on, and changes no
+ * setting (see {@link FrameCompression}).
  */
 public final class FunnelShuffle implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -44,11 +55,17 @@ public final class FunnelShuffle implements Serializable {
 
   private final StructType sparkSchema;
   private final int numPartitions;
+  private final FrameCompression compression;
   private final transient JavaPairRDD<Integer, byte[]> frames;
 
-  private FunnelShuffle(StructType sparkSchema, int numPartitions, JavaPairRDD<Integer, byte[]> f) {
+  private FunnelShuffle(
+      StructType sparkSchema,
+      int numPartitions,
+      FrameCompression compression,
+      JavaPairRDD<Integer, byte[]> f) {
     this.sparkSchema = sparkSchema;
     this.numPartitions = numPartitions;
+    this.compression = compression;
     this.frames = f;
   }
 
@@ -60,10 +77,12 @@ public final class FunnelShuffle implements Serializable {
 
   /**
    * The funnel shuffle of {@code df} into {@code numPartitions} reduce partitions by {@code keys},
-   * frames of at most {@code batchRows} rows and about {@code batchBytes} bytes. Nothing runs until
-   * an action on {@link #mapTables} or {@link #frames}.
+   * frames of at most {@code batchRows} rows and about {@code batchBytes} bytes, their bodies
+   * compressed by the session's {@value FrameCompression#CONF}. Nothing runs until an action on
+   * {@link #mapTables} or {@link #frames}.
    *
-   * @throws IllegalArgumentException when a column's type is not one the shuffle writes
+   * @throws IllegalArgumentException when a column's type is not one the shuffle writes, or the
+   *     codec setting names no codec
    */
   public static FunnelShuffle repartition(
       Dataset<Row> df, int numPartitions, int batchRows, long batchBytes, Column... keys) {
@@ -75,6 +94,8 @@ public final class FunnelShuffle implements Serializable {
     }
     StructType schema = df.schema();
     ArrowFrames.arrowSchema(schema); // rejects what it cannot write, before any job
+    FrameCompression compression = FrameCompression.of(df.sparkSession().conf());
+    warnIfCompressedTwice(df.sparkSession().sparkContext().getConf(), compression);
     Column[] projected = new Column[schema.fields().length + 1];
     projected[0] = pmod(hash(keys), lit(numPartitions));
     for (int c = 0; c < schema.fields().length; c++) {
@@ -86,8 +107,25 @@ public final class FunnelShuffle implements Serializable {
             rows.toJavaRDD()
                 .mapPartitions(
                     it ->
-                        ArrowFrames.frames(it, schema, numPartitions, batchRows, batchBytes)));
-    return new FunnelShuffle(schema, numPartitions, frames);
+                        ArrowFrames.frames(
+                            it, schema, numPartitions, batchRows, batchBytes, compression)));
+    return new FunnelShuffle(schema, numPartitions, compression, frames);
+  }
+
+  private static final AtomicBoolean WARNED = new AtomicBoolean();
+
+  /** Says once in this JVM that Spark compresses the compressed frames again, and what to set. */
+  private static void warnIfCompressedTwice(SparkConf conf, FrameCompression compression) {
+    if (FrameCompression.compressedTwice(conf, compression) && WARNED.compareAndSet(false, true)) {
+      LoggerFactory.getLogger(FunnelShuffle.class).warn(
+          "the funnel shuffle writes {}-compressed frames ({}) and spark.shuffle.compress is true:"
+              + " Spark compresses them again with spark.io.compression.codec ({}), and its reduce"
+              + " tasks decompress them on the CPU before funnel reads them. Set"
+              + " spark.shuffle.compress=false (Spark's own shuffles in this application then move"
+              + " uncompressed too), or {}=none to keep Spark's compression alone.",
+          compression.confValue(), FrameCompression.CONF,
+          conf.get("spark.io.compression.codec", "lz4"), FrameCompression.CONF);
+    }
   }
 
   private static RDD<InternalRow> internalRows(Dataset<Row> df) {
@@ -107,6 +145,11 @@ public final class FunnelShuffle implements Serializable {
   /** The schema of the frames and of every reduce task's table. */
   public Schema schema() {
     return ArrowFrames.arrowSchema(sparkSchema);
+  }
+
+  /** The codec of the frames' bodies. */
+  public FrameCompression compression() {
+    return compression;
   }
 
   /** Reduce partitions. */

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerJobStart;
@@ -28,7 +29,7 @@ import org.apache.spark.storage.StorageLevel;
 /**
  * A Spark job whose shuffle's reduce side reads through funnel, checked against Spark's own
  * counts; with {@code --bench}, the reduce-stage time of the same shuffle through Spark's own row
- * shuffle and through the funnel shuffle.
+ * shuffle and through the funnel shuffle, with and without Spark's stream compression.
  *
  * <pre>
  * spark-submit --master spark://HOST:7077 --jars funnel-VERSION.jar \
@@ -38,10 +39,17 @@ import org.apache.spark.storage.StorageLevel;
  *
  * <p>Options: {@code --rows N} (2,000,000), {@code --partitions P} (200), {@code --maps M} (map
  * tasks, each writing one frame per reduce partition: Spark's default parallelism, at least 2),
- * {@code --master M}
- * (spark-submit's {@code --master}; local[*] when there is none), {@code --backend
- * auto|cpu|cuda} (spark-submit's {@code --conf spark.funnel.backend}; auto when there is none), {@code --bench} with {@code --reps N} (5) and {@code --warmup N} (2).
- * The device is opened on the executors only: the driver needs no GPU.
+ * {@code --master M} (spark-submit's {@code --master}; local[*] when there is none), {@code
+ * --backend auto|cpu|cuda} (spark-submit's {@code --conf spark.funnel.backend}; auto when there
+ * is none), {@code --codec lz4|zstd|none} (the frames' bodies: spark-submit's {@code --conf
+ * spark.funnel.compression.codec}; lz4 when there is none), {@code --bench} with {@code --reps
+ * N} (5) and {@code --warmup N} (2). The device is opened on the executors only: the driver needs
+ * no GPU.
+ *
+ * <p>Compressed frames ask that Spark not compress its shuffle streams ({@link
+ * FrameCompression}): the check sets {@code spark.shuffle.compress=false}, and says so, unless
+ * spark-submit set it; {@code --bench} runs under both settings, each in a SparkContext of its
+ * own, as Spark applies the setting to every shuffle of a context.
  */
 public final class SparkExample {
   private SparkExample() {}
@@ -54,6 +62,7 @@ public final class SparkExample {
     int warmup = 2;
     String master = null;
     String backend = null; // spark-submit's --conf spark.funnel.backend, else auto
+    String codec = null; // spark-submit's --conf spark.funnel.compression.codec, else lz4
     boolean bench = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -64,11 +73,12 @@ public final class SparkExample {
         case "--warmup" -> warmup = Integer.parseInt(value(args, ++i));
         case "--master" -> master = value(args, ++i);
         case "--backend" -> backend = value(args, ++i);
+        case "--codec" -> codec = value(args, ++i);
         case "--bench" -> bench = true;
         default -> {
           System.err.println("spark-example: unknown option '" + args[i] + "'\nusage: "
-              + "[--rows N] [--partitions P] [--maps M] [--master M] [--backend auto|cpu|cuda] [--bench"
-              + " [--reps N] [--warmup N]]");
+              + "[--rows N] [--partitions P] [--maps M] [--master M] [--backend auto|cpu|cuda]"
+              + " [--codec lz4|zstd|none] [--bench [--reps N] [--warmup N]]");
           System.exit(2);
         }
       }
@@ -85,14 +95,35 @@ public final class SparkExample {
     } else if (System.getProperty("spark.master") == null) {
       builder.master("local[*]").config("spark.ui.enabled", "false"); // not under spark-submit
     }
-    SparkSession spark = builder.getOrCreate();
+    SparkConf submitted = new SparkConf(); // spark-submit's settings, its system properties
+    FrameCompression frames;
+    try {
+      frames = FrameCompression.of(codec != null ? codec
+          : submitted.get(FrameCompression.CONF, FrameCompression.DEFAULT.confValue()));
+    } catch (IllegalArgumentException e) {
+      System.err.println("spark-example: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
+    builder.config(FrameCompression.CONF, frames.confValue());
     int status = 0;
     try {
-      Dataset<Row> df = table(spark, rows, maps);
       if (bench) {
-        bench(spark, df, partitions, reps, warmup);
+        bench(builder, rows, maps, partitions, reps, warmup, frames);
       } else {
-        status = run(df, partitions);
+        if (FrameCompression.compressedTwice(submitted, frames)
+            && !submitted.contains(FrameCompression.SPARK_SHUFFLE_COMPRESS)) {
+          // Spark would compress the compressed frames again; a setting the user made stays
+          builder.config(FrameCompression.SPARK_SHUFFLE_COMPRESS, "false");
+          System.out.println("spark-example: spark.shuffle.compress=false, as the frames are "
+              + frames.confValue() + "-compressed (" + FrameCompression.CONF + ")");
+        }
+        SparkSession spark = builder.getOrCreate();
+        try {
+          status = run(table(spark, rows, maps), partitions);
+        } finally {
+          spark.stop();
+        }
       }
     } catch (Exception e) {
       if (!(e instanceof org.apache.spark.SparkException)) {
@@ -102,7 +133,6 @@ public final class SparkExample {
       System.err.println("spark-example: the job failed: " + rootMessage(e));
       status = 1;
     } finally {
-      spark.stop();
       FunnelExecutor.closeDevices();
     }
     if (status != 0) {
@@ -179,8 +209,11 @@ public final class SparkExample {
     long sparkRows = df.count();
     long sparkNulls = df.filter(col("i").isNull()).count();
     System.out.printf(Locale.ROOT,
-        "funnel shuffle on %s: %,d rows of %d columns into %d reduce partitions in %.2f s%n",
-        devices, total, df.columns().length, partitions, seconds);
+        "funnel shuffle on %s: %,d rows of %d columns into %d reduce partitions in %.2f s"
+            + " (frames %s, spark.shuffle.compress %s)%n",
+        devices, total, df.columns().length, partitions, seconds, shuffle.compression().confValue(),
+        df.sparkSession().sparkContext().getConf().get(FrameCompression.SPARK_SHUFFLE_COMPRESS,
+            "true"));
     long executors = perTask.stream().map(TaskRead::executor).distinct().count();
     System.out.printf(Locale.ROOT,
         "  %d reduce tasks, one device table each, read on %d %s: largest %,d rows, %d"
@@ -192,87 +225,173 @@ public final class SparkExample {
   }
 
   /**
-   * The same repartition of the same cached DataFrame through Spark's shuffle (reduce tasks
-   * iterate their rows) and through the funnel shuffle (reduce tasks read one table, ready), each
-   * {@code warmup + reps} times alternately; prints the median stage times.
+   * The same repartition of the same cached DataFrame through Spark's own row shuffle (reduce
+   * tasks iterate their rows) and through the funnel shuffle (reduce tasks read one table,
+   * ready), each {@code warmup + reps} times alternately, under each setting of {@code
+   * spark.shuffle.compress}: Spark reads it once a SparkContext, for all its shuffles, so each
+   * setting runs in a SparkContext of its own. Prints the median stage times and shuffle bytes of
+   * the four, and the reduce stages of the two shuffles each compressed once: Spark's rows by its
+   * stream codec, funnel's frames by their bodies' codec.
    */
-  static void bench(SparkSession spark, Dataset<Row> df, int partitions, int reps, int warmup) {
-    String backend = "?";
-    df.persist(StorageLevel.MEMORY_ONLY());
-    long rows = df.count(); // the cache is filled before anything is timed
-    StageTimes times = new StageTimes();
-    spark.sparkContext().addSparkListener(times);
-    List<long[]> spark_ = new ArrayList<>();
-    List<long[]> funnel = new ArrayList<>();
-    List<TaskTimes> funnelTasks = new ArrayList<>(); // every reduce task of the timed runs
-    List<long[]> sparkTasks = new ArrayList<>(); // {rows, ns iterating them}
-    for (int r = 0; r < warmup + reps; r++) {
-      String tag = "spark-" + r;
-      spark.sparkContext().setJobGroup(tag, tag, false);
-      JavaRDD<long[]> sparkCounts =
-          ((org.apache.spark.sql.classic.Dataset<Row>) df.repartition(partitions, col("key")))
-              .queryExecution()
-              .toRdd()
-              .toJavaRDD()
-              .mapPartitions(
-                  it -> {
-                    long t0 = System.nanoTime();
-                    long n = 0;
-                    while (it.hasNext()) {
-                      it.next();
-                      n++;
-                    }
-                    return List.of(new long[] {n, System.nanoTime() - t0}).iterator();
-                  });
-      List<long[]> sparkRun = sparkCounts.collect();
-      long[] a = sparkRun.stream().mapToLong(t -> t[0]).toArray();
-      long[] sparkStages = times.await(tag);
-      tag = "funnel-" + r;
-      spark.sparkContext().setJobGroup(tag, tag, false);
-      List<TaskTimes> reads =
-          FunnelShuffle.repartition(df, partitions, col("key"))
-              .mapTablesWithTimes(
-                  (p, table, t) -> {
-                    long w = System.nanoTime();
-                    table.waitReady();
-                    long end = System.nanoTime();
-                    return List.of(new TaskTimes(table.numRows(),
-                        FunnelExecutor.device().backend(), t.fetchNanos(), t.stagingNanos(),
-                        t.readNanos(), end - w, end - t.startNanos(), t.frames(), t.bytes(),
-                        table.stats().parsedOnDevice(), table.stats().parseNanos(),
-                        table.stats().planNanos(), table.stats().submitNanos()))
-                        .iterator();
-                  })
-              .collect();
-      backend = reads.isEmpty() ? backend : reads.get(0).device();
-      long[] b = reads.stream().mapToLong(TaskTimes::rows).toArray();
-      long[] funnelStages = times.await(tag);
-      if (!Arrays.equals(a, b)) {
-        throw new IllegalStateException("the two shuffles put different row counts in partitions");
-      }
-      if (r >= warmup) {
-        spark_.add(sparkStages);
-        funnel.add(funnelStages);
-        funnelTasks.addAll(reads);
-        sparkTasks.addAll(sparkRun);
-      }
-    }
-    spark.sparkContext().clearJobGroup();
+  static void bench(SparkSession.Builder builder, long rows, int maps, int partitions, int reps,
+      int warmup, FrameCompression frames) {
+    Phase on = phase(builder.config(FrameCompression.SPARK_SHUFFLE_COMPRESS, "true"), rows, maps,
+        partitions, reps, warmup, false);
+    Phase off = phase(builder.config(FrameCompression.SPARK_SHUFFLE_COMPRESS, "false"), rows,
+        maps, partitions, reps, warmup, true);
+    String io = on.ioCodec();
     System.out.printf(Locale.ROOT,
         "%,d rows, %d columns, %d reduce partitions, %s, backend %s, %d cores; median of %d"
-            + " runs after %d warm-up%n", rows, df.columns().length, partitions,
-        spark.sparkContext().master(), backend,
-        Runtime.getRuntime().availableProcessors(), reps, warmup);
-    System.out.printf(Locale.ROOT, "%-20s %12s %12s %14s%n", "shuffle", "map stage",
-        "reduce stage", "shuffle bytes");
-    System.out.printf(Locale.ROOT, "%-20s %9.0f ms %9.0f ms %,14.0f%n", "Spark row shuffle",
-        median(spark_, 0), median(spark_, 1), median(spark_, 2));
-    System.out.printf(Locale.ROOT, "%-20s %9.0f ms %9.0f ms %,14.0f%n", "funnel shuffle",
-        median(funnel, 0), median(funnel, 1), median(funnel, 2));
-    System.out.printf(Locale.ROOT, "reduce stage, each run (ms): Spark %s, funnel %s%n",
-        runs(spark_, 1), runs(funnel, 1));
-    printBreakdown(funnelTasks, funnel.stream().mapToLong(r -> r[3]).sum(), sparkTasks);
-    df.unpersist();
+            + " runs after %d warm-up%n", on.rows(), on.columns(), partitions, on.master(),
+        on.backend(), Runtime.getRuntime().availableProcessors(), reps, warmup);
+    System.out.printf(Locale.ROOT,
+        "funnel's frames: %s bodies (%s); Spark's streams: %s (spark.io.compression.codec) when"
+            + " spark.shuffle.compress, which is one setting for all the shuffles of a"
+            + " SparkContext: each setting ran in a SparkContext of its own%n",
+        frames.confValue(), FrameCompression.CONF, io);
+    System.out.printf(Locale.ROOT, "%-18s %-22s %-22s %12s %12s %14s%n", "shuffle",
+        "spark.shuffle.compress", "compressed by", "map stage", "reduce stage", "shuffle bytes");
+    String funnelOwn = frames == FrameCompression.NONE ? "nothing" : "funnel " + frames.confValue();
+    String twice = frames == FrameCompression.NONE ? "Spark " + io
+        : funnelOwn + " + Spark " + io;
+    printRow("Spark row shuffle", "true", "Spark " + io, on.spark());
+    printRow("funnel shuffle", "true", twice, on.funnel());
+    printRow("Spark row shuffle", "false", "nothing", off.spark());
+    printRow("funnel shuffle", "false", funnelOwn, off.funnel());
+    System.out.printf(Locale.ROOT,
+        "uncompressed: Spark's rows %,.0f bytes (spark.shuffle.compress=false above), funnel's"
+            + " frames %,d bytes (the frames of %s=none, counted on the map side)%n",
+        median(off.spark(), 2), off.plainFrameBytes(), FrameCompression.CONF);
+    // each shuffle compressed once: Spark's rows by its streams, funnel's frames by their bodies
+    // (by Spark's streams when the frames are not compressed)
+    Phase funnelOnce = frames == FrameCompression.NONE ? on : off;
+    System.out.printf(Locale.ROOT,
+        "compression on, each shuffle compressed once: reduce stage Spark row shuffle %.0f ms (%s"
+            + " streams, %,.0f bytes), funnel shuffle %.0f ms (%s, %,.0f bytes)%n",
+        median(on.spark(), 1), io, median(on.spark(), 2), median(funnelOnce.funnel(), 1),
+        frames == FrameCompression.NONE ? "uncompressed frames in Spark's " + io + " streams"
+            : frames.confValue() + " bodies, spark.shuffle.compress=false",
+        median(funnelOnce.funnel(), 2));
+    System.out.printf(Locale.ROOT,
+        "reduce stage, each run (ms): spark.shuffle.compress=true: Spark %s, funnel %s;"
+            + " false: Spark %s, funnel %s%n", runs(on.spark(), 1), runs(on.funnel(), 1),
+        runs(off.spark(), 1), runs(off.funnel(), 1));
+    System.out.println("the breakdowns below: funnel's tasks with its frames compressed once,"
+        + " Spark's with its streams compressed");
+    printBreakdown(funnelOnce.funnelTasks(),
+        funnelOnce.funnel().stream().mapToLong(r -> r[3]).sum(), on.sparkTasks());
+  }
+
+  private static void printRow(String shuffle, String compress, String by, List<long[]> runs) {
+    System.out.printf(Locale.ROOT, "%-18s %-22s %-22s %9.0f ms %9.0f ms %,14.0f%n", shuffle,
+        compress, by, median(runs, 0), median(runs, 1), median(runs, 2));
+  }
+
+  /**
+   * One SparkContext's runs: per run {map stage ms, reduce stage ms, shuffle bytes written,
+   * reduce tasks' run ms} of each shuffle; every funnel reduce task's times and every Spark
+   * reduce task's {rows, ns iterating them} of the timed runs; the bytes of the same shuffle's
+   * frames uncompressed, when counted (else 0).
+   */
+  record Phase(List<long[]> spark, List<long[]> funnel, List<TaskTimes> funnelTasks,
+      List<long[]> sparkTasks, long plainFrameBytes, long rows, int columns, String master,
+      String backend, String ioCodec) {}
+
+  /**
+   * {@link #bench}'s runs in a SparkContext of {@code builder}'s settings, stopped after; with
+   * {@code countPlainFrames}, the bytes of the frames uncompressed too.
+   */
+  static Phase phase(SparkSession.Builder builder, long rowCount, int maps, int partitions,
+      int reps, int warmup, boolean countPlainFrames) {
+    SparkSession spark = builder.getOrCreate();
+    try {
+      Dataset<Row> df = table(spark, rowCount, maps);
+      String backend = "?";
+      df.persist(StorageLevel.MEMORY_ONLY());
+      long rows = df.count(); // the cache is filled before anything is timed
+      StageTimes times = new StageTimes();
+      spark.sparkContext().addSparkListener(times);
+      List<long[]> spark_ = new ArrayList<>();
+      List<long[]> funnel = new ArrayList<>();
+      List<TaskTimes> funnelTasks = new ArrayList<>(); // every reduce task of the timed runs
+      List<long[]> sparkTasks = new ArrayList<>(); // {rows, ns iterating them}
+      for (int r = 0; r < warmup + reps; r++) {
+        String tag = "spark-" + r;
+        spark.sparkContext().setJobGroup(tag, tag, false);
+        JavaRDD<long[]> sparkCounts =
+            ((org.apache.spark.sql.classic.Dataset<Row>) df.repartition(partitions, col("key")))
+                .queryExecution()
+                .toRdd()
+                .toJavaRDD()
+                .mapPartitions(
+                    it -> {
+                      long t0 = System.nanoTime();
+                      long n = 0;
+                      while (it.hasNext()) {
+                        it.next();
+                        n++;
+                      }
+                      return List.of(new long[] {n, System.nanoTime() - t0}).iterator();
+                    });
+        List<long[]> sparkRun = sparkCounts.collect();
+        long[] a = sparkRun.stream().mapToLong(t -> t[0]).toArray();
+        long[] sparkStages = times.await(tag);
+        tag = "funnel-" + r;
+        spark.sparkContext().setJobGroup(tag, tag, false);
+        List<TaskTimes> reads =
+            FunnelShuffle.repartition(df, partitions, col("key"))
+                .mapTablesWithTimes(
+                    (p, table, t) -> {
+                      long w = System.nanoTime();
+                      table.waitReady();
+                      long end = System.nanoTime();
+                      return List.of(new TaskTimes(table.numRows(),
+                          FunnelExecutor.device().backend(), t.fetchNanos(), t.stagingNanos(),
+                          t.readNanos(), end - w, end - t.startNanos(), t.frames(), t.bytes(),
+                          table.stats().parsedOnDevice(), table.stats().parseNanos(),
+                          table.stats().planNanos(), table.stats().submitNanos()))
+                          .iterator();
+                    })
+                .collect();
+        backend = reads.isEmpty() ? backend : reads.get(0).device();
+        long[] b = reads.stream().mapToLong(TaskTimes::rows).toArray();
+        long[] funnelStages = times.await(tag);
+        if (!Arrays.equals(a, b)) {
+          throw new IllegalStateException(
+              "the two shuffles put different row counts in partitions");
+        }
+        if (r >= warmup) {
+          spark_.add(sparkStages);
+          funnel.add(funnelStages);
+          funnelTasks.addAll(reads);
+          sparkTasks.addAll(sparkRun);
+        }
+      }
+      spark.sparkContext().clearJobGroup();
+      long plainFrameBytes = countPlainFrames ? plainFrameBytes(spark, df, partitions) : 0;
+      df.unpersist();
+      return new Phase(spark_, funnel, funnelTasks, sparkTasks, plainFrameBytes, rows,
+          df.columns().length, spark.sparkContext().master(), backend,
+          spark.sparkContext().getConf().get("spark.io.compression.codec", "lz4"));
+    } finally {
+      spark.stop();
+    }
+  }
+
+  /**
+   * The bytes the funnel shuffle of {@code df} would write uncompressed: its frames of codec
+   * none, each with FrameSerializer's 8-byte record header, made on the map side, not shuffled.
+   */
+  private static long plainFrameBytes(SparkSession spark, Dataset<Row> df, int partitions) {
+    String codec = spark.conf().get(FrameCompression.CONF, FrameCompression.DEFAULT.confValue());
+    FunnelShuffle plain;
+    spark.conf().set(FrameCompression.CONF, FrameCompression.NONE.confValue());
+    try {
+      plain = FunnelShuffle.repartition(df, partitions, col("key"));
+    } finally {
+      spark.conf().set(FrameCompression.CONF, codec);
+    }
+    return plain.frames().map(t -> t._2().length + 8L).fold(0L, Long::sum);
   }
 
   /** Where one funnel reduce task's time went, nanoseconds (see {@link ReduceTimes}). */

@@ -16,11 +16,22 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
+import java.nio.channels.Channels;
+import org.apache.arrow.compression.CommonsCompressionFactory;
+import org.apache.arrow.flatbuf.BodyCompression;
+import org.apache.arrow.flatbuf.BodyCompressionMethod;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.flatbuf.RecordBatch;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.compression.CompressionCodec;
+import org.apache.arrow.vector.compression.CompressionUtil.CodecType;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -36,6 +47,8 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import scala.Tuple2;
 
 /**
@@ -79,6 +92,30 @@ class ArrowFramesTest {
         });
   }
 
+  /** Arrow Java's codecs: its readers given them read frames of any {@link FrameCompression}. */
+  static final CompressionCodec.Factory CODECS = CommonsCompressionFactory.INSTANCE;
+
+  /**
+   * The codec {@code frame}'s RecordBatch header names (NO_COMPRESSION when it has none), as
+   * Arrow Java's MessageSerializer reads the frame's messages: its schema, then its batch.
+   */
+  static CodecType bodyCodec(byte[] frame) throws IOException {
+    try (ReadChannel in = new ReadChannel(Channels.newChannel(new ByteArrayInputStream(frame)))) {
+      MessageMetadataResult schema = MessageSerializer.readMessage(in);
+      assertEquals(MessageHeader.Schema, schema.getMessage().headerType());
+      assertEquals(0, schema.getMessageBodyLength(), "a schema has no body");
+      MessageMetadataResult batch = MessageSerializer.readMessage(in);
+      assertEquals(MessageHeader.RecordBatch, batch.getMessage().headerType());
+      RecordBatch header = (RecordBatch) batch.getMessage().header(new RecordBatch());
+      BodyCompression compression = header.compression();
+      if (compression == null) {
+        return CodecType.NO_COMPRESSION;
+      }
+      assertEquals(BodyCompressionMethod.BUFFER, compression.method());
+      return CodecType.fromCompressionType(compression.codec());
+    }
+  }
+
   static InternalRow nulls(int partition) {
     Object[] v = new Object[1 + ALL.fields().length];
     v[0] = partition;
@@ -89,7 +126,7 @@ class ArrowFramesTest {
   static List<List<Object>> readAll(byte[] frame, BufferAllocator allocator) throws IOException {
     List<List<Object>> rows = new ArrayList<>();
     try (ArrowStreamReader reader =
-        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator)) {
+        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator, CODECS)) {
       VectorSchemaRoot root = reader.getVectorSchemaRoot();
       assertEquals(ArrowFrames.arrowSchema(ALL), root.getSchema());
       while (reader.loadNextBatch()) {
@@ -140,24 +177,26 @@ class ArrowFramesTest {
 
   @Test
   void rejectsAPartitionOutOfRange() {
-    try (ArrowFrames w = new ArrowFrames(ALL, 1, 4, 10, 1 << 20)) {
+    try (ArrowFrames w = new ArrowFrames(ALL, 1, 4, 10, 1 << 20, FrameCompression.LZ4)) {
       IllegalArgumentException e =
           assertThrows(IllegalArgumentException.class, () -> w.append(4, row(4, 1)));
       assertTrue(e.getMessage().contains("reduce partition 4 out of [0, 4)"), e.getMessage());
     }
   }
 
-  @Test
-  void everyTypeAndNullsAsArrowJavaReadsThem() throws IOException {
+  @ParameterizedTest
+  @EnumSource(FrameCompression.class)
+  void everyTypeAndNullsAsArrowJavaReadsThem(FrameCompression codec) throws IOException {
     List<List<Object>> got;
     try (BufferAllocator allocator = new RootAllocator();
-        ArrowFrames w = new ArrowFrames(ALL, 1, 2, 3, 1 << 20)) {
+        ArrowFrames w = new ArrowFrames(ALL, 1, 2, 3, 1 << 20, codec)) {
       assertNull(w.append(1, row(1, 1)));
       assertNull(w.append(1, nulls(1)));
       byte[] full = w.append(1, row(1, 2)); // 3 rows: the batch is full
       assertNotNull(full);
       assertNull(w.flush(1), "nothing left after a full frame");
       assertNull(w.flush(0), "no rows for partition 0");
+      assertEquals(codec.arrowType(), bodyCodec(full));
       got = readAll(full, allocator);
     }
     assertEquals(3, got.size());
@@ -178,7 +217,7 @@ class ArrowFramesTest {
       rows.add(row(k % 3 == 0 ? 0 : 2, k));
     }
     Iterator<Tuple2<Integer, byte[]>> frames =
-        ArrowFrames.frames(rows.iterator(), ALL, 3, 4, 1 << 20);
+        ArrowFrames.frames(rows.iterator(), ALL, 3, 4, 1 << 20, FrameCompression.LZ4);
     int[] rowsPer = new int[3];
     List<Integer> frameRows = new ArrayList<>();
     try (BufferAllocator allocator = new RootAllocator()) {
@@ -208,9 +247,9 @@ class ArrowFramesTest {
       x.set(2, -1);
       x.setValueCount(3);
       root.setRowCount(3);
-      byte[] frame = ArrowFrames.frame(root);
+      byte[] frame = ArrowFrames.frame(root, FrameCompression.ZSTD);
       try (ArrowStreamReader reader =
-          new ArrowStreamReader(new ByteArrayInputStream(frame), allocator)) {
+          new ArrowStreamReader(new ByteArrayInputStream(frame), allocator, CODECS)) {
         assertTrue(reader.loadNextBatch());
         IntVector got = (IntVector) reader.getVectorSchemaRoot().getVector(0);
         assertEquals(3, got.getValueCount());
@@ -224,7 +263,7 @@ class ArrowFramesTest {
   @Test
   void batchBytesClosesAFrameBeforeBatchRows() {
     StructType s = new StructType().add("str", DataTypes.StringType);
-    try (ArrowFrames w = new ArrowFrames(s, 1, 1, 1000, 100)) {
+    try (ArrowFrames w = new ArrowFrames(s, 1, 1, 1000, 100, FrameCompression.LZ4)) {
       String big = "x".repeat(60);
       assertNull(w.append(0, new GenericInternalRow(new Object[] {0, UTF8String.fromString(big)})));
       assertNotNull(w.append(0, new GenericInternalRow(new Object[] {0, UTF8String.fromString(big)})));
@@ -339,7 +378,7 @@ class ArrowFramesTest {
       throws IOException {
     List<Row> rows = new ArrayList<>();
     try (ArrowStreamReader reader =
-        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator)) {
+        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator, CODECS)) {
       VectorSchemaRoot root = reader.getVectorSchemaRoot();
       assertEquals(ArrowFrames.arrowSchema(schema), root.getSchema());
       while (reader.loadNextBatch()) {
@@ -360,14 +399,15 @@ class ArrowFramesTest {
    * Writes rows of {@code schema} (their values; partition 0) in frames of {@code batchRows} rows
    * and asserts that Spark reads back each row written; returns the frames' rows.
    */
-  static List<Integer> assertRoundTrip(StructType schema, List<Object[]> rows, int batchRows)
+  static List<Integer> assertRoundTrip(
+      StructType schema, List<Object[]> rows, int batchRows, FrameCompression codec)
       throws IOException {
     scala.Function1<Object, Object> toRow = CatalystTypeConverters.createToScalaConverter(schema);
     List<Row> expected = new ArrayList<>();
     List<Row> got = new ArrayList<>();
     List<Integer> frameRows = new ArrayList<>();
     try (BufferAllocator allocator = new RootAllocator();
-        ArrowFrames w = new ArrowFrames(schema, 1, 1, batchRows, 1 << 20)) {
+        ArrowFrames w = new ArrowFrames(schema, 1, 1, batchRows, 1 << 20, codec)) {
       List<byte[]> frames = new ArrayList<>();
       for (Object[] values : rows) {
         expected.add((Row) toRow.apply(new GenericInternalRow(values)));
@@ -381,6 +421,7 @@ class ArrowFramesTest {
       }
       frames.add(w.flush(0));
       for (byte[] f : frames) {
+        assertEquals(codec.arrowType(), bodyCodec(f));
         List<Row> read = readBySpark(f, schema, allocator);
         frameRows.add(read.size());
         got.addAll(read);
@@ -393,17 +434,20 @@ class ArrowFramesTest {
     return frameRows;
   }
 
-  @Test
-  void nestedTypesNullsAndEmptyCollectionsRoundTripThroughSparksArrowReader() throws IOException {
+  @ParameterizedTest
+  @EnumSource(FrameCompression.class)
+  void nestedTypesNullsAndEmptyCollectionsRoundTripThroughSparksArrowReader(FrameCompression codec)
+      throws IOException {
     List<Object[]> rows = new ArrayList<>();
     for (int k = 0; k < 3; k++) { // thrice: the frames after the first reuse the vectors
       rows.addAll(Arrays.asList(NESTED_ROWS));
     }
-    assertEquals(List.of(4, 4, 4, 3), assertRoundTrip(NESTED, rows, 4));
+    assertEquals(List.of(4, 4, 4, 3), assertRoundTrip(NESTED, rows, 4, codec));
   }
 
-  @Test
-  void everyFlatTypeInsideAnArrayOfStructs() throws IOException {
+  @ParameterizedTest
+  @EnumSource(FrameCompression.class)
+  void everyFlatTypeInsideAnArrayOfStructs(FrameCompression codec) throws IOException {
     StructType schema = new StructType().add("all", DataTypes.createArrayType(ALL));
     int n = ALL.fields().length;
     Object[] one = Arrays.copyOfRange(((GenericInternalRow) row(0, 1)).values(), 1, 1 + n);
@@ -412,17 +456,52 @@ class ArrowFramesTest {
         new Object[] {array(struct(one), null, struct(new Object[n]), struct(two))},
         new Object[] {array()},
         new Object[] {null});
-    assertEquals(List.of(3), assertRoundTrip(schema, rows, 10));
+    assertEquals(List.of(3), assertRoundTrip(schema, rows, 10, codec));
   }
 
   @Test
   void nestedBytesCloseAFrame() {
     StructType schema =
         new StructType().add("strs", DataTypes.createArrayType(DataTypes.StringType));
-    try (ArrowFrames w = new ArrowFrames(schema, 1, 1, 1000, 100)) {
+    try (ArrowFrames w = new ArrowFrames(schema, 1, 1, 1000, 100, FrameCompression.LZ4)) {
       GenericArrayData strs = array(s("x".repeat(30)), s("y".repeat(30)));
       assertNull(w.append(0, new GenericInternalRow(new Object[] {0, strs})));
       assertNotNull(w.append(0, new GenericInternalRow(new Object[] {0, strs})));
+    }
+  }
+
+  static final StructType INT_AND_STRING =
+      new StructType().add("i", DataTypes.IntegerType).add("s", DataTypes.StringType);
+
+  /** One frame of {@code codec} of 10,000 rows of ten ints and ten strings, a few nulls. */
+  static byte[] compressibleFrame(FrameCompression codec) {
+    try (ArrowFrames w = new ArrowFrames(INT_AND_STRING, 1, 1, 100_000, 1L << 30, codec)) {
+      for (int k = 0; k < 10_000; k++) {
+        assertNull(w.append(0, new GenericInternalRow(new Object[] {
+            0, k % 10, k % 97 == 0 ? null : s("value-" + (k % 10))})));
+      }
+      return w.flush(0);
+    }
+  }
+
+  @Test
+  void compressedFramesAreSmallerAndReadBackTheSame() throws IOException {
+    byte[] none = compressibleFrame(FrameCompression.NONE);
+    byte[] lz4 = compressibleFrame(FrameCompression.LZ4);
+    byte[] zstd = compressibleFrame(FrameCompression.ZSTD);
+    assertEquals(CodecType.NO_COMPRESSION, bodyCodec(none));
+    assertEquals(CodecType.LZ4_FRAME, bodyCodec(lz4));
+    assertEquals(CodecType.ZSTD, bodyCodec(zstd));
+    // 10,000 ints (40 KB) and strings (70 KB of values, 40 KB of offsets) of 10 values; the
+    // offsets, a string of 7 bytes after another, are what lz4 compresses least
+    assertTrue(none.length > 140_000, "uncompressed frame of " + none.length + " bytes");
+    assertTrue(lz4.length < none.length / 3, "lz4 " + lz4.length + " of " + none.length);
+    assertTrue(zstd.length < none.length / 3, "zstd " + zstd.length + " of " + none.length);
+    try (BufferAllocator allocator = new RootAllocator()) {
+      List<Row> expected = readBySpark(none, INT_AND_STRING, allocator);
+      assertEquals(10_000, expected.size());
+      assertEquals(expected, readBySpark(lz4, INT_AND_STRING, allocator));
+      assertEquals(expected, readBySpark(zstd, INT_AND_STRING, allocator));
     }
   }
 }

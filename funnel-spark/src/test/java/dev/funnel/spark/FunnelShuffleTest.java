@@ -27,6 +27,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Supplier;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
@@ -48,13 +49,16 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import scala.Tuple2;
 import scala.Tuple3;
 
 /**
  * Real Spark jobs (local mode, 4 task threads, 200 reduce partitions) whose reduce tasks read
  * their partition through funnel, checked per reduce partition against Spark's own computation
- * on the same DataFrame, shuffled by Spark's {@code repartition(200, key)}.
+ * on the same DataFrame, shuffled by Spark's {@code repartition(200, key)}; with frames of each
+ * codec ({@link FrameCompression}), lz4 where a test names none.
  */
 class FunnelShuffleTest {
   static final int PARTITIONS = 200;
@@ -122,6 +126,41 @@ class FunnelShuffleTest {
     }
   }
 
+  /**
+   * {@code build}'s shuffle, built with the session's {@value FrameCompression#CONF} set to
+   * {@code codec} (and unset after), asserting that its map tasks write frames of that codec.
+   */
+  static FunnelShuffle withCodec(FrameCompression codec, Supplier<FunnelShuffle> build) {
+    FunnelShuffle shuffle;
+    spark.conf().set(FrameCompression.CONF, codec.confValue());
+    try {
+      shuffle = build.get();
+    } finally {
+      spark.conf().unset(FrameCompression.CONF);
+    }
+    assertEquals(codec, shuffle.compression());
+    List<String> codecs = shuffle.frames()
+        .map(f -> ArrowFramesTest.bodyCodec(f._2()).name())
+        .distinct()
+        .collect();
+    assertEquals(List.of(codec.arrowType().name()), codecs, "the codec of every frame");
+    return shuffle;
+  }
+
+  @Test
+  void repartitionRejectsACodecItDoesNotKnowNamingTheSetting() {
+    Dataset<Row> df = SparkJobs.table(spark, 100, col("id"));
+    spark.conf().set(FrameCompression.CONF, "snappy");
+    try {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> FunnelShuffle.repartition(df, PARTITIONS, col("key")));
+      assertEquals(FrameCompression.CONF + "=snappy is not a codec of the funnel shuffle: lz4,"
+          + " zstd or none", e.getMessage());
+    } finally {
+      spark.conf().unset(FrameCompression.CONF);
+    }
+  }
+
   @Test
   void shuffleOfAMillionRowsMatchesSparkPerReducePartition() {
     Dataset<Row> df = SparkJobs.table(spark, ROWS, col("id").multiply(7919).mod(100_003));
@@ -131,8 +170,9 @@ class FunnelShuffleTest {
     long nonEmpty = expected.values().stream().filter(s -> s.values[0] > 0).count();
     assertEquals(PARTITIONS, nonEmpty, "the keys spread over every reduce partition");
 
-    // small frames: a map task writes many per reduce partition
+    // small frames: a map task writes many per reduce partition; the default codec, lz4
     FunnelShuffle shuffle = FunnelShuffle.repartition(df, PARTITIONS, 1000, 1L << 20, col("key"));
+    assertEquals(FrameCompression.LZ4, shuffle.compression());
     assertSameStats(expected, throughFunnel(shuffle));
   }
 
@@ -151,14 +191,16 @@ class FunnelShuffleTest {
     assertSameStats(expected, throughFunnel(shuffle));
   }
 
-  @Test
-  void serializedSortShuffleAbove200Partitions() {
+  @ParameterizedTest
+  @EnumSource(FrameCompression.class)
+  void serializedSortShuffleAbove200Partitions(FrameCompression codec) {
     // above spark.shuffle.sort.bypassMergeThreshold (200) Spark sorts the serialized records
     // (FrameSerializer allows relocation) instead of writing a file per partition
     int partitions = 333;
     Dataset<Row> df = SparkJobs.table(spark, 100_000, col("id").mod(10_007));
     Map<Integer, PartitionStats> expected = PartitionStats.expected(df, partitions);
-    FunnelShuffle shuffle = FunnelShuffle.repartition(df, partitions, 100, 1L << 20, col("key"));
+    FunnelShuffle shuffle = withCodec(codec,
+        () -> FunnelShuffle.repartition(df, partitions, 100, 1L << 20, col("key")));
     assertSameStats(expected, throughFunnel(shuffle));
   }
 
@@ -210,10 +252,11 @@ class FunnelShuffleTest {
 
   static final StructType LONGS = new StructType().add("x", DataTypes.LongType);
 
-  /** Frames of 0..rows-1, 1000 rows each. */
+  /** Frames of 0..rows-1, 1000 rows each, of the default codec. */
   static List<byte[]> longFrames(long rows) {
     List<byte[]> frames = new ArrayList<>();
-    try (ArrowFrames writer = new ArrowFrames(LONGS, 0, 1, 1000, 1L << 20)) {
+    try (ArrowFrames writer =
+        new ArrowFrames(LONGS, 0, 1, 1000, 1L << 20, FrameCompression.DEFAULT)) {
       for (long k = 0; k < rows; k++) {
         byte[] f = writer.append(0, new GenericInternalRow(new Object[] {k}));
         if (f != null) {
@@ -308,10 +351,10 @@ class FunnelShuffleTest {
     }
   }
 
-  /** A frame of {@code shuffle}'s schema, its RecordBatch body cut short by 8 bytes. */
+  /** A frame of {@code shuffle}'s schema and codec, its RecordBatch body cut short by 8 bytes. */
   static byte[] truncatedFrame(FunnelShuffle shuffle) {
     try (ArrowFrames writer =
-        new ArrowFrames(shuffle.sparkSchema(), 0, 1, 100, 1L << 20)) {
+        new ArrowFrames(shuffle.sparkSchema(), 0, 1, 100, 1L << 20, shuffle.compression())) {
       Object[] values = {1L, 2, 3, 4L, 5.0, true, UTF8String.fromString("x"), 6};
       writer.append(0, new GenericInternalRow(values));
       byte[] frame = writer.flush(0);
@@ -382,8 +425,9 @@ class FunnelShuffleTest {
     return sorted;
   }
 
-  @Test
-  void nestedColumnsMatchSparksOwnShuffleRowForRow() {
+  @ParameterizedTest
+  @EnumSource(FrameCompression.class)
+  void nestedColumnsMatchSparksOwnShuffleRowForRow(FrameCompression codec) {
     Dataset<Row> df = nestedTable(20_000, col("id").multiply(7919).mod(10_007));
     StructType schema = df.schema();
     assertFalse(((ArrayType) schema.apply("tags").dataType()).containsNull(), schema.treeString());
@@ -406,7 +450,8 @@ class FunnelShuffleTest {
 
     // small frames: a map task writes many per reduce partition, whose nested columns funnel
     // concatenates (their offsets rebased)
-    FunnelShuffle shuffle = FunnelShuffle.repartition(df, PARTITIONS, 50, 1L << 20, col("key"));
+    FunnelShuffle shuffle =
+        withCodec(codec, () -> FunnelShuffle.repartition(df, PARTITIONS, 50, 1L << 20, col("key")));
     List<Tuple3<Integer, List<Row>, long[]>> got =
         shuffle
             .mapTables(
