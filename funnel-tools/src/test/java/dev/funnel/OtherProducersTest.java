@@ -118,6 +118,9 @@ class OtherProducersTest {
     // Arrow C++'s LZ4 frames (linked blocks, no checksum) and ZSTD; written when funnel refused
     // compressed bodies, hence the files' names
     readsLikeArrowJava("pyarrow", "bad_lz4.arrows", "bad_zstd.arrows", "bad_lz4.arrows");
+    // every type over several batches, a sliced batch, nested columns (gen_pyarrow.py)
+    readsLikeArrowJava("pyarrow", "lz4_p0.arrows", "zstd_p1.arrows", "p0.arrows");
+    readsLikeArrowJava("pyarrow", "nested_lz4.arrows", "nested_zstd.arrows");
     try (FunnelDevice d = openDevice();
         FunnelReader r = new FunnelReader(d);
         DeviceTable t = r.read(map(DATA.resolve("pyarrow/bad_lz4.arrows")),
@@ -147,6 +150,7 @@ class OtherProducersTest {
   void commandLineConcatenatesCompressedPyarrowFiles(@org.junit.jupiter.api.io.TempDir Path dir)
       throws IOException {
     concatenatesLikeArrowJava(dir, "bad_zstd.arrows", "bad_lz4.arrows");
+    concatenatesLikeArrowJava(dir, "lz4_p0.arrows", "zstd_p1.arrows");
   }
 
   /** `funnel concat` of pyarrow's files, compared with Arrow Java's reading of each. */
