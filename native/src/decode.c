@@ -31,6 +31,10 @@ typedef struct {
 } lz4f_decompress_options;
 
 struct lz4_api {
+  /* the block API: frames without checksums are walked here and their
+   * blocks decoded straight into place (lz4_plain) */
+  int (*block)(const char *src, char *dst, int n, int cap);
+  int (*block_dict)(const char *src, char *dst, int n, int cap, const char *dict, int dict_size);
   size_t (*create)(void **dctx, unsigned version);
   size_t (*free)(void *dctx);
   void (*reset)(void *dctx);
@@ -90,9 +94,9 @@ static void load(int codec) {
     static const char *const names[] = {
         "LZ4F_createDecompressionContext", "LZ4F_freeDecompressionContext",
         "LZ4F_resetDecompressionContext", "LZ4F_decompress", "LZ4F_isError",
-        "LZ4F_getErrorName"};
-    void *fns[6];
-    ok = resolve(lib, names, fns, 6, codec);
+        "LZ4F_getErrorName", "LZ4_decompress_safe", "LZ4_decompress_safe_usingDict"};
+    void *fns[8];
+    ok = resolve(lib, names, fns, 8, codec);
     if (ok) {
       *(void **)&lz4.create = fns[0];
       *(void **)&lz4.free = fns[1];
@@ -100,6 +104,8 @@ static void load(int codec) {
       *(void **)&lz4.decompress = fns[3];
       *(void **)&lz4.is_error = fns[4];
       *(void **)&lz4.error_name = fns[5];
+      *(void **)&lz4.block = fns[6];
+      *(void **)&lz4.block_dict = fns[7];
     }
   } else {
     static const char *const names[] = {"ZSTD_createDCtx", "ZSTD_freeDCtx",
@@ -182,10 +188,60 @@ void funnel__decoder_free(struct funnel__decoder *d) {
 
 /* ------------------------------------------------------------------ decode */
 
+/* Frames without block or content checksums (lz4-java's in Spark, Arrow
+ * C++'s) decoded by liblz4's block API, straight into place: no context,
+ * no copy through a frame buffer. True when every frame was such a frame
+ * and the buffer decoded to exactly `want` bytes; false otherwise, and
+ * the frame API then decodes the buffer (it verifies the checksums, and
+ * names what is wrong). The frame descriptor's own checksum byte is not
+ * verified here; every field of it is checked. */
+static bool lz4_plain(uint8_t *dst, int64_t want, const uint8_t *src, int64_t n) {
+  int64_t ip = 0, op = 0;
+  while (ip < n) {
+    if (n - ip < 7 || funnel__ld32(src + ip) != 0x184D2204u) return false;
+    const unsigned flg = src[ip + 4], bd = src[ip + 5];
+    /* version 01, no block or content checksum, no dictionary */
+    if ((flg & 0xD7) != 0x40 || (bd & 0x8F) != 0 || ((bd >> 4) & 7) < 4) return false;
+    const bool independent = (flg >> 5) & 1, sized = (flg >> 3) & 1;
+    const int64_t block_max = (int64_t)1 << (8 + 2 * ((bd >> 4) & 7));
+    if (sized && n - ip < 15) return false;
+    const int64_t content = sized ? (int64_t)funnel__ld64(src + ip + 6) : -1;
+    ip += 7 + (sized ? 8 : 0);
+    const int64_t frame_start = op;
+    for (;;) {
+      if (n - ip < 4) return false;
+      const uint32_t word = funnel__ld32(src + ip);
+      ip += 4;
+      if (word == 0) break;
+      const int64_t size = word & 0x7FFFFFFFu;
+      if (size > block_max || size > n - ip) return false;
+      const int64_t room = want - op < block_max ? want - op : block_max;
+      int got;
+      if (word & 0x80000000u) {
+        if (size > room) return false;
+        memcpy(dst + op, src + ip, (size_t)size);
+        got = (int)size;
+      } else if (independent || op == frame_start) {
+        got = lz4.block((const char *)src + ip, (char *)dst + op, (int)size, (int)room);
+      } else {
+        const int64_t dict = op - frame_start < 65536 ? op - frame_start : 65536;
+        got = lz4.block_dict((const char *)src + ip, (char *)dst + op, (int)size, (int)room,
+                             (const char *)dst + op - dict, (int)dict);
+      }
+      if (got < 0) return false;
+      op += got;
+      ip += size;
+    }
+    if (sized && op - frame_start != content) return false;
+  }
+  return op == want;
+}
+
 /* Decodes n bytes of frames into exactly `want` bytes at dst; false with
  * `why` filled when they are corrupt or decode to another length. */
 static bool decode_lz4(struct funnel__decoder *d, uint8_t *dst, int64_t want, const uint8_t *src,
                        int64_t n, char *why, size_t why_size) {
+  if (lz4_plain(dst, want, src, n)) return true;
   if (d->lz4 == NULL) d->lz4 = pool_take(pool.lz4, &pool.n_lz4);
   if (d->lz4 == NULL && lz4.is_error(lz4.create(&d->lz4, LZ4F_VERSION))) {
     d->lz4 = NULL;

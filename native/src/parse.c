@@ -185,7 +185,11 @@ static int64_t decode_items(const struct funnel__partition *pv, size_t count,
       if (group == 0) n++;
       if (items != NULL) items[n - 1] = (struct decode_item){
                              group == 0 ? (int64_t)p : items[n - 1].lo, (int64_t)p + 1, -1, 0, 0};
-      group += part->image_length;
+      /* a frame costs about as much as a few KiB of its bytes: small
+       * buffers count by their number */
+      int64_t frames = 0;
+      for (int64_t b = 0; b < part->n_batches; b++) frames += part->batches[b].n_buffers;
+      group += part->image_length + frames * FUNNEL__DECODE_FRAME_BYTES;
       if (group >= FUNNEL__DECODE_TASK) group = 0;
       continue;
     }

@@ -135,6 +135,11 @@
  * this many decoded bytes: small partitions share one, a larger batch is
  * split by its buffers (a buffer is one frame: never split). */
 #define FUNNEL__DECODE_TASK ((int64_t)256 << 10)
+/* ... where a buffer counts this many bytes more: decoding a frame of a
+ * few bytes costs 100 to 150 ns (liblz4, libzstd: its header, a context
+ * reset), as much as 4 KiB of decoded bytes; 200 partitions of 4 columns
+ * and 10 rows were one task of 1,600 frames, 0.2 ms on one thread. */
+#define FUNNEL__DECODE_FRAME_BYTES ((int64_t)4 << 10)
 /* FUNNEL_DECODE_AUTO decodes LZ4 values on a device backend from this many
  * decoded bytes of them in a read (the decoder's wait then pays). */
 #define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
