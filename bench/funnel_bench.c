@@ -178,6 +178,10 @@ static const char *const MIX_NAMES[N_MIXES] = {"int64", "mixed", "strings", "nes
  * compression (RecordBatch BodyCompression's codec + 1). */
 enum { CODEC_NONE, CODEC_LZ4, CODEC_ZSTD, N_CODECS };
 static const char *const CODEC_NAMES[N_CODECS] = {"none", "lz4", "zstd"};
+/* How LZ4 frames are written (--lz4-frames): IW_LZ4_JAVA (Arrow Java's
+ * arrow-compression: 4 MiB blocks, a content checksum) or IW_LZ4_SPARK
+ * (the funnel shuffle's lz4-java: 64 KiB blocks, no checksum). */
+static int lz4_frames = IW_LZ4_JAVA;
 
 enum { SRC_PINNED, SRC_PAGEABLE, N_SOURCES };
 static const char *const SOURCE_NAMES[N_SOURCES] = {"pinned", "pageable"};
@@ -597,8 +601,9 @@ static void generate_partition(struct workload *w, int p, struct iw_col *cols,
   }
   if (w->expect0 != NULL) memcpy(w->expect0 + (int64_t)p * rows, cols[0].values, (size_t)rows * 8);
 
-  /* compressed as Arrow Java writes it (ZSTD at its default level) */
-  const struct iw_options compress = {.compression = w->codec, .lz4_style = IW_LZ4_JAVA,
+  /* compressed as Arrow Java writes it (ZSTD at its default level), or
+   * LZ4 as the funnel shuffle writes it (--lz4-frames) */
+  const struct iw_options compress = {.compression = w->codec, .lz4_style = lz4_frames,
                                       .raw_fallback = 1, .empty_prefix = 1, .zstd_level = 3};
   struct iw_column *batch = NULL;
   if (nested) {
@@ -1565,7 +1570,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: funnel_bench [--backend auto|cpu|cuda|cuda:N] [--quick | --full | --spark | --large |\n"
           "                    --targets] [--shape PxCxR]... [--mix int64|mixed|strings|nested]...\n"
-          "                    [--compress none|lz4|zstd|all]\n"
+          "                    [--compress none|lz4|zstd|all] [--lz4-frames java|spark]\n"
           "                    [--reps N] [--max-bytes SIZE] [--max-pieces N] [--strategy LIST]\n"
           "                    [--concurrent N | --devices LIST] [--csv PATH] [--json PATH] [--dump DIR]\n"
           "                    [--list]\n"
@@ -1615,7 +1620,11 @@ static void usage(FILE *f) {
           "                reads in zstd). Compressed columns hold\n"
           "                values drawn as shuffle data has them (codes, timestamps, prices,\n"
           "                words), which compress; the uncompressed ones random values, as\n"
-          "                always. Each row reports the compression ratio measured\n"
+"                always. Each row reports the compression ratio measured\n"
+          "  --lz4-frames  java (default): LZ4 frames as Arrow Java's arrow-compression\n"
+          "                writes them (4 MiB blocks, a content checksum, which the host\n"
+          "                verifies); spark: as the funnel shuffle writes them with lz4-java\n"
+          "                (64 KiB independent blocks, no checksum)\n"
           "  --reps        timed iterations after %d warm-up ones; the median is reported.\n"
           "                Default: adaptive, from the time t of the last warm-up iteration:\n"
           "                50 ms / t of them, at least 7 and at most 51 (--quick: 20 ms / t, 3\n"
@@ -1765,6 +1774,11 @@ static void parse_options(int argc, char **argv, struct options *o) {
       add_mixes(o, need_value(argc, argv, &i));
     } else if (strcmp(a, "--compress") == 0) {
       add_codecs(o, need_value(argc, argv, &i));
+    } else if (strcmp(a, "--lz4-frames") == 0) {
+      const char *v = need_value(argc, argv, &i);
+      if (strcmp(v, "java") == 0) lz4_frames = IW_LZ4_JAVA;
+      else if (strcmp(v, "spark") == 0) lz4_frames = IW_LZ4_SPARK;
+      else die("--lz4-frames is java or spark, not '%s'", v);
     } else if (strcmp(a, "--reps") == 0) {
       const int64_t reps = parse_count(need_value(argc, argv, &i), 1000);
       if (reps <= 0 || reps > 100000) die("--reps must be a positive number");

@@ -103,7 +103,9 @@ int iw_schema_nodes(const struct iw_schema *s, const struct iw_field **out, int 
 enum {
   IW_LZ4_JAVA = 0, /* Arrow Java's arrow-compression: 4 MiB independent blocks,
                       a content checksum */
-  IW_LZ4_CPP = 1   /* Arrow C++ / pyarrow: 64 KiB linked blocks, no checksum */
+  IW_LZ4_CPP = 1,  /* Arrow C++ / pyarrow: 64 KiB linked blocks, no checksum */
+  IW_LZ4_SPARK = 2 /* funnel-spark's lz4-java frames: 64 KiB independent blocks,
+                      no checksum */
 };
 
 struct iw_options {
@@ -114,7 +116,7 @@ struct iw_options {
                        (an int64 uncompressed length, then the frame) */
   int header_only;  /* compression: the header says so but the buffers are
                        written as given (bad input) */
-  int lz4_style;    /* IW_LZ4_JAVA or IW_LZ4_CPP */
+  int lz4_style;    /* IW_LZ4_JAVA, IW_LZ4_CPP or IW_LZ4_SPARK */
   int raw_fallback; /* a buffer whose frame is not smaller goes raw (length -1),
                        as Arrow Java and Arrow C++ write it */
   int empty_prefix; /* an empty buffer gets the 8-byte 0 prefix (Arrow Java);

@@ -36,6 +36,7 @@ static const struct writing WRITINGS[] = {
     {"lz4 as Arrow Java", {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1,
                            .empty_prefix = 1}},
     {"lz4 as Arrow C++", {.compression = 1, .lz4_style = IW_LZ4_CPP, .raw_fallback = 1}},
+    {"lz4 as the funnel shuffle", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
     {"lz4, never raw", {.compression = 1, .lz4_style = IW_LZ4_JAVA}},
     {"zstd as Arrow Java", {.compression = 2, .raw_fallback = 1, .empty_prefix = 1,
                             .zstd_level = 3}},
