@@ -152,3 +152,33 @@ struct funnel_partition table_salted_partition(int p, int64_t rows, int salt) {
   free(v);
   return (struct funnel_partition){b.data, b.len};
 }
+
+void table_check_read(struct funnel_table *t, const struct table_src *src) {
+  struct funnel_error err;
+  const int n = src->schema->n_fields;
+  CHECK_EQ_I64(funnel_table_num_rows(t), src->rows);
+  if (!CHECK_EQ_I64(funnel_table_num_columns(t), n)) return;
+  struct funnel_column *cols = calloc((size_t)n, sizeof(*cols));
+  struct funnel_host_column *host = calloc((size_t)n, sizeof(*host));
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(funnel_table_column(t, i, &cols[i], &err), &err);
+    /* exactly the advertised sizes, so ASan catches a longer copy */
+    host[i].validity = malloc((size_t)cols[i].validity.size + !cols[i].validity.size);
+    host[i].offsets = malloc((size_t)cols[i].offsets.size + !cols[i].offsets.size);
+    host[i].data = malloc((size_t)cols[i].data.size + !cols[i].data.size);
+  }
+  if (CHECK_OK(funnel_table_copy_to_host(t, host, &err), &err))
+    for (int i = 0; i < n; i++) {
+      check_context("column %d '%s'", i, src->schema->fields[i].name);
+      check_column(&cols[i], &src->cols[i], src->rows, host[i].validity, host[i].offsets, host[i].data);
+    }
+  check_context("%s", "");
+  for (int i = 0; i < n; i++) {
+    free(host[i].validity);
+    free(host[i].offsets);
+    free(host[i].data);
+  }
+  free(host);
+  free(cols);
+}
+

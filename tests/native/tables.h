@@ -47,4 +47,10 @@ int table_bit(const uint8_t *p, int64_t i);
 void check_column(const struct funnel_column *col, const struct iw_col *c, int64_t rows,
                   const uint8_t *validity, const uint8_t *offsets, const uint8_t *data);
 
+/* Describes, copies back (into buffers of exactly the sizes the columns
+ * advertise, so ASan sees a longer copy) and compares every column of a
+ * read's table `t` with `src` (check_column). */
+struct funnel_table;
+void table_check_read(struct funnel_table *t, const struct table_src *src);
+
 #endif

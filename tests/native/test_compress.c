@@ -115,35 +115,6 @@ static struct parts cut(const struct table_src *t, int n, int batches, const str
   return ps;
 }
 
-/* Copies back every column of `tb` and compares it with `src`. */
-static void check_table(struct funnel_table *tb, const struct table_src *src) {
-  struct funnel_error err;
-  const int n = src->schema->n_fields;
-  CHECK_EQ_I64(funnel_table_num_rows(tb), src->rows);
-  if (!CHECK_EQ_I64(funnel_table_num_columns(tb), n)) return;
-  struct funnel_column *cols = calloc((size_t)n, sizeof(*cols));
-  struct funnel_host_column *host = calloc((size_t)n, sizeof(*host));
-  for (int i = 0; i < n; i++) {
-    CHECK_OK(funnel_table_column(tb, i, &cols[i], &err), &err);
-    host[i].validity = malloc((size_t)cols[i].validity.size + !cols[i].validity.size);
-    host[i].offsets = malloc((size_t)cols[i].offsets.size + !cols[i].offsets.size);
-    host[i].data = malloc((size_t)cols[i].data.size + !cols[i].data.size);
-  }
-  if (CHECK_OK(funnel_table_copy_to_host(tb, host, &err), &err))
-    for (int i = 0; i < n; i++)
-      check_column(&cols[i], &src->cols[i], src->rows, host[i].validity, host[i].offsets,
-                   host[i].data);
-  for (int i = 0; i < n; i++) {
-    free(host[i].validity);
-    free(host[i].offsets);
-    free(host[i].data);
-  }
-  free(host);
-  free(cols);
-}
-
-/* Reads `ps` and checks the table against `src` and what the stats say
- * was decoded: `compressed` partitions. */
 /* Where the reads decode (FUNNEL_OPTION_DECODE), set by each test's loop,
  * and the buffers the device decoded in them. */
 static int decode_where = FUNNEL_DECODE_AUTO;
@@ -175,7 +146,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       if (!first_plain) CHECK_EQ_I64(s.device_parsed, 0);
       CHECK(s.device_left > 0 || s.device_parsed == 0);
     }
-    check_table(tb, src);
+    table_check_read(tb, src);
     funnel_table_free(tb);
   }
   funnel_reader_free(rd);

@@ -136,36 +136,6 @@ static struct parts make_parts(const struct table_src *t, const struct shape *sh
 
 /* ------------------------------------------------------------ the answers */
 
-/* Describes, copies back and compares every column of `t`. */
-static void check_table(struct funnel_table *t, const struct table_src *src) {
-  struct funnel_error err;
-  const int n = src->schema->n_fields;
-  CHECK_EQ_I64(funnel_table_num_rows(t), src->rows);
-  if (!CHECK_EQ_I64(funnel_table_num_columns(t), n)) return;
-  struct funnel_column *cols = calloc((size_t)n, sizeof(*cols));
-  struct funnel_host_column *host = calloc((size_t)n, sizeof(*host));
-  for (int i = 0; i < n; i++) {
-    CHECK_OK(funnel_table_column(t, i, &cols[i], &err), &err);
-    /* exactly the advertised sizes, so ASan catches a longer copy */
-    host[i].validity = malloc((size_t)cols[i].validity.size + !cols[i].validity.size);
-    host[i].offsets = malloc((size_t)cols[i].offsets.size + !cols[i].offsets.size);
-    host[i].data = malloc((size_t)cols[i].data.size + !cols[i].data.size);
-  }
-  if (CHECK_OK(funnel_table_copy_to_host(t, host, &err), &err))
-    for (int i = 0; i < n; i++) {
-      check_context("column %d '%s'", i, src->schema->fields[i].name);
-      check_column(&cols[i], &src->cols[i], src->rows, host[i].validity, host[i].offsets, host[i].data);
-    }
-  check_context("%s", "");
-  for (int i = 0; i < n; i++) {
-    free(host[i].validity);
-    free(host[i].offsets);
-    free(host[i].data);
-  }
-  free(host);
-  free(cols);
-}
-
 /* What every read must satisfy, counted by funnel from the calls made. */
 static void check_stats(struct funnel_table *t, const struct parts *ps) {
   struct funnel_read_stats s;
@@ -219,7 +189,7 @@ static void read_and_check_on(struct funnel_reader *rd, const struct table_src *
       CHECK(check_on_device(&st));
       CHECK_EQ_I64(st.device_left, 0);
     }
-    check_table(t, src);
+    table_check_read(t, src);
     funnel_table_free(t);
   }
   parts_free(ps); /* only now: after the wait */
@@ -1200,7 +1170,7 @@ static void read_with_reader_schema_all_partitions_empty(void) {
       CHECK_EQ_I64(funnel_table_num_rows(t), 0);
       CHECK_OK(funnel_table_wait(t, &err), &err);
       check_stats(t, &ps);
-      check_table(t, &src);
+      table_check_read(t, &src);
       size_t len = 0;
       const void *ipc = funnel_table_schema_ipc(t, &len);
       if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
@@ -1236,7 +1206,7 @@ static void read_on_caller_stream(void) {
     stream = 0;
     CHECK_EQ_I64(funnel_table_is_ready(t), 1);
     CHECK_OK(funnel_table_wait(t, &err), &err);
-    check_table(t, &src);
+    table_check_read(t, &src);
     funnel_table_free(t);
   }
   parts_free(&ps);
@@ -1260,8 +1230,8 @@ static void table_outlives_reader_and_wait_is_idempotent(void) {
     CHECK_OK(funnel_table_wait(t, &err), &err);
     CHECK_OK(funnel_table_wait(t, &err), &err);
     parts_free(&ps);
-    check_table(t, &src);
-    check_table(t, &src); /* copy back twice */
+    table_check_read(t, &src);
+    table_check_read(t, &src); /* copy back twice */
     struct funnel_column col;
     CHECK_STATUS(funnel_table_column(t, 3, &col, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
     CHECK_STATUS(funnel_table_column(t, -1, &col, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
