@@ -209,8 +209,7 @@ extern "C" __global__ void __launch_bounds__(256)
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {
     const funnel__lz4_job job = jobs[j];
-    const int st = funnel__lz4_frames((const uint8_t *)(uintptr_t)job.src, job.src_length,
-                                      (uint8_t *)(uintptr_t)job.dst, job.dst_length, lane, 32);
+    const int st = funnel__lz4_job_run(&job, lane, 32);
     if (lane == 0) jobs[j].status = st;
   }
 }

@@ -44,7 +44,14 @@ struct funnel__lz4_job {
   int64_t src_length;
   uint64_t dst;
   int64_t dst_length;
+  int64_t kind; /* FUNNEL__LZ4_FRAMES, _BLOCK or _STORED */
   int64_t status;
+};
+
+enum {
+  FUNNEL__LZ4_FRAMES = 0, /* the buffer's frames, whole */
+  FUNNEL__LZ4_BLOCK = 1,  /* one independent block, to exactly dst_length bytes */
+  FUNNEL__LZ4_STORED = 2  /* one stored (uncompressed) block */
 };
 
 enum {
@@ -184,12 +191,65 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
   return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
 
+/* Decodes job `j` (every lane of a group of `lanes` calls it). */
+FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, unsigned lane,
+                                  unsigned lanes) {
+  const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
+  uint8_t *dst = (uint8_t *)(uintptr_t)j->dst;
+  if (j->kind == FUNNEL__LZ4_FRAMES)
+    return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes);
+  if (j->kind == FUNNEL__LZ4_STORED) {
+    if (j->src_length != j->dst_length) return FUNNEL__LZ4_LENGTH;
+    for (int64_t i = lane; i < j->src_length; i += lanes) dst[i] = src[i];
+    return FUNNEL__LZ4_OK;
+  }
+  int64_t op = 0;
+  const int st = funnel__lz4_block(src, j->src_length, dst, &op, j->dst_length, 0, lane, lanes);
+  return st != FUNNEL__LZ4_OK ? st : op == j->dst_length ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
+}
+
+/* A buffer of `n` bytes of frames that decodes to `want` bytes, as jobs of
+ * one block each, so that more warps share it: when it is one frame of
+ * independent blocks, each but the last of the frame's block size (as
+ * every LZ4 writer fills them), at most `cap` of them. Fills out[] (NULL:
+ * counts only) with the blocks' offsets in the frames and in the decoded
+ * bytes (added to src and dst) and returns how many, or 0: the buffer is
+ * decoded whole (FUNNEL__LZ4_FRAMES). A block that decodes to another
+ * length fails its job, and the host then decodes the buffer. */
+FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, uint64_t src,
+                                    uint64_t dst, struct funnel__lz4_job *out, int64_t cap) {
+  if (n < 11 || funnel__lz_ld32(z) != 0x184D2204u) return 0;
+  const unsigned flg = z[4], bd = z[5];
+  if ((flg >> 6) != 1 || (flg & 3) != 0 || ((flg >> 5) & 1) == 0 || (bd & 0x8F) != 0 ||
+      ((bd >> 4) & 7) < 4)
+    return 0; /* linked blocks, a dictionary, a bad header: whole */
+  const int block_sum = (flg >> 4) & 1, content_sum = (flg >> 2) & 1;
+  const int64_t block_max = (int64_t)1 << (8 + 2 * ((bd >> 4) & 7));
+  int64_t ip = 7 + (((flg >> 3) & 1) ? 8 : 0), k = 0;
+  for (;;) {
+    if (n - ip < 4) return 0;
+    const uint32_t word = funnel__lz_ld32(z + ip);
+    ip += 4;
+    if (word == 0) break;
+    const int64_t size = word & 0x7FFFFFFFu;
+    const int64_t at = k * block_max;
+    if (size > n - ip || at >= want || k == cap) return 0;
+    if (out != NULL)
+      out[k] = (struct funnel__lz4_job){
+          src + (uint64_t)ip, size, dst + (uint64_t)at,
+          want - at < block_max ? want - at : block_max,
+          (word & 0x80000000u) ? FUNNEL__LZ4_STORED : FUNNEL__LZ4_BLOCK, -1};
+    k++;
+    ip += size + (block_sum ? 4 : 0);
+  }
+  ip += content_sum ? 4 : 0;
+  /* one frame, whose blocks cover the bytes declared */
+  return ip == n && k > 0 && (k - 1) * block_max < want && k * block_max >= want ? k : 0;
+}
+
 /* Runs the jobs on this thread, as the cpu backend's stream does. */
 FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n) {
-  for (int64_t j = 0; j < n; j++)
-    jobs[j].status = funnel__lz4_frames((const uint8_t *)(uintptr_t)jobs[j].src,
-                                        jobs[j].src_length, (uint8_t *)(uintptr_t)jobs[j].dst,
-                                        jobs[j].dst_length, 0, 1);
+  for (int64_t j = 0; j < n; j++) jobs[j].status = funnel__lz4_job_run(&jobs[j], 0, 1);
 }
 
 #endif

@@ -270,7 +270,9 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
   int64_t *src = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *dst = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *where = funnel__arena_alloc(&t->arena, (size_t)n * 3 * sizeof(int64_t));
-  if (src == NULL || dst == NULL || where == NULL) return -1;
+  int64_t *first_job = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(int64_t));
+  if (src == NULL || dst == NULL || where == NULL || first_job == NULL) return -1;
+  int64_t jobs = 0;
   /* the host's images without the device's buffers; the frames' and the
    * region's offsets relative for now */
   int64_t j = 0, host = 0, frames = 0, region = 0;
@@ -302,6 +304,12 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
           where[3 * j] = (int64_t)p;
           where[3 * j + 1] = bi;
           where[3 * j + 2] = k;
+          /* a job a block where the frame's blocks are independent */
+          const int64_t blocks = funnel__lz4_split(
+              part->bytes + b->body + (int64_t)funnel__ld64(b->buffers + 16 * k) + 8, len - 8,
+              e[1], 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX);
+          first_job[j] = jobs;
+          jobs += blocks > 0 ? blocks : 1;
           j++;
           e[0] = -1; /* placed below, once the block's size is known */
         } else {
@@ -317,8 +325,9 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
     part->image_length = at;
     host += funnel__align_up(at, FUNNEL__ALIGN);
   }
+  first_job[n] = jobs;
   const int64_t jobs_at = funnel__align_up(host + frames, FUNNEL__ALIGN);
-  const int64_t up = jobs_at + n * (int64_t)sizeof(struct funnel__lz4_job);
+  const int64_t up = jobs_at + jobs * (int64_t)sizeof(struct funnel__lz4_job);
   const int64_t region_at = funnel__align_up(up, FUNNEL__ALIGN);
   /* the device's buffers, relative to their batch's body in the partition's image */
   (void)error;
@@ -332,6 +341,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
     dst[k] += region_at;
   }
   t->dd.n = n;
+  t->dd.first_job = first_job;
   t->dd.src = src;
   t->dd.dst = dst;
   t->dd.where = where;

@@ -78,48 +78,59 @@ static void write_dd_jobs(struct funnel_table *t) {
   const uint64_t base = t->scratch + (uint64_t)t->dd.at;
   for (int64_t k = 0; k < t->dd.n; k++) {
     const int64_t *w = &t->dd.where[3 * k];
-    const struct funnel__batch *b = &t->plan.parts[w[0]].batches[w[1]];
-    jobs[k] = (struct funnel__lz4_job){
-        .src = base + (uint64_t)t->dd.src[k],
-        .src_length = (int64_t)funnel__ld64(b->sbuffers + 16 * w[2] + 8) - 8,
-        .dst = base + (uint64_t)t->dd.dst[k],
-        .dst_length = (int64_t)funnel__ld64(b->dbuffers + 16 * w[2] + 8),
-        .status = -1};
+    const struct funnel__partition *part = &t->plan.parts[w[0]];
+    const struct funnel__batch *b = &part->batches[w[1]];
+    const int64_t off = (int64_t)funnel__ld64(b->sbuffers + 16 * w[2]);
+    const int64_t n = (int64_t)funnel__ld64(b->sbuffers + 16 * w[2] + 8) - 8;
+    const int64_t want = (int64_t)funnel__ld64(b->dbuffers + 16 * w[2] + 8);
+    const uint64_t src = base + (uint64_t)t->dd.src[k], dst = base + (uint64_t)t->dd.dst[k];
+    struct funnel__lz4_job *out = &jobs[t->dd.first_job[k]];
+    const int64_t cap = t->dd.first_job[k + 1] - t->dd.first_job[k];
+    /* its blocks a job, as dd_layout counted them, or its frames whole */
+    if (funnel__lz4_split(part->source + b->sbody + off + 8, n, want, src, dst, out, cap) == cap)
+      continue;
+    *out = (struct funnel__lz4_job){.src = src, .src_length = n, .dst = dst, .dst_length = want,
+                                    .kind = FUNNEL__LZ4_FRAMES, .status = -1};
   }
 }
 
 int funnel__dd_run(struct funnel_table *t, void *stream, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
+  const int64_t n_jobs = t->dd.first_job[t->dd.n];
   const uint64_t jobs = t->scratch + (uint64_t)(t->dd.at + t->dd.jobs_at);
-  const size_t bytes = (size_t)t->dd.n * sizeof(struct funnel__lz4_job);
+  const size_t bytes = (size_t)n_jobs * sizeof(struct funnel__lz4_job);
   struct funnel__lz4_job *host = t->dd.jobs;
-  int st = funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, jobs, t->dd.n, 0, stream, error);
+  int st = funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, jobs, n_jobs, 0, stream, error);
   if (st == FUNNEL_OK) st = funnel__dev_copy_d2h_async(be, host, jobs, bytes, stream, error);
   if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->ev_sums, stream, error);
   if (st == FUNNEL_OK) st = funnel__dev_event_wait(be, t->ev_sums, error);
   if (st != FUNNEL_OK) return st;
-  /* what the device could not decode, the host decodes: its error, or the
-   * bytes, sent up in place */
+  /* a buffer any of whose jobs the device could not decode, the host
+   * decodes: its error, or the bytes, sent up in place */
   struct funnel__decoder dec = {0};
   for (int64_t k = 0; k < t->dd.n && st == FUNNEL_OK; k++) {
-    if (host[k].status == FUNNEL__LZ4_OK) {
-      t->stats.device_decoded++;
-      t->stats.bytes_device_decoded += host[k].dst_length;
-      continue;
-    }
     const int64_t *w = &t->dd.where[3 * k];
     const struct funnel__partition *part = &t->plan.parts[w[0]];
-    uint8_t *tmp = malloc((size_t)host[k].dst_length);
+    const struct funnel__batch *b = &part->batches[w[1]];
+    const int64_t want = (int64_t)funnel__ld64(b->dbuffers + 16 * w[2] + 8);
+    bool ok = true;
+    for (int64_t j = t->dd.first_job[k]; j < t->dd.first_job[k + 1]; j++)
+      ok &= host[j].status == FUNNEL__LZ4_OK;
+    if (ok) {
+      t->stats.device_decoded++;
+      t->stats.bytes_device_decoded += want;
+      continue;
+    }
+    uint8_t *tmp = malloc((size_t)want);
     if (tmp == NULL) {
       st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
       break;
     }
-    st = funnel__buffer_decode(t->plan.schema, part, &part->batches[w[1]], w[0], (int32_t)w[2],
-                               tmp, &dec, error);
+    st = funnel__buffer_decode(t->plan.schema, part, b, w[0], (int32_t)w[2], tmp, &dec, error);
+    const uint64_t at = t->scratch + (uint64_t)(t->dd.at + t->dd.dst[k]);
     if (st == FUNNEL_OK)
-      st = funnel__dev_copy_h2d_async(be, host[k].dst, tmp, (size_t)host[k].dst_length, stream,
-                                      error);
+      st = funnel__dev_copy_h2d_async(be, at, tmp, (size_t)want, stream, error);
     if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->ev_sums, stream, error);
     if (st == FUNNEL_OK) st = funnel__dev_event_wait(be, t->ev_sums, error);
     free(tmp);

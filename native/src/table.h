@@ -82,8 +82,9 @@ struct funnel_table {
    * at scratch offset `at`, and the device decodes into the `region` bytes
    * right after them */
   struct {
-    int64_t n;
-    void *jobs;          /* in the block */
+    int64_t n;           /* buffers the device decodes */
+    int64_t *first_job;  /* per buffer (and one past the last): its first job */
+    void *jobs;          /* in the block: a buffer's frames, or its blocks one a job */
     int64_t jobs_at;     /* their offset in it */
     int64_t *src, *dst;  /* per job: its frames' offset in the block, and
                             where it decodes to (past `up`) */

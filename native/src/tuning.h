@@ -143,6 +143,9 @@
 /* FUNNEL_DECODE_AUTO decodes LZ4 values on a device backend from this many
  * decoded bytes of them in a read (the decoder's wait then pays). */
 #define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
+/* The device decodes a buffer of independent LZ4 blocks a block a warp, up
+ * to this many blocks (a buffer of more is decoded whole, by one warp). */
+#define FUNNEL__DECODE_BLOCKS_MAX 65536
 
 /* Staging proceeds in up to STAGE_ROUNDS rounds of at least
  * STAGE_ROUND_MIN bytes; the bytes of each round go up while the next is

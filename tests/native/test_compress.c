@@ -466,11 +466,11 @@ static void device_decoder_reads_what_liblz4_writes(void) {
   uint64_t rng = 31;
   static const int64_t SIZES[] = {0, 1, 7, 100, 4096, 65535, 65536, 65537, 300000, 1100000};
   for (int si = 0; si < 10; si++)
-    for (int style = 0; style <= 1; style++)
+    for (int style = 0; style <= 2; style++)
       for (int kind = 0; kind < 3; kind++) {
         const int64_t n = SIZES[si];
         check_context("%lld bytes, %s frames, %s", (long long)n,
-                      style == IW_LZ4_JAVA ? "Java's" : "C++'s",
+                      style == IW_LZ4_JAVA ? "Java's" : style == IW_LZ4_CPP ? "C++'s" : "lz4-java's",
                       kind == 0 ? "random" : kind == 1 ? "repetitive" : "runs");
         uint8_t *in = malloc((size_t)n + 1);
         for (int64_t i = 0; i < n; i++)
@@ -480,11 +480,25 @@ static void device_decoder_reads_what_liblz4_writes(void) {
         size_t zn;
         uint8_t *z = iw_compress(1, style, 0, in, (size_t)n, &zn);
         uint8_t *out = malloc((size_t)n + 1);
-        struct funnel__lz4_job job = {(uint64_t)(uintptr_t)z, (int64_t)zn,
-                                      (uint64_t)(uintptr_t)out, n, -1};
+        struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)z, .src_length = (int64_t)zn,
+                                      .dst = (uint64_t)(uintptr_t)out, .dst_length = n,
+                                      .kind = FUNNEL__LZ4_FRAMES, .status = -1};
         funnel__lz4_run_jobs(&job, 1);
         CHECK_EQ_I64(job.status, FUNNEL__LZ4_OK);
         if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
+        /* a job a block: frames of independent blocks (Java's, lz4-java's) */
+        struct funnel__lz4_job blocks[64];
+        const int64_t k = funnel__lz4_split(z, (int64_t)zn, n, (uint64_t)(uintptr_t)z,
+                                            (uint64_t)(uintptr_t)out, blocks, 64);
+        /* (liblz4 marks a frame of one block independent) */
+        if (n == 0) CHECK_EQ_I64(k, 0);
+        else if (style == IW_LZ4_CPP) CHECK_EQ_I64(k, n <= 65536 ? 1 : 0);
+        else CHECK_EQ_I64(k, (n + (style == IW_LZ4_JAVA ? 4194303 : 65535)) /
+                                  (style == IW_LZ4_JAVA ? 4194304 : 65536));
+        memset(out, 0, (size_t)n);
+        funnel__lz4_run_jobs(blocks, k);
+        for (int64_t b = 0; b < k; b++) CHECK_EQ_I64(blocks[b].status, FUNNEL__LZ4_OK);
+        if (k > 0) CHECK_MEM(out, in, n);
         /* declared one byte more or less */
         job.dst_length = n + 1;
         funnel__lz4_run_jobs(&job, 1);
@@ -501,10 +515,17 @@ static void device_decoder_reads_what_liblz4_writes(void) {
             bad[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
           const size_t cut = check_rand_below(&rng, 4) == 0 ? check_rand_below(&rng, zn + 1) : zn;
           uint8_t *exact = malloc((size_t)n + 1);
-          struct funnel__lz4_job spoiled = {(uint64_t)(uintptr_t)bad, (int64_t)cut,
-                                            (uint64_t)(uintptr_t)exact, n, -1};
+          struct funnel__lz4_job spoiled = {.src = (uint64_t)(uintptr_t)bad,
+                                            .src_length = (int64_t)cut,
+                                            .dst = (uint64_t)(uintptr_t)exact, .dst_length = n,
+                                            .kind = FUNNEL__LZ4_FRAMES, .status = -1};
           funnel__lz4_run_jobs(&spoiled, 1);
           CHECK(spoiled.status >= FUNNEL__LZ4_OK && spoiled.status <= FUNNEL__LZ4_DICTIONARY);
+          /* its blocks, where it still splits: each in bounds of its own bytes */
+          struct funnel__lz4_job parts[64];
+          const int64_t np = funnel__lz4_split(bad, (int64_t)cut, n, (uint64_t)(uintptr_t)bad,
+                                               (uint64_t)(uintptr_t)exact, parts, 64);
+          funnel__lz4_run_jobs(parts, np);
           free(exact);
           free(bad);
         }
