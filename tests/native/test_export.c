@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "device.h" /* funnel__cuda_ordinal */
 #include "ipc_writer.h"
 #include "tables.h"
 
@@ -28,7 +29,12 @@ enum { N_FIELDS = sizeof(FORMATS) / sizeof(FORMATS[0]) };
 #define SCHEMA every_schema
 #define FIELDS table_every_type
 
-static bool on_cuda(void) { return strcmp(check_backend(), "cuda") == 0; }
+static bool on_cuda(void) { return strncmp(check_backend(), "cuda", 4) == 0; }
+/* The CUDA device the tests run on: cuda:N's N, else 0. */
+static int cuda_ordinal(void) {
+  const int n = funnel__cuda_ordinal(check_backend());
+  return n >= 0 ? n : 0;
+}
 
 /* ------------------------------------------- the consumer's own CUDA calls */
 
@@ -154,7 +160,7 @@ static void check_array(struct consumer_cuda *cu, const struct ArrowDeviceArray 
                         const struct table_src *src) {
   if (on_cuda()) {
     CHECK_EQ_I64(d->device_type, ARROW_DEVICE_CUDA);
-    CHECK_EQ_I64(d->device_id, 0);
+    CHECK_EQ_I64(d->device_id, cuda_ordinal());
     if (d->sync_event != NULL)
       CHECK_EQ_I64(cu->stream_wait_event(cu->stream, *(void **)d->sync_event, 0), 0);
   } else {

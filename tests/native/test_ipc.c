@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "device.h" /* funnel__cuda_ordinal */
 #include "ipc_writer.h"
 #include "tables.h"
 
@@ -140,10 +141,15 @@ static int importer(const char *mode, uint64_t seed, const char *dir) {
     for (int i = 0; i < 60000 && !exists(path); i++) sleep_ms(1);
   }
   CHECK_OK(funnel_table_wait(t, &err), &err);
-  if (peer >= 0) { /* read in place: the buffers are the exporter's GPU's */
+  if (peer >= 0) {
+    /* read in place through peer access: the bytes stay on the exporter's
+     * GPU, but the driver gives an IPC mapping the ordinal of the context
+     * that opened it (measured on two H200s joined by NVLink, 2026-11-24),
+     * so the attribute names this process's device; check_imported below
+     * shows the bytes read are the exporter's */
     struct funnel_column col;
     CHECK_OK(funnel_table_column(t, 0, &col, &err), &err);
-    CHECK_EQ_I64(check_cuda_pointer_device(col.data.address), peer);
+    CHECK_EQ_I64(check_cuda_pointer_device(col.data.address), funnel__cuda_ordinal(on));
   }
   check_imported(t, seed);
   /* read only: it is not shared again from here */

@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "device.h" /* funnel__cuda_ordinal */
 #include "ipc_writer.h"
 
 static const struct iw_field FIELDS[] = {{.type = FUNNEL_TYPE_INT64, .name = "v", .nullable = 0}};
@@ -100,7 +101,9 @@ static void read_on_a_full_device_fails_as_out_of_memory_and_recovers(void) {
     const struct funnel__live live0 = funnel__live_now();
     struct hog h;
     memset(&h, 0, sizeof(h));
-    if (CHECK_OK(funnel__cuda_backend_init(&h.be, &err), &err) &&
+    /* the device the tests run on (cuda:N), not the first one */
+    const int ordinal = funnel__cuda_ordinal(check_backend());
+    if (CHECK_OK(funnel__cuda_backend_open(&h.be, ordinal >= 0 ? ordinal : 0, &err), &err) &&
         CHECK_OK(funnel__dev_stream_create(&h.be, &h.stream, &err), &err)) {
       hog_fill(&h);
       printf("    the device refused more after %.1f GiB\n", (double)h.bytes / (1 << 30));
