@@ -2357,13 +2357,18 @@ static void report_group(struct report *r, const struct workload *w, int src, co
     const int has_stats = (s == S_FUNNEL || s == S_FUNNEL_COPY || s == S_FUNNEL_DIRECT) && ok;
     if (s == S_FUNNEL && ok && x->stats.compressed_partitions > 0) {
       const struct funnel_read_stats *st = &x->stats;
+      /* the host's share: what the device decoded is not in decode_ns */
+      const int64_t on_host = st->bytes_decoded - st->bytes_device_decoded;
       printf("%-16s %-12s %-8s   decoded: %lld of %lld partitions, %.3f -> %.3f MiB (%.2fx), %.4f ms "
-             "on the host threads (%.2f GB/s of output), into %s\n", "", "", "",
+             "on the host threads for %.3f MiB of it (%.2f GB/s), into %s; the device %.3f MiB "
+             "of values (%lld buffers)\n", "", "", "",
              (long long)st->compressed_partitions, (long long)st->partitions,
              mib(st->bytes_compressed), mib(st->bytes_decoded),
              st->bytes_compressed > 0 ? (double)st->bytes_decoded / st->bytes_compressed : 0,
-             st->decode_ns / 1e6, st->decode_ns > 0 ? (double)st->bytes_decoded / st->decode_ns : 0,
-             st->decoded_pinned ? "the pinned pool" : "host memory, then staged");
+             st->decode_ns / 1e6, mib(on_host),
+             st->decode_ns > 0 ? (double)on_host / st->decode_ns : 0,
+             st->decoded_pinned ? "the pinned pool" : "host memory, then staged",
+             mib(st->bytes_device_decoded), (long long)st->device_decoded);
     }
     if (STRATEGIES[s].column_only) continue; /* the floor: floor_ms on every row */
 
