@@ -19,6 +19,7 @@
 
 #include "flatbuf.h"
 #include "format.h"
+#include "lz4dec.h"
 
 /* --------------------------------------------------------------- libraries */
 
@@ -194,19 +195,17 @@ void funnel__decoder_free(struct funnel__decoder *d) {
  * and the buffer decoded to exactly `want` bytes; false otherwise, and
  * the frame API then decodes the buffer (it verifies the checksums, and
  * names what is wrong). The frame descriptor's own checksum byte is not
- * verified here; every field of it is checked. */
+ * verified here (funnel__lz4_frame_read); every field of it is checked. */
 static bool lz4_plain(uint8_t *dst, int64_t want, const uint8_t *src, int64_t n) {
   int64_t ip = 0, op = 0;
   while (ip < n) {
-    if (n - ip < 7 || funnel__ld32(src + ip) != 0x184D2204u) return false;
-    const unsigned flg = src[ip + 4], bd = src[ip + 5];
-    /* version 01, no block or content checksum, no dictionary */
-    if ((flg & 0xD7) != 0x40 || (bd & 0x8F) != 0 || ((bd >> 4) & 7) < 4) return false;
-    const bool independent = (flg >> 5) & 1, sized = (flg >> 3) & 1;
-    const int64_t block_max = (int64_t)1 << (8 + 2 * ((bd >> 4) & 7));
-    if (sized && n - ip < 15) return false;
-    const int64_t content = sized ? (int64_t)funnel__ld64(src + ip + 6) : -1;
-    ip += 7 + (sized ? 8 : 0);
+    struct funnel__lz4_frame f;
+    if (funnel__lz4_frame_read(src + ip, n - ip, &f) != FUNNEL__LZ4_OK || f.block_sum ||
+        f.content_sum)
+      return false;
+    const bool independent = f.independent;
+    const int64_t block_max = f.block_max;
+    ip += f.header;
     const int64_t frame_start = op;
     for (;;) {
       if (n - ip < 4) return false;
@@ -232,7 +231,7 @@ static bool lz4_plain(uint8_t *dst, int64_t want, const uint8_t *src, int64_t n)
       op += got;
       ip += size;
     }
-    if (sized && op - frame_start != content) return false;
+    if (f.content >= 0 && op - frame_start != f.content) return false;
   }
   return op == want;
 }
@@ -317,11 +316,13 @@ int funnel__buffer_column(const struct funnel__schema *schema, int32_t n_buffers
     at += nb;
   }
   if (at != n_buffers || col < 0) return -1;
-  const struct funnel__field *f = &schema->fields[col];
-  *kind = j == 0 ? "validity"
-          : j == 2 || (f->n_buffers == 2 && f->nested != FUNNEL__NESTED_LIST) ? "data"
-                                                                               : "offsets";
+  *kind = j == 0 ? "validity" : funnel__buffer_holds_values(&schema->fields[col], j) ? "data"
+                                                                                     : "offsets";
   return col;
+}
+
+bool funnel__buffer_holds_values(const struct funnel__field *f, int j) {
+  return j == 2 || (j == 1 && f->n_buffers == 2 && f->nested != FUNNEL__NESTED_LIST);
 }
 
 /* Decodes buffer k (as given: body at `body`, Buffer structs `buffers`

@@ -275,6 +275,10 @@ int funnel__partition_decode(const struct funnel__schema *schema,
 int funnel__buffer_column(const struct funnel__schema *schema, int32_t n_buffers, int32_t k,
                           const char **kind);
 
+/* Whether field f's IPC buffer j (0 its validity) holds its values: the
+ * data buffer, which no check on the host reads (not offsets). */
+bool funnel__buffer_holds_values(const struct funnel__field *f, int j);
+
 /* The codec of the first RecordBatch of the stream in `bytes` (its header
  * only: nothing of the partition is checked), or FUNNEL__CODEC_NONE when
  * it has none, is not compressed, or cannot be read. */

@@ -77,6 +77,37 @@ FUNNEL_LZ int funnel__lz_more(const uint8_t **ip, const uint8_t *end, int64_t *l
   return 1;
 }
 
+/* A frame's descriptor: what follows its magic number. */
+struct funnel__lz4_frame {
+  int independent, block_sum, content_sum; /* its FLG bits */
+  int64_t block_max;                        /* 64 KiB ... 4 MiB */
+  int64_t content;                          /* its content size, or -1 */
+  int64_t header;                           /* bytes of magic and descriptor */
+};
+
+/* Reads the frame that starts at z (n bytes left) up to its first block:
+ * FUNNEL__LZ4_OK, FUNNEL__LZ4_CORRUPT (not a frame: its magic, version,
+ * reserved bits, block size or length), or FUNNEL__LZ4_DICTIONARY. The
+ * descriptor's checksum byte is not verified. */
+FUNNEL_LZ int funnel__lz4_frame_read(const uint8_t *z, int64_t n, struct funnel__lz4_frame *f) {
+  if (n < 7 || funnel__lz_ld32(z) != 0x184D2204u) return FUNNEL__LZ4_CORRUPT;
+  const unsigned flg = z[4], bd = z[5];
+  if ((flg >> 6) != 1 || (flg & 2) != 0 || (bd & 0x8F) != 0 || ((bd >> 4) & 7) < 4)
+    return FUNNEL__LZ4_CORRUPT;
+  if (flg & 1) return FUNNEL__LZ4_DICTIONARY;
+  const int sized = (flg >> 3) & 1;
+  f->independent = (flg >> 5) & 1;
+  f->block_sum = (flg >> 4) & 1;
+  f->content_sum = (flg >> 2) & 1;
+  f->block_max = (int64_t)1 << (8 + 2 * ((bd >> 4) & 7));
+  f->header = 7 + (sized ? 8 : 0); /* magic, FLG, BD, [size], HC */
+  if (n < f->header) return FUNNEL__LZ4_CORRUPT;
+  f->content = sized ? (int64_t)((uint64_t)funnel__lz_ld32(z + 6) |
+                                 (uint64_t)funnel__lz_ld32(z + 10) << 32)
+                     : -1;
+  return FUNNEL__LZ4_OK;
+}
+
 /* Decodes one block of `n` bytes at `ip` to dst[*op ...), at most up to
  * `cap`; a match reaches back at most to dst[window]. */
 FUNNEL_LZ int funnel__lz4_block(const uint8_t *ip, int64_t n, uint8_t *dst, int64_t *op_io,
@@ -139,23 +170,10 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
       ip += 8 + size;
       continue;
     }
-    if (magic != 0x184D2204u) return FUNNEL__LZ4_CORRUPT;
-    ip += 4;
-    const unsigned flg = src[ip], bd = src[ip + 1];
-    if ((flg >> 6) != 1 || (flg & 2) != 0 || (bd & 0x8F) != 0) return FUNNEL__LZ4_CORRUPT;
-    const int independent = (flg >> 5) & 1, block_sum = (flg >> 4) & 1;
-    const int has_size = (flg >> 3) & 1, content_sum = (flg >> 2) & 1;
-    if (flg & 1) return FUNNEL__LZ4_DICTIONARY;
-    const int size_id = (int)(bd >> 4) & 7;
-    if (size_id < 4) return FUNNEL__LZ4_CORRUPT;
-    const int64_t block_max = (int64_t)1 << (8 + 2 * size_id); /* 64 KiB ... 4 MiB */
-    const int64_t header = 3 + (has_size ? 8 : 0);           /* FLG, BD, [size], HC */
-    if (n - ip < header) return FUNNEL__LZ4_CORRUPT;
-    int64_t content = -1;
-    if (has_size)
-      content = (int64_t)((uint64_t)funnel__lz_ld32(src + ip + 2) |
-                          (uint64_t)funnel__lz_ld32(src + ip + 6) << 32);
-    ip += header;
+    struct funnel__lz4_frame f;
+    const int read = funnel__lz4_frame_read(src + ip, n - ip, &f);
+    if (read != FUNNEL__LZ4_OK) return read;
+    ip += f.header;
     const int64_t frame_start = op;
     for (;;) {
       if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
@@ -163,7 +181,7 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
       ip += 4;
       if (word == 0) break; /* the end mark */
       const int64_t size = word & 0x7FFFFFFFu;
-      if (size > block_max || size > n - ip) return FUNNEL__LZ4_CORRUPT;
+      if (size > f.block_max || size > n - ip) return FUNNEL__LZ4_CORRUPT;
       const int64_t before = op;
       if (word & 0x80000000u) { /* stored */
         if (size > cap - op) return FUNNEL__LZ4_CORRUPT;
@@ -171,22 +189,22 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
         op += size;
       } else {
         const int st = funnel__lz4_block(src + ip, size, dst, &op, cap,
-                                         independent ? op : frame_start, lane, lanes);
+                                         f.independent ? op : frame_start, lane, lanes);
         if (st != FUNNEL__LZ4_OK) return st;
       }
       FUNNEL_LZ_SYNC();
-      if (op - before > block_max) return FUNNEL__LZ4_CORRUPT;
+      if (op - before > f.block_max) return FUNNEL__LZ4_CORRUPT;
       ip += size;
-      if (block_sum) {
+      if (f.block_sum) {
         if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
         ip += 4;
       }
     }
-    if (content_sum) {
+    if (f.content_sum) {
       if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
       ip += 4;
     }
-    if (content >= 0 && op - frame_start != content) return FUNNEL__LZ4_LENGTH;
+    if (f.content >= 0 && op - frame_start != f.content) return FUNNEL__LZ4_LENGTH;
   }
   return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
@@ -218,14 +236,11 @@ FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, unsigned lane
  * length fails its job, and the host then decodes the buffer. */
 FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, uint64_t src,
                                     uint64_t dst, struct funnel__lz4_job *out, int64_t cap) {
-  if (n < 11 || funnel__lz_ld32(z) != 0x184D2204u) return 0;
-  const unsigned flg = z[4], bd = z[5];
-  if ((flg >> 6) != 1 || (flg & 3) != 0 || ((flg >> 5) & 1) == 0 || (bd & 0x8F) != 0 ||
-      ((bd >> 4) & 7) < 4)
+  struct funnel__lz4_frame f;
+  if (funnel__lz4_frame_read(z, n, &f) != FUNNEL__LZ4_OK || !f.independent)
     return 0; /* linked blocks, a dictionary, a bad header: whole */
-  const int block_sum = (flg >> 4) & 1, content_sum = (flg >> 2) & 1;
-  const int64_t block_max = (int64_t)1 << (8 + 2 * ((bd >> 4) & 7));
-  int64_t ip = 7 + (((flg >> 3) & 1) ? 8 : 0), k = 0;
+  const int64_t block_max = f.block_max;
+  int64_t ip = f.header, k = 0;
   for (;;) {
     if (n - ip < 4) return 0;
     const uint32_t word = funnel__lz_ld32(z + ip);
@@ -240,9 +255,9 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
           want - at < block_max ? want - at : block_max,
           (word & 0x80000000u) ? FUNNEL__LZ4_STORED : FUNNEL__LZ4_BLOCK, -1};
     k++;
-    ip += size + (block_sum ? 4 : 0);
+    ip += size + (f.block_sum ? 4 : 0);
   }
-  ip += content_sum ? 4 : 0;
+  ip += f.content_sum ? 4 : 0;
   /* one frame, whose blocks cover the bytes declared */
   return ip == n && k > 0 && (k - 1) * block_max < want && k * block_max >= want ? k : 0;
 }

@@ -223,11 +223,9 @@ static uint8_t *value_buffers(const struct funnel__schema *schema, struct funnel
   for (int i = 0; i < schema->n_fields; i++) n += schema->fields[i].n_buffers;
   uint8_t *v = funnel__arena_calloc(arena, (size_t)(n ? n : 1), 1);
   if (v == NULL) return NULL;
-  for (int i = 0, k = 0; i < schema->n_fields; k += schema->fields[i].n_buffers, i++) {
-    const struct funnel__field *f = &schema->fields[i];
-    if (f->n_buffers == 3) v[k + 2] = 1;
-    else if (f->n_buffers == 2 && f->nested != FUNNEL__NESTED_LIST) v[k + 1] = 1;
-  }
+  for (int i = 0, k = 0; i < schema->n_fields; k += schema->fields[i].n_buffers, i++)
+    for (int j = 0; j < schema->fields[i].n_buffers; j++)
+      v[k + j] = funnel__buffer_holds_values(&schema->fields[i], j);
   *n_buffers = n;
   return v;
 }
