@@ -203,7 +203,7 @@ extern "C" {
 #include "lz4dec.h"
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(64)
     funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n) {
   const unsigned lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;

@@ -1,7 +1,9 @@
 /* lz4dec.h: the LZ4 frame decoder the device runs (concat.cu's
- * funnel_lz4_decode: a warp a buffer, its lanes sharing each copy) and the
- * cpu backend runs alike (one lane), for the buffers a read leaves to the
- * device to decode (parse.c, funnel__decode_all). Written from the LZ4
+ * funnel_lz4_decode: a warp a buffer or block, its lanes sharing each
+ * copy) and the cpu backend runs alike (one thread emulating the warp's
+ * lanes), for the buffers a read leaves to the device to decode (parse.c,
+ * funnel__decode_all): one source, so that the tests here run the
+ * device's code. Written from the LZ4
  * frame and block format descriptions (lz4's doc/lz4_Frame_format.md and
  * lz4_Block_format.md).
  *
@@ -65,18 +67,6 @@ FUNNEL_LZ uint32_t funnel__lz_ld32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* A length's continuation bytes (15, then bytes of 255 and one less):
- * adds them to *len; false past `end`. */
-FUNNEL_LZ int funnel__lz_more(const uint8_t **ip, const uint8_t *end, int64_t *len) {
-  unsigned b;
-  do {
-    if (*ip >= end) return 0;
-    b = *(*ip)++;
-    *len += b;
-  } while (b == 255);
-  return 1;
-}
-
 /* A frame's descriptor: what follows its magic number. */
 struct funnel__lz4_frame {
   int independent, block_sum, content_sum; /* its FLG bits */
@@ -108,51 +98,157 @@ FUNNEL_LZ int funnel__lz4_frame_read(const uint8_t *z, int64_t n, struct funnel_
   return FUNNEL__LZ4_OK;
 }
 
-/* Decodes one block of `n` bytes at `ip` to dst[*op ...), at most up to
- * `cap`; a match reaches back at most to dst[window]. */
-FUNNEL_LZ int funnel__lz4_block(const uint8_t *ip, int64_t n, uint8_t *dst, int64_t *op_io,
-                                int64_t cap, int64_t window, unsigned lane, unsigned lanes) {
-  const uint8_t *end = ip + n;
-  int64_t op = *op_io;
-  while (ip < end) {
-    const unsigned token = *ip++;
-    int64_t lit = token >> 4;
-    if (lit == 15 && !funnel__lz_more(&ip, end, &lit)) return FUNNEL__LZ4_CORRUPT;
-    if (lit > end - ip || lit > cap - op) return FUNNEL__LZ4_CORRUPT;
-    /* lengths within a block (at most 4 MiB) from here: 32-bit loops */
-    uint8_t *out = dst + op;
-    for (uint32_t i = lane; i < (uint32_t)lit; i += lanes) out[i] = ip[i];
-    ip += lit;
-    op += lit;
-    if (ip == end) break; /* the last sequence: literals only */
-    if (end - ip < 2) return FUNNEL__LZ4_CORRUPT;
-    const int64_t off = (int64_t)ip[0] | (int64_t)ip[1] << 8;
-    ip += 2;
-    int64_t ml = token & 15;
-    if (ml == 15 && !funnel__lz_more(&ip, end, &ml)) return FUNNEL__LZ4_CORRUPT;
-    ml += 4;
-    if (off == 0 || off > op - window || ml > cap - op) return FUNNEL__LZ4_CORRUPT;
-    FUNNEL_LZ_SYNC(); /* the literals (and earlier matches) every lane wrote */
-    /* byte i of the match repeats byte i % off before it: every byte read
-     * was written before this match began */
-    out = dst + op;
-    const uint8_t *from = out - off;
-    const uint32_t n_match = (uint32_t)ml;
-    if (off >= ml) {
-      for (uint32_t i = lane; i < n_match; i += lanes) out[i] = from[i];
-    } else { /* i % off kept as i steps by `lanes`: no division a byte */
-      const uint32_t o = (uint32_t)off, step = lanes % o;
-      uint32_t r = lane % o;
-      for (uint32_t i = lane; i < n_match; i += lanes) {
-        out[i] = from[r];
-        r += step;
-        if (r >= o) r -= o;
+/* The warp's primitives the block decoder uses, and their host
+ * emulation. On the device a warp decodes a block, each lane running the
+ * code once with its own `lane`. On the host one thread runs it for all 32
+ * lanes: FUNNEL_LZ_LANES(l) repeats a statement for each lane, the last
+ * lane first (a lane's copy must read only bytes written before the copy
+ * began: in the lanes' order a byte-by-byte copy would hide reading one
+ * another's), a window is read straight from the input, and a sync is
+ * nothing. The general path's copies run one byte at a time on the host,
+ * reading only earlier sequences' bytes all the same. */
+#if defined(__CUDACC__)
+#define FUNNEL_LZ_LANES(l) for (unsigned l = lane, l##_once = 1; l##_once; l##_once = 0)
+#define FUNNEL_LZ_LANE0 lane
+#define FUNNEL_LZ_STEP 32u
+/* a window: the 32 input bytes from position i on, a byte a lane (0 past
+ * the end), loaded at once through the read-only path */
+#define FUNNEL_LZ_WINDOW(in, i, end) ((i) + lane < (end) ? (unsigned)__ldg((in) + (i) + lane) : 0u)
+#define FUNNEL_LZ_BYTE(in, p) ((unsigned)__ldg((in) + (p)))
+
+/* Byte j of window v (held by lane j): the shuffle of a converged warp
+ * (the decoder's lanes never diverge around one). */
+static __device__ __forceinline__ unsigned funnel__lz_at(unsigned v, unsigned j, const uint8_t *in,
+                                                         uint32_t i, uint32_t end) {
+  (void)in, (void)i, (void)end;
+  unsigned r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(j));
+  return r;
+}
+
+/* this lane's byte of window v */
+#define FUNNEL_LZ_MINE(v, in, i, end, l) (v)
+
+/* 1 / off, for funnel__lz_mod */
+#define FUNNEL_LZ_INV(off) __fdividef(1.0f, (float)(off))
+static __device__ __forceinline__ uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
+  return (uint32_t)__fmul_rz((float)i, inv);
+}
+#else
+#define FUNNEL_LZ_LANES(l) for (unsigned l = 32; l-- > 0;)
+#define FUNNEL_LZ_LANE0 0u
+#define FUNNEL_LZ_STEP 1u
+#define FUNNEL_LZ_WINDOW(in, i, end) 0u /* read in place, below */
+#define FUNNEL_LZ_BYTE(in, p) ((unsigned)(in)[p])
+
+static inline unsigned funnel__lz_at(unsigned v, unsigned j, const uint8_t *in, uint32_t i,
+                                     uint32_t end) {
+  (void)v;
+  return i + j < end ? in[i + j] : 0u;
+}
+
+#define FUNNEL_LZ_MINE(v, in, i, end, l) funnel__lz_at(v, l, in, i, end)
+#define FUNNEL_LZ_INV(off) (1.0f / (float)(off))
+static inline uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
+  return (uint32_t)((float)i * inv);
+}
+#endif
+
+/* i % off, off >= 1, i < 2^22: by a reciprocal, then corrected (the
+ * quotient is off by at most one either way) */
+FUNNEL_LZ uint32_t funnel__lz_mod(uint32_t i, uint32_t off, float inv) {
+  int32_t r = (int32_t)i - (int32_t)(funnel__lz_mul_rz(i, inv) * off);
+  while (r < 0) r += (int32_t)off;
+  while (r >= (int32_t)off) r -= (int32_t)off;
+  return (uint32_t)r;
+}
+
+/* Decodes one block of `n` bytes (at most 4 MiB, as every frame's blocks
+ * are) at `in` to dst[*op ...), at most up to `cap`; a match reaches back
+ * at most to dst[window].
+ *
+ * Written for a warp's time, which goes to the chain of its sequences
+ * (token, offset, match), not to bytes: the benchmark's columns average 10
+ * to 35 bytes a sequence, and ncu found the warps waiting on each
+ * instruction's result for the next. A sequence whose lengths fit its
+ * token (most: literals under 15 bytes, a match under 19) takes its token,
+ * literals and offset from the window (the 32 input bytes from the token
+ * on, held a byte a lane), copies each in one step, and loads the next
+ * window first; any other sequence (long runs, the last literals, a bound
+ * crossed) takes the general path. Positions are 32-bit. A match reads the
+ * bytes the warp wrote before the sync between its literals and it. */
+FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
+                                int64_t cap, int64_t window, unsigned lane) {
+  (void)lane; /* the host's is every lane */
+  if (n > 0x7FFFFFFF) return FUNNEL__LZ4_CORRUPT;
+  uint8_t *const out = dst + *op_io;
+  const uint32_t end = (uint32_t)n;
+  /* the bytes it may write, and those before `out` a match may reach */
+  const uint32_t room = cap - *op_io > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(cap - *op_io);
+  const uint32_t back = *op_io - window > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(*op_io - window);
+  uint32_t i = 0, o = 0;
+  unsigned v = FUNNEL_LZ_WINDOW(in, i, end);
+  while (i < end) {
+    const unsigned token = funnel__lz_at(v, 0, in, i, end);
+    uint32_t lit = token >> 4, ml = (token & 15) + 4;
+    if (lit < 15 && ml < 19 && end - i >= lit + 3 && room - o >= lit + ml) {
+      const uint32_t next_i = i + lit + 3;
+      const unsigned next = FUNNEL_LZ_WINDOW(in, next_i, end);
+      const uint32_t off = funnel__lz_at(v, lit + 1, in, i, end) |
+                           funnel__lz_at(v, lit + 2, in, i, end) << 8;
+      FUNNEL_LZ_LANES(l) {
+        if (l - 1 < lit) out[o + l - 1] = (uint8_t)FUNNEL_LZ_MINE(v, in, i, end, l);
       }
+      o += lit;
+      if (off - 1 >= o + back) return FUNNEL__LZ4_CORRUPT; /* 0, or before the window */
+      FUNNEL_LZ_SYNC(); /* the literals (and earlier matches) every lane wrote */
+      const uint8_t *from = out + o - off;
+      FUNNEL_LZ_LANES(l) {
+        if (l < ml) out[o + l] = from[off >= ml ? l : funnel__lz_mod(l, off, FUNNEL_LZ_INV(off))];
+      }
+      o += ml;
+      i = next_i;
+      v = next;
+      continue;
     }
+    /* the general path */
+    uint32_t p = i + 1;
+    if (lit == 15) {
+      unsigned b;
+      do {
+        if (p >= end) return FUNNEL__LZ4_CORRUPT;
+        b = FUNNEL_LZ_BYTE(in, p++);
+        lit += b;
+      } while (b == 255);
+    }
+    if (lit > end - p || lit > room - o) return FUNNEL__LZ4_CORRUPT;
+    for (uint32_t k = FUNNEL_LZ_LANE0; k < lit; k += FUNNEL_LZ_STEP)
+      out[o + k] = (uint8_t)FUNNEL_LZ_BYTE(in, p + k);
+    p += lit;
+    o += lit;
+    if (p == end) break; /* the last sequence: literals only */
+    if (end - p < 2) return FUNNEL__LZ4_CORRUPT;
+    const uint32_t off = FUNNEL_LZ_BYTE(in, p) | FUNNEL_LZ_BYTE(in, p + 1) << 8;
+    p += 2;
+    if ((token & 15) == 15) {
+      unsigned b;
+      do {
+        if (p >= end) return FUNNEL__LZ4_CORRUPT;
+        b = FUNNEL_LZ_BYTE(in, p++);
+        ml += b;
+      } while (b == 255);
+    }
+    if (off - 1 >= o + back || ml > room - o) return FUNNEL__LZ4_CORRUPT;
     FUNNEL_LZ_SYNC();
-    op += ml;
+    const uint8_t *from = out + o - off;
+    const float inv = FUNNEL_LZ_INV(off);
+    for (uint32_t k = FUNNEL_LZ_LANE0; k < ml; k += FUNNEL_LZ_STEP)
+      out[o + k] = from[off >= ml ? k : funnel__lz_mod(k, off, inv)];
+    o += ml;
+    i = p;
+    v = FUNNEL_LZ_WINDOW(in, i, end);
   }
-  *op_io = op;
+  *op_io += o;
   return FUNNEL__LZ4_OK;
 }
 
@@ -189,7 +285,7 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
         op += size;
       } else {
         const int st = funnel__lz4_block(src + ip, size, dst, &op, cap,
-                                         f.independent ? op : frame_start, lane, lanes);
+                                         f.independent ? op : frame_start, lane);
         if (st != FUNNEL__LZ4_OK) return st;
       }
       FUNNEL_LZ_SYNC();
@@ -222,7 +318,7 @@ FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, unsigned lane
     return FUNNEL__LZ4_OK;
   }
   int64_t op = 0;
-  const int st = funnel__lz4_block(src, j->src_length, dst, &op, j->dst_length, 0, lane, lanes);
+  const int st = funnel__lz4_block(src, j->src_length, dst, &op, j->dst_length, 0, lane);
   return st != FUNNEL__LZ4_OK ? st : op == j->dst_length ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
 
