@@ -412,6 +412,7 @@ void funnel__partition_use_image(struct funnel__partition *part, uint8_t *image)
     b->buffers = b->dbuffers;
   }
   part->source = part->bytes;
+  part->source_length = part->length;
   part->bytes = image;
   part->length = part->image_length;
   part->decoded = true;

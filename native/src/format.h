@@ -121,6 +121,7 @@ struct funnel__partition {
    * still name offsets in them). */
   int64_t image_length;
   const uint8_t *source;
+  int64_t source_length;
   bool decoded;
   const struct funnel__schema *schema; /* its Schema message, or NULL */
   int64_t schema_offset;

@@ -265,6 +265,13 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
           bytes += (int64_t)funnel__ld64(pv[p].batches[b].dbuffers + 16 * k + 8);
         }
   if (n == 0 || (decode == FUNNEL_DECODE_AUTO && bytes < FUNNEL__DEVICE_DECODE_MIN)) return 0;
+  /* the frames stay where they lie when every partition holding them is
+   * pinned (the pool's): no copy of them into the block on the host */
+  const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
+  bool in_source = true;
+  for (size_t p = 0; p < count && in_source; p++)
+    if (pv[p].image_length > 0 && pv[p].n_batches > 0)
+      in_source = funnel__span_contains(span, pv[p].bytes, pv[p].length);
   int64_t *src = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *dst = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *where = funnel__arena_alloc(&t->arena, (size_t)n * 3 * sizeof(int64_t));
@@ -295,8 +302,12 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
         if (device_buffer(values, n_values, part, b, k)) {
           ddev[k] = 1;
           const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
-          src[j] = frames;
-          frames = funnel__align_up(frames + len - 8, 16);
+          if (in_source) { /* its frame's offset in the partition */
+            src[j] = b->body + (int64_t)funnel__ld64(b->buffers + 16 * k) + 8;
+          } else {
+            src[j] = frames;
+            frames = funnel__align_up(frames + len - 8, 16);
+          }
           dst[j] = region;
           region = funnel__align_up(region + e[1], FUNNEL__ALIGN);
           where[3 * j] = (int64_t)p;
@@ -335,9 +346,13 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
     const struct funnel__batch *b = &pv[p].batches[where[3 * k + 1]];
     const int64_t rel = region_at + dst[k] - image - b->dbody;
     memcpy((uint8_t *)b->dbuffers + 16 * where[3 * k + 2], &rel, 8);
-    src[k] += host;
+    if (!in_source) src[k] += host;
     dst[k] += region_at;
   }
+  if (in_source &&
+      (t->dd.src_at = funnel__arena_alloc(&t->arena, count * sizeof(int64_t))) == NULL)
+    return -1;
+  t->dd.in_source = in_source;
   t->dd.n = n;
   t->dd.first_job = first_job;
   t->dd.src = src;
@@ -424,7 +439,7 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   if (t->dd.n > 0) {
     t->dd.jobs = block + t->dd.jobs_at;
     struct frames_job f = {t, pv, block};
-    funnel__parallel_for((t->dd.n + 63) / 64, frames_task, &f);
+    if (!t->dd.in_source) funnel__parallel_for((t->dd.n + 63) / 64, frames_task, &f);
   }
   struct decode_job j = {.schema = schema, .pv = pv, .block = block, .image_at = image_at,
                          .items = items,

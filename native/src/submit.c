@@ -83,7 +83,10 @@ static void write_dd_jobs(struct funnel_table *t) {
     const int64_t off = (int64_t)funnel__ld64(b->sbuffers + 16 * w[2]);
     const int64_t n = (int64_t)funnel__ld64(b->sbuffers + 16 * w[2] + 8) - 8;
     const int64_t want = (int64_t)funnel__ld64(b->dbuffers + 16 * w[2] + 8);
-    const uint64_t src = base + (uint64_t)t->dd.src[k], dst = base + (uint64_t)t->dd.dst[k];
+    const uint64_t src = t->dd.in_source
+                             ? t->scratch + (uint64_t)(t->dd.src_at[w[0]] + t->dd.src[k])
+                             : base + (uint64_t)t->dd.src[k];
+    const uint64_t dst = base + (uint64_t)t->dd.dst[k];
     struct funnel__lz4_job *out = &jobs[t->dd.first_job[k]];
     const int64_t cap = t->dd.first_job[k + 1] - t->dd.first_job[k];
     /* its blocks a job, as dd_layout counted them, or its frames whole */

@@ -91,6 +91,12 @@ struct funnel_table {
     int64_t *where;      /* per job: partition, batch, buffer */
     int64_t up, region;
     int64_t at;          /* set by the transfer's layout */
+    /* the frames read where they lie: when every partition holding them
+     * lies in the pinned pool, those partitions go up as they are (runs of
+     * their own, src_at: each one's scratch offset, set by the layout) and
+     * src is a frame's offset in its partition, not in the block */
+    bool in_source;
+    int64_t *src_at;
   } dd;
   struct funnel_read_stats stats;
   /* an imported table (funnel_table_import): its buffers lie in memory

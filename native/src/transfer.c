@@ -372,6 +372,17 @@ static void place_dd_block(struct funnel_table *t, struct funnel__transfer *tr) 
   const uint8_t *block = t->decoded.ptr;
   for (int64_t p = 0; p < plan->n_parts; p++)
     if (in_dd_block(t, p)) tr->in_scratch[p] = plan->parts[p].bytes - block;
+  if (!t->dd.in_source) return;
+  /* the pinned partitions whose frames the device decodes where they lie,
+   * in runs after the region (where[] lists their buffers in order) */
+  for (int64_t k = 0, last = -1; k < t->dd.n; k++) {
+    const int64_t p = t->dd.where[3 * k];
+    if (p == last) continue;
+    last = p;
+    const struct funnel__partition *part = &plan->parts[p];
+    t->dd.src_at[p] = add_run(tr->runs, &tr->n_runs, &tr->scratch_size, part->source,
+                              part->source_length, true, true);
+  }
 }
 
 int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_options *o,
@@ -389,7 +400,9 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
    * on the device path only where a partition is read in place */
   struct funnel__transfer tr = {
       .in_scratch = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(int64_t)),
-      .runs = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(struct funnel__run)),
+      /* a run a partition and the decoded block, and on the device's
+       * decoding of frames where they lie a run a partition more */
+      .runs = funnel__arena_alloc(&t->arena, (2 * (size_t)n + 1) * sizeof(struct funnel__run)),
       .early = funnel__early(t)};
   if (tr.in_scratch == NULL || tr.runs == NULL) return OUT_OF_MEMORY(error);
   if (t->dd.n > 0) place_dd_block(t, &tr); /* first: scratch offset 0 */

@@ -23,7 +23,9 @@ package dev.funnel;
  * bytesCompressed} the host threads decoded to {@code bytesDecoded} in {@code decodeNanos} (part of
  * {@code parseNanos}), into the pinned pool when {@code decodedPinned} is 1; of those, the
  * device decoded {@code deviceDecoded} buffers of values to {@code bytesDeviceDecoded} bytes
- * ({@link FunnelReader.Decode}).
+ * ({@link FunnelReader.Decode}). Such a read waits once for the device's decoder (one sync and one
+ * launch more), and when the compressed partitions lie in the pinned pool their frames are read
+ * where they lie: up to one copy per compressed partition more.
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link
