@@ -394,7 +394,10 @@ enum funnel_parse {
  * The device does not verify LZ4 checksums; the host does. */
 enum funnel_decode {
   /* DEVICE for LZ4 reads with at least 8 MiB of values to decode on a
-   * device backend (cuda), HOST otherwise; the default unless
+   * device backend (cuda) when the device looks faster (a warp decodes a
+   * buffer, or an independent block, one sequence after another: a few
+   * long buffers decode faster on the host threads, many on the device),
+   * HOST otherwise; the default unless
    * FUNNEL_DECODE=host|device in the environment when the device opened
    * says otherwise */
   FUNNEL_DECODE_AUTO = 0,

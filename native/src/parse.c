@@ -242,6 +242,22 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
          (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8) > 0;
 }
 
+/* Whether decoding `bytes` of values on the device pays (FUNNEL_DECODE_AUTO):
+ * `jobs` warps, the longest decoding `longest` bytes one sequence after
+ * another, and `zbytes` of frames up the link, against the host threads
+ * decoding them all and sending the decoded bytes up (tuning.h's rates). A
+ * few long buffers take the device longer than the host: 50 blocks of 160
+ * KB are 7 ms on the H100 and 0.7 ms on its 16 host threads. */
+static bool device_pays(int64_t bytes, int64_t zbytes, int64_t jobs, int64_t longest) {
+  if (bytes < FUNNEL__DEVICE_DECODE_MIN) return false;
+  const double waves = (double)((jobs + FUNNEL__DEVICE_DECODE_WARPS - 1) / FUNNEL__DEVICE_DECODE_WARPS);
+  const double device = (double)longest / FUNNEL__DEVICE_DECODE_WARP_BPS * waves +
+                        (double)zbytes / FUNNEL__DECODE_LINK_BPS;
+  const double host = (double)bytes / (funnel__host_threads() * FUNNEL__HOST_DECODE_THREAD_BPS) +
+                      (double)bytes / FUNNEL__DECODE_LINK_BPS;
+  return device < host;
+}
+
 /* The device's share of the read, when it decodes one (FUNNEL_OPTION_DECODE):
  * marks its buffers (batch.ddev), lays the host's images out without them
  * (each partition's image_length shrinks), and lays out the block's frames
@@ -256,15 +272,29 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
   int32_t n_values = 0;
   const uint8_t *values = value_buffers(schema, &t->arena, &n_values);
   if (values == NULL) return -1;
-  int64_t n = 0, bytes = 0;
+  int64_t n = 0, bytes = 0, zbytes = 0, n_jobs = 0, longest = 0;
   for (size_t p = 0; p < count; p++)
-    for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++)
-      for (int32_t k = 0; k < pv[p].batches[b].n_buffers; k++)
-        if (device_buffer(values, n_values, &pv[p], &pv[p].batches[b], k)) {
-          n++;
-          bytes += (int64_t)funnel__ld64(pv[p].batches[b].dbuffers + 16 * k + 8);
-        }
-  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && bytes < FUNNEL__DEVICE_DECODE_MIN)) return 0;
+    for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++) {
+      const struct funnel__batch *batch = &pv[p].batches[b];
+      for (int32_t k = 0; k < batch->n_buffers; k++) {
+        if (!device_buffer(values, n_values, &pv[p], batch, k)) continue;
+        const int64_t want = (int64_t)funnel__ld64(batch->dbuffers + 16 * k + 8);
+        const int64_t len = (int64_t)funnel__ld64(batch->buffers + 16 * k + 8) - 8;
+        n++;
+        bytes += want;
+        zbytes += len;
+        if (decode != FUNNEL_DECODE_AUTO) continue;
+        /* its jobs, as below: a block each where the frame's are independent */
+        const int64_t blocks = funnel__lz4_split(
+            pv[p].bytes + batch->body + (int64_t)funnel__ld64(batch->buffers + 16 * k) + 8, len,
+            want, 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX);
+        n_jobs += blocks > 0 ? blocks : 1;
+        const int64_t job = blocks > 0 ? (want + blocks - 1) / blocks : want;
+        if (job > longest) longest = job;
+      }
+    }
+  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && !device_pays(bytes, zbytes, n_jobs, longest)))
+    return 0;
   /* the frames stay where they lie when every partition holding them is
    * pinned (the pool's): no copy of them into the block on the host */
   const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);

@@ -141,8 +141,26 @@
  * and 10 rows were one task of 1,600 frames, 0.2 ms on one thread. */
 #define FUNNEL__DECODE_FRAME_BYTES ((int64_t)4 << 10)
 /* FUNNEL_DECODE_AUTO decodes LZ4 values on a device backend from this many
- * decoded bytes of them in a read (the decoder's wait then pays). */
+ * decoded bytes of them in a read (the decoder's wait then pays) ... */
 #define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
+/* ... and when the device's decoding looks faster than the host threads'
+ * (parse.c, device_pays). A warp decodes its job's sequences one after
+ * another: the slowest job sets the kernel's time, not the bytes in all.
+ * Measured on the H100 host (bench/RESULTS.md, session 29), the benchmark's
+ * shuffle-like columns: a warp decodes about 22 MB/s of mixed columns (a
+ * 160 KB block in 7.3 ms, 10.6 bytes a sequence) and 35 MB/s of strings;
+ * the 16 host threads about 8 GB/s of the same reads (0.5 GB/s a thread,
+ * images and binding included); the link about 50 GB/s pinned. With these
+ * AUTO's reads took the time of the faster way, within 4%, on 10 shapes
+ * from 10 to 2,000 partitions and 10 MB to 214 MB, both kinds of frames
+ * (with 8 MiB alone, 10x10x20k mixed took 5.2 ms on the device against
+ * 1.7 on the host). The device holds about this many warps of the decoder
+ * at once (132 SMs of the H100 at its register count): more jobs run in
+ * waves. */
+#define FUNNEL__DEVICE_DECODE_WARP_BPS 22e6
+#define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
+#define FUNNEL__DECODE_LINK_BPS 50e9
+#define FUNNEL__DEVICE_DECODE_WARPS 4096
 /* The device decodes a buffer of independent LZ4 blocks a block a warp, up
  * to this many blocks (a buffer of more is decoded whole, by one warp). */
 #define FUNNEL__DECODE_BLOCKS_MAX 65536

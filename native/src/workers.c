@@ -109,6 +109,11 @@ static void start(void) {
   pthread_attr_destroy(&attr);
 }
 
+int funnel__host_threads(void) {
+  pthread_once(&pool.once, start);
+  return pool.threads + 1;
+}
+
 void funnel__parallel_for(int64_t n, funnel__task_fn fn, void *ctx) {
   if (n <= 0) return;
   pthread_once(&pool.once, start);

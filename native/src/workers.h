@@ -18,4 +18,8 @@ typedef void (*funnel__task_fn)(void *ctx, int64_t i);
  * workers, and returns when every call has returned. */
 void funnel__parallel_for(int64_t n, funnel__task_fn fn, void *ctx);
 
+/* The threads a parallel_for runs on when the pool is free: the workers
+ * and the caller. */
+int funnel__host_threads(void);
+
 #endif

@@ -258,8 +258,11 @@ public final class FunnelReader implements AutoCloseable {
   /** Where a read decodes compressed record batch bodies (funnel.h's enum funnel_decode). */
   public enum Decode {
     /**
-     * {@link #DEVICE} for LZ4 reads with at least 8 MiB of values to decode on a GPU, {@link
-     * #HOST} otherwise; the default, unless {@code FUNNEL_DECODE=host|device} was in the
+     * {@link #DEVICE} for LZ4 reads with at least 8 MiB of values to decode on a GPU when the
+     * device looks faster: a warp decodes a buffer (or an independent block) one sequence after
+     * another, so a few long buffers decode faster on the host threads, and many go faster on
+     * the device; {@link #HOST} otherwise. The default, unless {@code FUNNEL_DECODE=host|device}
+     * was in the
      * environment when the device opened.
      */
     AUTO,
