@@ -154,8 +154,8 @@ static inline uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
 }
 #endif
 
-/* i % off, off >= 1, i < 2^22: by a reciprocal, then corrected (the
- * quotient is off by at most one either way) */
+/* i % off, off >= 1, i < 2^22 (a block's 4 MiB): by a reciprocal, then
+ * corrected (the quotient is off by at most one either way) */
 FUNNEL_LZ uint32_t funnel__lz_mod(uint32_t i, uint32_t off, float inv) {
   int32_t r = (int32_t)i - (int32_t)(funnel__lz_mul_rz(i, inv) * off);
   while (r < 0) r += (int32_t)off;
@@ -180,11 +180,15 @@ FUNNEL_LZ uint32_t funnel__lz_mod(uint32_t i, uint32_t off, float inv) {
 FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
                                 int64_t cap, int64_t window, unsigned lane) {
   (void)lane; /* the host's is every lane */
-  if (n > 0x7FFFFFFF) return FUNNEL__LZ4_CORRUPT;
+  /* no block of any frame holds or decodes to more than 4 MiB: so the
+   * lengths below stay far from 32 bits' end (a length byte adds at most
+   * 255), and funnel__lz_mod's quotients are exact to one */
+  const int64_t most = (int64_t)4 << 20;
+  if (n > most) return FUNNEL__LZ4_CORRUPT;
   uint8_t *const out = dst + *op_io;
   const uint32_t end = (uint32_t)n;
   /* the bytes it may write, and those before `out` a match may reach */
-  const uint32_t room = cap - *op_io > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(cap - *op_io);
+  const uint32_t room = cap - *op_io > most ? (uint32_t)most : (uint32_t)(cap - *op_io);
   const uint32_t back = *op_io - window > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(*op_io - window);
   uint32_t i = 0, o = 0;
   unsigned v = FUNNEL_LZ_WINDOW(in, i, end);

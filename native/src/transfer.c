@@ -380,8 +380,10 @@ static void place_dd_block(struct funnel_table *t, struct funnel__transfer *tr) 
     if (p == last) continue;
     last = p;
     const struct funnel__partition *part = &plan->parts[p];
+    /* never merged into the block's run, which the region follows */
+    const bool may_merge = tr->runs[tr->n_runs - 1].src != (const uint8_t *)t->decoded.ptr;
     t->dd.src_at[p] = add_run(tr->runs, &tr->n_runs, &tr->scratch_size, part->source,
-                              part->source_length, true, true);
+                              part->source_length, true, may_merge);
   }
 }
 

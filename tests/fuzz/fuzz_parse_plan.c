@@ -36,6 +36,13 @@
  * host path found (it may leave anything to the host path, which then reads
  * it: a read's answer never comes from the device parser alone).
  *
+ * Compressed partitions: their bodies are decoded as a read decodes them
+ * (liblz4, libzstd), and the device's LZ4 decoder (lz4dec.h, the warp's
+ * code as the cpu backend emulates it) decodes each LZ4 buffer too, whole
+ * and block by block, into buffers of exactly the declared length; it
+ * aborts when the device's bytes differ from the host's where both
+ * decoded, or a status is out of range.
+ *
  * FUNNEL_FUZZ_EXPECT_VALID=1 also aborts on any rejection: for checking
  * that the seed corpus (gen_corpus.c) is all valid input. */
 #define _POSIX_C_SOURCE 200809L
@@ -47,6 +54,7 @@
 #include "dpath.h"
 #include "dpath_cpu.h"
 #include "format.h"
+#include "lz4dec.h"
 #include "plan.h"
 
 #define MAX_PARTS 3
@@ -154,6 +162,50 @@ static void input_free(struct input *in) {
 
 static const char *const phase_names[] = {"reader schema", "parse", "decode", "plan", "offsets"};
 enum phase { PHASE_SCHEMA, PHASE_PARSE, PHASE_DECODE, PHASE_PLAN, PHASE_OFFSETS };
+
+/* The device's LZ4 decoder over one buffer: whole (its frames) and, where
+ * its frame's blocks are independent, a job a block, each into a buffer of
+ * exactly the declared length. */
+#define MAX_DD 64
+struct dd_try {
+  int part, batch, k;
+  int64_t want;
+  uint8_t *whole, *split;
+  int status, blocks, blocks_ok;
+};
+
+static void device_decode(const struct funnel__partition *part, int p, struct dd_try *dd,
+                          int *n_dd) {
+  for (int64_t bi = 0; bi < part->n_batches; bi++) {
+    const struct funnel__batch *b = &part->batches[bi];
+    if (b->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
+    for (int32_t k = 0; k < b->n_buffers && *n_dd < MAX_DD; k++) {
+      const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
+      const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+      const int64_t want = (int64_t)funnel__ld64(b->dbuffers + 16 * k + 8);
+      if (len <= 8 || want > ((int64_t)16 << 20)) continue;
+      const uint8_t *z = part->bytes + b->body + off;
+      if ((int64_t)funnel__ld64(z) < 0) continue; /* raw */
+      struct dd_try *d = &dd[(*n_dd)++];
+      *d = (struct dd_try){.part = p, .batch = (int)bi, .k = k, .want = want};
+      d->whole = malloc((size_t)want + 1);
+      d->split = malloc((size_t)want + 1);
+      struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)(z + 8), .src_length = len - 8,
+                                    .dst = (uint64_t)(uintptr_t)d->whole, .dst_length = want,
+                                    .kind = FUNNEL__LZ4_FRAMES, .status = -1};
+      funnel__lz4_run_jobs(&job, 1);
+      d->status = (int)job.status;
+      if (job.status < FUNNEL__LZ4_OK || job.status > FUNNEL__LZ4_DICTIONARY)
+        fail("the device's LZ4 decoder: status %lld", (long long)job.status);
+      struct funnel__lz4_job blocks[16];
+      d->blocks = (int)funnel__lz4_split(z + 8, len - 8, want, (uint64_t)(uintptr_t)(z + 8),
+                                         (uint64_t)(uintptr_t)d->split, blocks, 16);
+      funnel__lz4_run_jobs(blocks, d->blocks);
+      d->blocks_ok = 1;
+      for (int j = 0; j < d->blocks; j++) d->blocks_ok &= blocks[j].status == FUNNEL__LZ4_OK;
+    }
+  }
+}
 
 static void check_rejection(enum phase phase, int st, const struct funnel_error *err,
                             const struct input *in) {
@@ -507,6 +559,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (device_schema == NULL && st == FUNNEL_OK) device_schema = pv[p].schema;
     }
   }
+  /* the device's LZ4 decoder over each LZ4 buffer the partitions hold,
+   * before the host decodes them (its bytes compared after) */
+  struct dd_try dd[MAX_DD];
+  int n_dd = 0;
+  for (int p = 0; p < in.n_parts && st == FUNNEL_OK; p++)
+    if (in.lengths[p] > 0 && pv[p].image_length > 0) device_decode(&pv[p], p, dd, &n_dd);
   /* compressed bodies decoded as a read decodes them, each partition into
    * an image of exactly its size (ASan sees a write past it); the plan
    * then reads the images */
@@ -526,6 +584,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     funnel__decoder_free(&dec);
     if (st != FUNNEL_OK) check_rejection(PHASE_DECODE, st, &err, &in);
     else read_lengths[p] = pv[p].length;
+  }
+  for (int i = 0; i < n_dd; i++) {
+    const struct dd_try *d = &dd[i];
+    const struct funnel__partition *part = &pv[d->part];
+    if (st == FUNNEL_OK && part->decoded && d->status == FUNNEL__LZ4_OK) {
+      const struct funnel__batch *b = &part->batches[d->batch];
+      const int64_t at = (int64_t)funnel__ld64(b->dbuffers + 16 * d->k);
+      if (memcmp(d->whole, images[d->part] + b->dbody + at, (size_t)d->want) != 0)
+        fail("the device's LZ4 decoder: partition %d batch %d buffer %d decoded to other bytes "
+             "than liblz4's", d->part, d->batch, d->k);
+      if (d->blocks > 0 && d->blocks_ok &&
+          memcmp(d->split, images[d->part] + b->dbody + at, (size_t)d->want) != 0)
+        fail("the device's LZ4 decoder, a block a job: partition %d batch %d buffer %d decoded "
+             "to other bytes than liblz4's", d->part, d->batch, d->k);
+    }
+    free(d->whole);
+    free(d->split);
   }
   struct funnel__plan plan;
   if (st == FUNNEL_OK) {
