@@ -28,7 +28,7 @@ extern const unsigned char funnel__fatbin[];
 
 #define DRIVER_FUNCTIONS(X)                                                  \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)       \
-  X(cuDeviceGetName) X(cuCtxGetCurrent) X(cuCtxGetDevice)                 \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxGetDevice) \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                 \
   X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuMemHostAlloc) X(cuMemFreeHost)             \
@@ -58,6 +58,7 @@ struct cuda {
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
   char device_name[128];
+  int multiprocessors; /* its SMs, 0: unknown */
 };
 
 /* Turns a CUresult into a status naming the call. */
@@ -560,6 +561,10 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   }
   FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, ordinal)));
   cu->cuDeviceGetName(cu->device_name, (int)sizeof(cu->device_name), cu->device);
+  /* for the decoder's estimate (parse.c); unknown (0) is allowed */
+  if (cu->cuDeviceGetAttribute(&cu->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                               cu->device) != CUDA_SUCCESS)
+    cu->multiprocessors = 0;
   FUNNEL_RETURN_NOT_OK(CU(cuDevicePrimaryCtxRetain, (&cu->ctx, cu->device)));
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   int st = CU(cuModuleLoadData, (&cu->module, funnel__fatbin));
@@ -626,6 +631,7 @@ int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct fun
   be->default_pinned_pool_bytes = FUNNEL__POOL_BYTES_CUDA;
   be->ipc_backend_id = FUNNEL__IPC_BACKEND_CUDA;
   be->native_streams = 1;
+  be->multiprocessors = cu->multiprocessors;
   be->stage_pageable = 1;
   be->alloc = cuda_alloc;
   be->free = cuda_free;

@@ -50,6 +50,9 @@ struct funnel_backend {
    * may lend to reads (funnel_device_stream_wrap); 0: streams are funnel's
    * alone (cpu: worker threads) */
   int native_streams;
+  /* the device's multiprocessors (cuda: its SMs), for estimates of how
+   * many warps run at once; 0: unknown */
+  int multiprocessors;
 
   /* device memory, ordered on `stream`: usable by work enqueued there
    * after the call, and by any stream once that work has completed */

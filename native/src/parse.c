@@ -248,9 +248,13 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
  * decoding them all and sending the decoded bytes up (tuning.h's rates). A
  * few long buffers take the device longer than the host: 50 blocks of 160
  * KB are 7 ms on the H100 and 0.7 ms on its 16 host threads. */
-static bool device_pays(int64_t bytes, int64_t zbytes, int64_t jobs, int64_t longest) {
+static bool device_pays(const struct funnel_backend *be, int64_t bytes, int64_t zbytes,
+                        int64_t jobs, int64_t longest) {
   if (bytes < FUNNEL__DEVICE_DECODE_MIN) return false;
-  const double waves = (double)((jobs + FUNNEL__DEVICE_DECODE_WARPS - 1) / FUNNEL__DEVICE_DECODE_WARPS);
+  const int64_t at_once = be->multiprocessors > 0
+                              ? (int64_t)be->multiprocessors * FUNNEL__DEVICE_DECODE_WARPS_SM
+                              : FUNNEL__DEVICE_DECODE_WARPS;
+  const double waves = (double)((jobs + at_once - 1) / at_once);
   const double device = (double)longest / FUNNEL__DEVICE_DECODE_WARP_BPS * waves +
                         (double)zbytes / FUNNEL__DECODE_LINK_BPS;
   const double host = (double)bytes / (funnel__host_threads() * FUNNEL__HOST_DECODE_THREAD_BPS) +
@@ -293,7 +297,8 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
         if (job > longest) longest = job;
       }
     }
-  if (n == 0 || (decode == FUNNEL_DECODE_AUTO && !device_pays(bytes, zbytes, n_jobs, longest)))
+  if (n == 0 ||
+      (decode == FUNNEL_DECODE_AUTO && !device_pays(&t->dev->be, bytes, zbytes, n_jobs, longest)))
     return 0;
   /* the frames stay where they lie when every partition holding them is
    * pinned (the pool's): no copy of them into the block on the host */

@@ -155,8 +155,10 @@
  * from 10 to 2,000 partitions and 10 MB to 214 MB, both kinds of frames
  * (with 8 MiB alone, 10x10x20k mixed took 5.2 ms on the device against
  * 1.7 on the host). The device holds about this many warps of the decoder
- * at once (132 SMs of the H100 at its register count): more jobs run in
- * waves. */
+ * at once an SM (40 on the H100 at its 48 registers, by ncu; 32 here to
+ * be safe), or in all when the backend does not know its SMs: more jobs
+ * run in waves. */
+#define FUNNEL__DEVICE_DECODE_WARPS_SM 32
 #define FUNNEL__DEVICE_DECODE_WARP_BPS 22e6
 #define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
 #define FUNNEL__DECODE_LINK_BPS 50e9
