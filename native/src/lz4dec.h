@@ -163,6 +163,19 @@ FUNNEL_LZ uint32_t funnel__lz_mod(uint32_t i, uint32_t off, float inv) {
   return (uint32_t)r;
 }
 
+/* A length's continuation bytes from position p (15 in the token, then
+ * bytes of 255 and one less): adds them to *len and returns the position
+ * after them, or 0 past `end`. */
+FUNNEL_LZ uint32_t funnel__lz_length(const uint8_t *in, uint32_t p, uint32_t end, uint32_t *len) {
+  unsigned b;
+  do {
+    if (p >= end) return 0;
+    b = FUNNEL_LZ_BYTE(in, p++);
+    *len += b;
+  } while (b == 255);
+  return p;
+}
+
 /* Decodes one block of `n` bytes (at most 4 MiB, as every frame's blocks
  * are) at `in` to dst[*op ...), at most up to `cap`; a match reaches back
  * at most to dst[window].
@@ -217,14 +230,7 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
     }
     /* the general path */
     uint32_t p = i + 1;
-    if (lit == 15) {
-      unsigned b;
-      do {
-        if (p >= end) return FUNNEL__LZ4_CORRUPT;
-        b = FUNNEL_LZ_BYTE(in, p++);
-        lit += b;
-      } while (b == 255);
-    }
+    if (lit == 15 && (p = funnel__lz_length(in, p, end, &lit)) == 0) return FUNNEL__LZ4_CORRUPT;
     if (lit > end - p || lit > room - o) return FUNNEL__LZ4_CORRUPT;
     for (uint32_t k = FUNNEL_LZ_LANE0; k < lit; k += FUNNEL_LZ_STEP)
       out[o + k] = (uint8_t)FUNNEL_LZ_BYTE(in, p + k);
@@ -234,14 +240,8 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
     if (end - p < 2) return FUNNEL__LZ4_CORRUPT;
     const uint32_t off = FUNNEL_LZ_BYTE(in, p) | FUNNEL_LZ_BYTE(in, p + 1) << 8;
     p += 2;
-    if ((token & 15) == 15) {
-      unsigned b;
-      do {
-        if (p >= end) return FUNNEL__LZ4_CORRUPT;
-        b = FUNNEL_LZ_BYTE(in, p++);
-        ml += b;
-      } while (b == 255);
-    }
+    if ((token & 15) == 15 && (p = funnel__lz_length(in, p, end, &ml)) == 0)
+      return FUNNEL__LZ4_CORRUPT;
     if (off - 1 >= o + back || ml > room - o) return FUNNEL__LZ4_CORRUPT;
     FUNNEL_LZ_SYNC();
     const uint8_t *from = out + o - off;
