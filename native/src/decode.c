@@ -203,34 +203,28 @@ static bool lz4_plain(uint8_t *dst, int64_t want, const uint8_t *src, int64_t n)
     if (funnel__lz4_frame_read(src + ip, n - ip, &f) != FUNNEL__LZ4_OK || f.block_sum ||
         f.content_sum)
       return false;
-    const bool independent = f.independent;
-    const int64_t block_max = f.block_max;
     ip += f.header;
     const int64_t frame_start = op;
-    for (;;) {
-      if (n - ip < 4) return false;
-      const uint32_t word = funnel__ld32(src + ip);
-      ip += 4;
-      if (word == 0) break;
-      const int64_t size = word & 0x7FFFFFFFu;
-      if (size > block_max || size > n - ip) return false;
-      const int64_t room = want - op < block_max ? want - op : block_max;
+    int64_t at, size;
+    int stored, more;
+    while ((more = funnel__lz4_block_next(src, n, &f, &ip, &at, &size, &stored)) > 0) {
+      const int64_t room = want - op < f.block_max ? want - op : f.block_max;
       int got;
-      if (word & 0x80000000u) {
+      if (stored) {
         if (size > room) return false;
-        memcpy(dst + op, src + ip, (size_t)size);
+        memcpy(dst + op, src + at, (size_t)size);
         got = (int)size;
-      } else if (independent || op == frame_start) {
-        got = lz4.block((const char *)src + ip, (char *)dst + op, (int)size, (int)room);
+      } else if (f.independent || op == frame_start) {
+        got = lz4.block((const char *)src + at, (char *)dst + op, (int)size, (int)room);
       } else {
         const int64_t dict = op - frame_start < 65536 ? op - frame_start : 65536;
-        got = lz4.block_dict((const char *)src + ip, (char *)dst + op, (int)size, (int)room,
+        got = lz4.block_dict((const char *)src + at, (char *)dst + op, (int)size, (int)room,
                              (const char *)dst + op - dict, (int)dict);
       }
       if (got < 0) return false;
       op += got;
-      ip += size;
     }
+    if (more < 0) return false;
     if (f.content >= 0 && op - frame_start != f.content) return false;
   }
   return op == want;

@@ -98,6 +98,31 @@ FUNNEL_LZ int funnel__lz4_frame_read(const uint8_t *z, int64_t n, struct funnel_
   return FUNNEL__LZ4_OK;
 }
 
+/* The next block of frame f, whose header ends at *ip of the n bytes at
+ * z: 1 with its bytes at z[*at], *size of them, *stored when they are the
+ * block's content as is, and *ip past them and their checksum; 0 at the
+ * end mark, *ip past it and the content checksum; -1 when the frame ends
+ * before either, or a block is larger than the frame's maximum. */
+FUNNEL_LZ int funnel__lz4_block_next(const uint8_t *z, int64_t n, const struct funnel__lz4_frame *f,
+                                     int64_t *ip, int64_t *at, int64_t *size, int *stored) {
+  if (n - *ip < 4) return -1;
+  const uint32_t word = funnel__lz_ld32(z + *ip);
+  *ip += 4;
+  if (word == 0) { /* the end mark */
+    if (f->content_sum && n - *ip < 4) return -1;
+    *ip += f->content_sum ? 4 : 0;
+    return 0;
+  }
+  *size = word & 0x7FFFFFFFu;
+  *stored = (word & 0x80000000u) != 0;
+  *at = *ip;
+  if (*size > f->block_max || *size > n - *ip) return -1;
+  *ip += *size;
+  if (f->block_sum && n - *ip < 4) return -1;
+  *ip += f->block_sum ? 4 : 0;
+  return 1;
+}
+
 /* The warp's primitives the block decoder uses, and their host
  * emulation. On the device a warp decodes a block, each lane running the
  * code once with its own `lane`. On the host one thread runs it for all 32
@@ -275,35 +300,23 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
     if (read != FUNNEL__LZ4_OK) return read;
     ip += f.header;
     const int64_t frame_start = op;
-    for (;;) {
-      if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
-      const uint32_t word = funnel__lz_ld32(src + ip);
-      ip += 4;
-      if (word == 0) break; /* the end mark */
-      const int64_t size = word & 0x7FFFFFFFu;
-      if (size > f.block_max || size > n - ip) return FUNNEL__LZ4_CORRUPT;
+    int64_t at, size;
+    int stored, more;
+    while ((more = funnel__lz4_block_next(src, n, &f, &ip, &at, &size, &stored)) > 0) {
       const int64_t before = op;
-      if (word & 0x80000000u) { /* stored */
+      if (stored) {
         if (size > cap - op) return FUNNEL__LZ4_CORRUPT;
-        for (int64_t i = lane; i < size; i += lanes) dst[op + i] = src[ip + i];
+        for (int64_t i = lane; i < size; i += lanes) dst[op + i] = src[at + i];
         op += size;
       } else {
-        const int st = funnel__lz4_block(src + ip, size, dst, &op, cap,
+        const int st = funnel__lz4_block(src + at, size, dst, &op, cap,
                                          f.independent ? op : frame_start, lane);
         if (st != FUNNEL__LZ4_OK) return st;
       }
       FUNNEL_LZ_SYNC();
       if (op - before > f.block_max) return FUNNEL__LZ4_CORRUPT;
-      ip += size;
-      if (f.block_sum) {
-        if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
-        ip += 4;
-      }
     }
-    if (f.content_sum) {
-      if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
-      ip += 4;
-    }
+    if (more < 0) return FUNNEL__LZ4_CORRUPT;
     if (f.content >= 0 && op - frame_start != f.content) return FUNNEL__LZ4_LENGTH;
   }
   return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
@@ -340,24 +353,18 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
   if (funnel__lz4_frame_read(z, n, &f) != FUNNEL__LZ4_OK || !f.independent)
     return 0; /* linked blocks, a dictionary, a bad header: whole */
   const int64_t block_max = f.block_max;
-  int64_t ip = f.header, k = 0;
-  for (;;) {
-    if (n - ip < 4) return 0;
-    const uint32_t word = funnel__lz_ld32(z + ip);
-    ip += 4;
-    if (word == 0) break;
-    const int64_t size = word & 0x7FFFFFFFu;
-    const int64_t at = k * block_max;
-    if (size > n - ip || at >= want || k == cap) return 0;
+  int64_t ip = f.header, k = 0, at, size;
+  int stored, more;
+  while ((more = funnel__lz4_block_next(z, n, &f, &ip, &at, &size, &stored)) > 0) {
+    const int64_t to = k * block_max;
+    if (to >= want || k == cap) return 0;
     if (out != NULL)
-      out[k] = (struct funnel__lz4_job){
-          src + (uint64_t)ip, size, dst + (uint64_t)at,
-          want - at < block_max ? want - at : block_max,
-          (word & 0x80000000u) ? FUNNEL__LZ4_STORED : FUNNEL__LZ4_BLOCK, -1};
+      out[k] = (struct funnel__lz4_job){src + (uint64_t)at, size, dst + (uint64_t)to,
+                                        want - to < block_max ? want - to : block_max,
+                                        stored ? FUNNEL__LZ4_STORED : FUNNEL__LZ4_BLOCK, -1};
     k++;
-    ip += size + (f.block_sum ? 4 : 0);
   }
-  ip += f.content_sum ? 4 : 0;
+  if (more < 0) return 0;
   /* one frame, whose blocks cover the bytes declared */
   return ip == n && k > 0 && (k - 1) * block_max < want && k * block_max >= want ? k : 0;
 }
