@@ -535,14 +535,30 @@ static int decoded_layout(const uint8_t *bytes, const struct message *m,
   uint8_t *out = funnel__arena_alloc(arena, 16 * (size_t)(b->n_buffers ? b->n_buffers : 1));
   if (out == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
   int64_t at = 0;
+  /* the field of buffer k and its buffer j there, while the buffers are
+   * the schema's (for the counts of frames of values) */
+  int32_t n_schema = 0;
+  for (int i = 0; schema != NULL && i < schema->n_fields; i++) n_schema += schema->fields[i].n_buffers;
+  const bool counted = b->codec == FUNNEL__CODEC_LZ4_FRAME && n_schema == b->n_buffers;
+  int field = 0, j = 0;
   for (int32_t k = 0; k < b->n_buffers; k++) {
     const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
     const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
+    bool value = false;
+    if (counted) {
+      while (j >= schema->fields[field].n_buffers) field++, j = 0;
+      value = funnel__buffer_holds_values(&schema->fields[field], j++);
+    }
     int64_t want = 0;
     const char *bad = NULL;
     if (len > 0 && len < 8) bad = "too few bytes for the 8-byte uncompressed length";
     if (len >= 8) {
       want = (int64_t)funnel__ld64(bytes + m->body + off);
+      if (value && len > 8 && want > 0) {
+        b->value_frames++;
+        b->value_zbytes += len - 8;
+        b->value_bytes += want;
+      }
       if (want == -1) want = len - 8; /* the bytes follow uncompressed */
       else if (want < 0) bad = "a negative uncompressed length";
       else if (want > funnel__codec_max_decoded(b->codec, len - 8))

@@ -93,6 +93,10 @@ struct funnel__batch {
   int64_t dbody, dbody_length;
   const uint8_t *dbuffers;
   int64_t zbytes;         /* compressed buffers: their bytes in the body */
+  /* LZ4 frames of values (what the device may decode, parse.c): how many,
+   * their bytes in the body and decoded; 0 when the buffers are not the
+   * schema's */
+  int64_t value_frames, value_zbytes, value_bytes;
   const uint8_t *ddev;    /* per buffer, 1: the device decodes it (its
                              frames go up), or NULL: none */
   int64_t sbody;          /* once decoded: the body and Buffer structs as given */

@@ -247,7 +247,8 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
  * another, and `zbytes` of frames up the link, against the host threads
  * decoding them all and sending the decoded bytes up (tuning.h's rates). A
  * few long buffers take the device longer than the host: 50 blocks of 160
- * KB are 7 ms on the H100 and 0.7 ms on its 16 host threads. */
+ * KB are 7 ms on the H100 and 0.7 ms on its 16 host threads; and so do
+ * many tiny ones, each of which costs the host its layout (tuning.h). */
 static bool device_pays(const struct funnel_backend *be, int64_t bytes, int64_t zbytes,
                         int64_t jobs, int64_t longest) {
   if (bytes < FUNNEL__DEVICE_DECODE_MIN) return false;
@@ -256,7 +257,8 @@ static bool device_pays(const struct funnel_backend *be, int64_t bytes, int64_t 
                               : FUNNEL__DEVICE_DECODE_WARPS;
   const double waves = (double)((jobs + at_once - 1) / at_once);
   const double device = (double)longest / FUNNEL__DEVICE_DECODE_WARP_BPS * waves +
-                        (double)zbytes / FUNNEL__DECODE_LINK_BPS;
+                        (double)zbytes / FUNNEL__DECODE_LINK_BPS +
+                        (double)jobs * FUNNEL__DEVICE_DECODE_JOB_S;
   const double host = (double)bytes / (funnel__host_threads() * FUNNEL__HOST_DECODE_THREAD_BPS) +
                       (double)bytes / FUNNEL__DECODE_LINK_BPS;
   return device < host;
@@ -273,6 +275,21 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
   const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
   if (decode == FUNNEL_DECODE_HOST || (decode == FUNNEL_DECODE_AUTO && cpu) || schema == NULL)
     return 0;
+  if (decode == FUNNEL_DECODE_AUTO) {
+    /* first from what the parse counted, a batch at a time: the device's
+     * least cost (a job a frame, none of them long) against the host's.
+     * Most reads the host takes are decided here, without the walk below
+     * of every frame's blocks on this thread (which cost a read of 50,000
+     * small partitions 20 ms) */
+    int64_t frames = 0, fbytes = 0, fzbytes = 0;
+    for (size_t p = 0; p < count; p++)
+      for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++) {
+        frames += pv[p].batches[b].value_frames;
+        fbytes += pv[p].batches[b].value_bytes;
+        fzbytes += pv[p].batches[b].value_zbytes;
+      }
+    if (!device_pays(&t->dev->be, fbytes, fzbytes, frames, 0)) return 0;
+  }
   int32_t n_values = 0;
   const uint8_t *values = value_buffers(schema, &t->arena, &n_values);
   if (values == NULL) return -1;

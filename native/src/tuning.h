@@ -163,6 +163,16 @@
 #define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
 #define FUNNEL__DECODE_LINK_BPS 50e9
 #define FUNNEL__DEVICE_DECODE_WARPS 4096
+/* ... plus what each job costs besides its bytes: the host lays every one
+ * out on the calling thread (parse.c, dd_layout: its frame's blocks, its
+ * place in the region, its entry), and the read then waits for the
+ * decoder before the concat. Measured on the H100 host (bench/RESULTS.md,
+ * session 30), the Spark grid's shapes with lz4-java's frames, AUTO
+ * against both ways forced: without this term AUTO took the device for
+ * 50,000x10x10 mixed pinned (about 200,000 jobs of a few dozen bytes),
+ * 94 ms against 27 on the host threads, and 10,000x10x100 (about 60,000
+ * jobs), 21 against 8.3 ms: 200 to 330 ns a job more. */
+#define FUNNEL__DEVICE_DECODE_JOB_S 300e-9
 /* The device decodes a buffer of independent LZ4 blocks a block a warp, up
  * to this many blocks (a buffer of more is decoded whole, by one warp). */
 #define FUNNEL__DECODE_BLOCKS_MAX 65536
