@@ -177,6 +177,9 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
 
 #include "flatbuf.h" /* dpath.h's headers, at file scope: both compilations use them */
 #include "tuning.h"
+extern "C" {
+#include "lz4dec.h" /* dpath.h's too (a compressed read's jobs), and the decoder's below */
+}
 #define FUNNEL_DP_FLAT_ONLY
 namespace flat {
 #include "dpath.h"
@@ -197,19 +200,17 @@ namespace nested {
 }  // namespace nested
 
 // --------------------------------------------------------- LZ4 decoding
-// The buffers a read leaves to the device to decode (lz4dec.h): a warp a
-// buffer, the warps striding over them; lane 0 writes the status.
-extern "C" {
-#include "lz4dec.h"
-}
+// The buffers a read leaves to the device to decode (lz4dec.h, included
+// above): a warp a buffer, the warps striding over them; lane 0 writes the
+// status.
 
 extern "C" __global__ void __launch_bounds__(64)
-    funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n) {
+    funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base) {
   const unsigned lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {
     const funnel__lz4_job job = jobs[j];
-    const int st = funnel__lz4_job_run(&job, lane, 32);
+    const int st = funnel__lz4_job_run(&job, base, lane, 32);
     if (lane == 0) jobs[j].status = st;
   }
 }

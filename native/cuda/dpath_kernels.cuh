@@ -123,6 +123,7 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__d
     funnel__dp_parse(a, p, (int)(threadIdx.x % (unsigned)lanes), lanes,
                      lanes == 32 ? (uint8_t *)stage[warp] : NULL, FUNNEL__DP_STAGE_BYTES);
   }
+  if (a->zmode == FUNNEL_DP_UNPACK) return;  // the jobs and their bytes: nothing to scan
   __syncthreads();
   if (!FUNNEL__DP_PARSE_SCANS(n)) {
     int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;

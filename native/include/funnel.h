@@ -377,27 +377,41 @@ enum funnel_parse {
    * any other partition, and any partition the device finds malformed,
    * sends the whole read to the host path (stats.device_left), which gives
    * the same table or the same error as HOST. Without the reader's schema,
-   * the first non-empty partition's gives it. */
+   * the first non-empty partition's gives it. Compressed partitions: LZ4_FRAME
+   * bodies, when the device may decode them (FUNNEL_OPTION_DECODE not
+   * HOST), go up compressed and the device reads every buffer's prefix,
+   * then the read waits for the size of the decoded buffers (a second wait:
+   * stats.syncs_in_read is 2), allocates them and the output, and the
+   * device decodes every frame and parses as above; a read of ZSTD bodies
+   * takes the host path. */
   FUNNEL_PARSE_DEVICE = 2
 };
 
 /* Where a read decodes compressed record batch bodies (FUNNEL_OPTION_DECODE).
  * The host threads decode every buffer with liblz4 and libzstd, into the
  * pinned pool, from where it goes up; the device can decode LZ4_FRAME
- * buffers whose bytes the host does not read (the values and string bytes;
- * validity bitmaps and offsets are read by the read's checks and decoded
- * on the host): their frames go up compressed and a kernel expands them,
- * so the link carries fewer bytes. A read that decodes on the device
- * waits once inside, for the decoder's statuses, before it launches the
- * concat (stats.syncs_in_read counts it); a buffer the device could not
- * decode is decoded again on the host, which names what is wrong with it.
- * The device does not verify LZ4 checksums; the host does. */
+ * buffers, so the link carries fewer bytes. A read by the device path
+ * (FUNNEL_OPTION_PARSE) decodes all of them there. A read by the host path
+ * decodes there the buffers whose bytes the host does not read (the values
+ * and string bytes; validity bitmaps and offsets are read by the read's
+ * checks and decoded on the host): their frames go up compressed and a
+ * kernel expands them; it waits once inside, for the decoder's statuses,
+ * before it launches the concat (stats.syncs_in_read counts it), and a
+ * buffer the device could not decode is decoded again on the host, which
+ * names what is wrong with it. The device verifies an LZ4 frame's block
+ * and content checksums and its descriptor's checksum byte when it
+ * decodes the frame whole (the device path always; the host path unless a
+ * frame of several independent blocks is decoded a block a warp, whose
+ * content checksum then goes unverified); the host threads verify them
+ * all (liblz4). */
 enum funnel_decode {
-  /* DEVICE for LZ4 reads with at least 8 MiB of values to decode on a
-   * device backend (cuda) when the device looks faster (a warp decodes a
-   * buffer, or an independent block, one sequence after another: a few
-   * long buffers decode faster on the host threads, many on the device),
-   * HOST otherwise; the default unless
+  /* On a device backend (cuda): a read by the device path (many small
+   * partitions) decodes its LZ4 bodies on the device. The host path
+   * decodes there LZ4 reads with at least 8 MiB of values to decode when
+   * the device looks faster (a warp decodes a buffer, or an independent
+   * block, one sequence after another: a few long buffers decode faster
+   * on the host threads, many on the device), on the host threads
+   * otherwise. On the cpu backend: HOST. The default unless
    * FUNNEL_DECODE=host|device in the environment when the device opened
    * says otherwise */
   FUNNEL_DECODE_AUTO = 0,
@@ -585,7 +599,8 @@ struct funnel_read_stats {
   int64_t compressed_partitions; /* partitions with a compressed (LZ4_FRAME, ZSTD) body */
   int64_t bytes_compressed;  /* their compressed buffers' bytes */
   int64_t bytes_decoded;     /* the bytes those decoded to (with their batches' other bodies) */
-  int64_t decode_ns;         /* host time decoding them (on the host threads), within parse_ns */
+  int64_t decode_ns;         /* host time decoding them (on the host threads), within parse_ns;
+                                0 on the device path */
   int64_t decoded_pinned;    /* 1 when they were decoded into the pinned pool (one copy up),
                                 0 into host memory of their own (staged like a pageable partition) */
   int64_t device_decoded;    /* buffers the device decoded (FUNNEL_OPTION_DECODE) */

@@ -86,7 +86,7 @@ static void *worker(void *arg) {
         break;
       case TASK_DPATH:
         if (t->stage == FUNNEL_DP_STAGE_LZ4) {
-          funnel__lz4_run_jobs(t->dst, t->count);
+          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
           break;
         }
         /* one compilation of the stages runs flat and nested reads alike */

@@ -16,11 +16,24 @@
  * buffers inside the body, field nodes and buffer counts against the
  * schema, buffer sizes, string offsets first, last and rising, null counts
  * against the validity bits). Anything else (an error, a schema written
- * differently, several batches, an IPC file, compression) leaves the read
+ * differently, several batches, an IPC file, a ZSTD body) leaves the read
  * to the host path, which reads the same bytes again and gives its own
  * answer or error. So a partition the device path takes is one the host
  * path takes, with the same table: test_parity and the fuzz harness hold
  * the two to that.
+ *
+ * A read of LZ4_FRAME bodies (args.zmode) makes two passes of the parse.
+ * The first (FUNNEL_DP_UNPACK) reads every buffer's 8-byte prefix and makes
+ * it a job of the LZ4 decoder (lz4dec.h): a frame decodes into the read's
+ * decoded buffers, at a place the pass reserves (summary.zbytes); raw bytes
+ * (prefix -1) and empty buffers are read where they lie. The host then
+ * allocates the decoded buffers and the output, the decoder runs, and the
+ * second pass (FUNNEL_DP_DECODED) parses as a plain read does, each buffer
+ * read where its job says. A buffer the host would refuse (a prefix that
+ * no LZ4 frame of its bytes can reach, too short for one) or that fails to
+ * decode leaves its partition to the host path, which names what is wrong.
+ * Like the device's decoding of the host path (lz4dec.h), this one does
+ * not verify the frames' checksums.
  *
  * Most partitions of a read come from one writer and look alike but for
  * their values, so the parse first tries the read's template (struct
@@ -38,6 +51,7 @@
 #include <string.h>
 
 #include "flatbuf.h"
+#include "lz4dec.h"
 #include "tuning.h"
 
 /* Whether a stage runs a read with nested columns (args.slices). The flat
@@ -118,6 +132,13 @@ static inline int funnel__dp_parse_lanes(int64_t n_parts) {
  * longer metadata is walked where it lies. */
 #define FUNNEL__DP_STAGE_BYTES 2048
 
+/* What a read's parse does (args.zmode). */
+enum funnel__dp_zmode {
+  FUNNEL_DP_PLAIN = 0,   /* uncompressed partitions: every buffer where it lies */
+  FUNNEL_DP_UNPACK = 1,  /* LZ4 bodies, first pass: the buffers' jobs, nothing bound */
+  FUNNEL_DP_DECODED = 2  /* LZ4 bodies, second pass: each buffer where its job put it */
+};
+
 /* Words of each bit buffer: 32 rows a word. */
 #define FUNNEL__DP_WORDS(rows) (((rows) + 31) / 32)
 
@@ -181,6 +202,11 @@ struct funnel__dp_summary {
   int64_t out_size;   /* the output's bytes, as laid out */
   int64_t blocks_done; /* the cuda scan's blocks that have finished */
   int64_t templated;  /* partitions read by the read's template */
+  /* FUNNEL_DP_UNPACK: the decoded buffers' bytes (the frames', each 8-byte
+   * aligned); and for the read's stats, the partitions with a compressed
+   * batch, their buffers' bytes as given and as decoded, the frames and the
+   * bytes those decode to */
+  int64_t zbytes, zparts, zin, zout, zframes, zframe_bytes;
 };
 
 /* Where a template of n bytes has its mask, after its bytes (8-aligned). */
@@ -200,6 +226,7 @@ struct funnel__dp_template {
   int64_t rows;        /* RecordBatch.length (8 bytes) */
   int64_t nodes;       /* the field nodes, 16 bytes each */
   int64_t buffers;     /* the buffers, 16 bytes each */
+  int64_t compressed;  /* 1: the batch's body is compressed (LZ4_FRAME) */
 };
 
 /* Everything a stage reads, in device memory. Addresses are uint64_t so
@@ -238,7 +265,26 @@ struct funnel__dp_args {
   /* struct funnel__dp_slice[n_parts * n_cols] for a read with nested
    * columns, else 0 */
   uint64_t slices;
+  /* a read of LZ4 bodies: enum funnel__dp_zmode, its jobs (struct
+   * funnel__lz4_job[n_parts * n_buffers], partition major; dst an offset
+   * in zscratch), and its decoded buffers (FUNNEL_DP_DECODED) */
+  int64_t zmode;
+  uint64_t zjobs;
+  uint64_t zscratch;
 };
+
+/* Buffer k of partition p's batch in a FUNNEL_DP_DECODED pass: where its
+ * bytes lie and how many, as its job says; false when the decoder failed
+ * it. */
+FUNNEL_DP bool dp_decoded_buffer(const struct funnel__dp_args *a, int64_t p, int k,
+                                 const uint8_t **at, int64_t *len) {
+  const struct funnel__lz4_job *j =
+      &((const struct funnel__lz4_job *)(uintptr_t)a->zjobs)[p * a->n_buffers + k];
+  if (j->status != FUNNEL__LZ4_OK) return false;
+  *at = (const uint8_t *)(uintptr_t)(j->kind == FUNNEL__LZ4_SKIP ? j->src : a->zscratch + j->dst);
+  *len = j->dst_length;
+  return true;
+}
 
 /* The bytes of the summary: its header, the null counts, the string bytes. */
 FUNNEL_DP int64_t funnel__dp_summary_bytes(const struct funnel__dp_args *a) {
@@ -273,6 +319,9 @@ FUNNEL_DP uint32_t dp_or(uint32_t v, int lanes) {
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) {
   atomicAdd((unsigned long long *)p, (unsigned long long)v);
 }
+FUNNEL_DP int64_t dp_fetch_add(int64_t *p, int64_t v) {
+  return (int64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { atomicMin((long long *)p, (long long)v); }
 /* the lanes' writes to shared memory seen by every lane */
 FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(dp_group(lanes)); }
@@ -287,6 +336,11 @@ FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP uint32_t dp_or(uint32_t v, int lanes) { (void)lanes; return v; }
 /* the cpu backend runs a stage on its stream's one thread */
 FUNNEL_DP void dp_add(int64_t *p, int64_t v) { *p += v; }
+FUNNEL_DP int64_t dp_fetch_add(int64_t *p, int64_t v) {
+  const int64_t old = *p;
+  *p += v;
+  return old;
+}
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
 FUNNEL_DP void dp_sync(int lanes) { (void)lanes; }
 #define DP_POPC64(x) __builtin_popcountll(x)
@@ -360,7 +414,7 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
  * it: the columns are depth first), its nulls counted in that part; the
  * flat kernels compile none of that. */
 FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
-                       const struct funnel__dp_column *col, const uint8_t *bytes, uint64_t addr,
+                       const struct funnel__dp_column *col, const uint8_t *bytes,
                        int64_t rows, const uint8_t *node, const uint8_t *buf, int64_t body,
                        struct funnel__dp_piece *pc, int64_t *chars, int lane, int lanes) {
   const bool nested = FUNNEL_DP_NESTED(a);
@@ -394,10 +448,18 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
     ((struct funnel__dp_slice *)(uintptr_t)a->slices)[p * a->n_cols + c] =
         (struct funnel__dp_slice){start, length, node_length};
   const bool part = nested && length != node_length; /* a nested child's part of its node */
-  int64_t off[3] = {0, 0, 0}, len[3] = {0, 0, 0};
+  /* the column's buffers: where they lie in the partition, or where a
+   * compressed read's decoder put them (device addresses, which the
+   * kernels read: the cpu backend's are the host's) */
+  const uint8_t *at[3] = {bytes, bytes, bytes};
+  int64_t len[3] = {0, 0, 0};
   for (int k = 0; k < col->n_buffers; k++) {
-    off[k] = body + (int64_t)funnel__ld64(buf + 16 * k);
-    len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
+    if (a->zmode == FUNNEL_DP_DECODED) {
+      if (!dp_decoded_buffer(a, p, col->buffer + k, &at[k], &len[k])) return false;
+    } else {
+      at[k] = bytes + body + (int64_t)funnel__ld64(buf + 16 * k);
+      len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
+    }
   }
   const int64_t bitmap = (node_length + 7) / 8;
   int64_t nulls = null_count;
@@ -405,11 +467,11 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
   if (null_count > 0 || len[0] > 0) {
     if (len[0] < bitmap) return false;
     if (part) {
-      nulls = len[0] > 0 ? dp_zero_bits_from(bytes + off[0], start, length, lane, lanes) : 0;
-    } else if (len[0] > 0 && dp_zero_bits(bytes + off[0], length, lane, lanes) != null_count) {
+      nulls = len[0] > 0 ? dp_zero_bits_from(at[0], start, length, lane, lanes) : 0;
+    } else if (len[0] > 0 && dp_zero_bits(at[0], length, lane, lanes) != null_count) {
       return false;
     }
-    if (nulls > 0) pc->validity = addr + (uint64_t)off[0];
+    if (nulls > 0) pc->validity = (uint64_t)(uintptr_t)at[0];
   }
   if (nested && col->map_key && nulls > 0) return false;
   pc->null_count = nulls;
@@ -431,17 +493,17 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
       need = node_length * col->width;
     }
     if (len[1] < need) return false;
-    pc->data = addr + (uint64_t)off[1];
+    pc->data = (uint64_t)(uintptr_t)at[1];
     if (col->kind == FUNNEL_DP_FIXED) pc->data += (uint64_t)(start * col->width);
     return true;
   }
   const bool list = nested && (col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64);
   const int w = col->kind == FUNNEL_DP_VAR32 || (nested && col->kind == FUNNEL_DP_LIST32) ? 4 : 8;
-  pc->offsets = addr + (uint64_t)off[1] + (uint64_t)(start * w);
-  pc->data = list ? 0 : addr + (uint64_t)off[2];
+  pc->offsets = (uint64_t)(uintptr_t)at[1] + (uint64_t)(start * w);
+  pc->data = list ? 0 : (uint64_t)(uintptr_t)at[2];
   if (node_length == 0) return true; /* the offsets buffer may be empty */
   if (node_length + 1 > INT64_MAX / w || len[1] < (node_length + 1) * w) return false;
-  const uint8_t *o = bytes + off[1] + start * w;
+  const uint8_t *o = at[1] + start * w;
   const int64_t first = w == 4 ? (int32_t)funnel__ld32(o) : (int64_t)funnel__ld64(o);
   const int64_t last = w == 4 ? (int32_t)funnel__ld32(o + 4 * length) : (int64_t)funnel__ld64(o + 8 * length);
   if (first < 0 || last < first || (!list && last > len[2])) return false;
@@ -460,7 +522,7 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
  * short); a longer one binds each column with all the lanes. */
 FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, int64_t rows,
                                     const uint8_t *nodes, const uint8_t *buf, const uint8_t *bytes,
-                                    uint64_t addr, int64_t body, int64_t body_length,
+                                    int64_t body, int64_t body_length,
                                     struct funnel__dp_piece *pieces, int lane, int lanes) {
   if (rows < 0 || rows > a->max_rows) return false;
   bool ok = true; /* no early exit: the lanes join below */
@@ -479,7 +541,7 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
     if (c < a->n_cols) {
       const struct funnel__dp_column *col = &cols[c];
       int64_t *ch = col->var >= 0 ? &chars[col->var * (a->n_parts + 1) + p] : NULL;
-      ok &= dp_bind(a, p, c, col, bytes, addr, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
+      ok &= dp_bind(a, p, c, col, bytes, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
                     &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
     }
     if (!by_lane && !ok) return false;
@@ -488,20 +550,110 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
   return dp_all(ok, lanes);
 }
 
+/* The most bytes an LZ4 buffer of n bytes declares that the host takes
+ * (decode.c, funnel__codec_max_decoded). */
+FUNNEL_DP int64_t dp_lz4_max_decoded(int64_t n) {
+  return n > (INT64_MAX - 4096) / 256 ? INT64_MAX - 4096 : n * 256 + 4096;
+}
+
+/* A FUNNEL_DP_UNPACK pass over the batch whose buffers lie at `buf`, body
+ * at `body` in the partition (`compressed`: an LZ4_FRAME body): each buffer
+ * a job of partition p's in args.zjobs, the frames' places reserved in the
+ * decoded buffers (8-byte aligned, summary.zbytes). Raw bytes (prefix -1),
+ * an empty buffer and every buffer of an uncompressed body are SKIP jobs
+ * where they lie. False for what the host refuses (a buffer outside the
+ * body, too short for its prefix, a prefix below -1 or more than its
+ * bytes can decode to) and for what this pass leaves to the host: a
+ * prefix of 0 with a frame after it. Every lane reads the same; lane 0
+ * reserves and writes the jobs. */
+FUNNEL_DP_ONCE bool dp_batch_unpack(const struct funnel__dp_args *a, int64_t p, int compressed,
+                                    const uint8_t *buf, const uint8_t *bytes, int64_t body,
+                                    int64_t body_length, int lane) {
+  int64_t need = 0, in = 0, out = 0, frames = 0, frame_bytes = 0;
+  for (int32_t k = 0; k < a->n_buffers; k++) {
+    const int64_t off = (int64_t)funnel__ld64(buf + 16 * k), len = (int64_t)funnel__ld64(buf + 16 * k + 8);
+    if (off < 0 || len < 0 || off > body_length || len > body_length - off) return false;
+    if (!compressed || len == 0) continue;
+    if (len < 8) return false;
+    const int64_t want = (int64_t)funnel__ld64(bytes + body + off);
+    in += len;
+    if (want == -1) {
+      out += len - 8;
+      continue;
+    }
+    if (want < -1 || (want == 0 && len > 8) || want > dp_lz4_max_decoded(len - 8)) return false;
+    need += (want + 7) / 8 * 8;
+    out += want;
+    frames += want > 0;
+    frame_bytes += want;
+  }
+  if (lane != 0) return true;
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  int64_t at = need > 0 ? dp_fetch_add(&s->zbytes, need) : 0;
+  if (compressed) {
+    dp_add(&s->zparts, 1);
+    if (in > 0) dp_add(&s->zin, in);
+    if (out > 0) dp_add(&s->zout, out);
+    if (frames > 0) dp_add(&s->zframes, frames);
+    if (frame_bytes > 0) dp_add(&s->zframe_bytes, frame_bytes);
+  }
+  struct funnel__lz4_job *jobs = (struct funnel__lz4_job *)(uintptr_t)a->zjobs + p * a->n_buffers;
+  for (int32_t k = 0; k < a->n_buffers; k++) {
+    const int64_t off = (int64_t)funnel__ld64(buf + 16 * k), len = (int64_t)funnel__ld64(buf + 16 * k + 8);
+    const uint64_t src = (uint64_t)(uintptr_t)(bytes + body + off);
+    const int64_t want = compressed && len > 0 ? (int64_t)funnel__ld64(bytes + body + off) : -2;
+    struct funnel__lz4_job j = {src, len, 0, len, FUNNEL__LZ4_SKIP, FUNNEL__LZ4_OK};
+    if (want == -1) { /* raw: after the prefix */
+      j.src += 8;
+      j.src_length = j.dst_length = len - 8;
+    } else if (want == 0) { /* empty: the prefix alone */
+      j.src_length = j.dst_length = 0;
+    } else if (want > 0) {
+      j = (struct funnel__lz4_job){src + 8, len - 8, (uint64_t)at, want, FUNNEL__LZ4_FRAMES, -1};
+      at += (want + 7) / 8 * 8;
+    }
+    jobs[k] = j;
+  }
+  return true;
+}
+
+/* A batch's values (dp_batch_values), or in a FUNNEL_DP_UNPACK pass its
+ * buffers' jobs (dp_batch_unpack). */
+FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, int compressed, int64_t rows,
+                        const uint8_t *nodes, const uint8_t *buf, const uint8_t *bytes,
+                        int64_t body, int64_t body_length, struct funnel__dp_piece *pieces,
+                        int lane, int lanes) {
+  if (a->zmode == FUNNEL_DP_UNPACK) {
+    if (rows < 0 || rows > a->max_rows) return false;
+    return dp_batch_unpack(a, p, compressed, buf, bytes, body, body_length, lane);
+  }
+  return dp_batch_values(a, p, rows, nodes, buf, bytes, body, body_length, pieces, lane, lanes);
+}
+
 /* The RecordBatch (header table `h`) of the message whose flatbuffer `r`
  * holds: its rows, and where its rows, field nodes and buffers lie in `r`
- * (any 0 when absent); r->bad unless it is one the parse can take (no
- * compression, a node a column and the schema's buffers). */
+ * (any 0 when absent); *compressed when its body is; r->bad unless it is
+ * one the parse can take (a node a column and the schema's buffers, no
+ * compression but an LZ4_FRAME body of BUFFER method in a read of them,
+ * args.zmode). */
 FUNNEL_DP int64_t dp_batch_fields(const struct funnel__dp_args *a, struct funnel__fb *r,
                                   struct funnel__fb_table h, uint32_t *rows_at, uint32_t *nodes,
-                                  uint32_t *buffers) {
+                                  uint32_t *buffers, int *compressed) {
   uint32_t n_nodes = 0, n_buffers = 0;
   *rows_at = funnel__fb_field(r, h, 0, 8);
   *nodes = funnel__fb_vector(r, h, 1, 16, &n_nodes);
   *buffers = funnel__fb_vector(r, h, 2, 16, &n_buffers);
-  if (funnel__fb_ref(r, h, 3) != 0 || (int64_t)n_nodes != a->n_cols ||
-      (int64_t)n_buffers != a->n_buffers)
-    r->bad = true;
+  const uint32_t compression = funnel__fb_ref(r, h, 3);
+  *compressed = compression != 0;
+  if (compression != 0) {
+    if (a->zmode == FUNNEL_DP_PLAIN) {
+      r->bad = true;
+    } else { /* codec 0 (LZ4_FRAME) and method 0 (BUFFER), as the host reads them */
+      const struct funnel__fb_table ct = funnel__fb_table_at(r, compression);
+      if (funnel__fb_u8(r, ct, 0, 0) != 0 || funnel__fb_u8(r, ct, 1, 0) != 0) r->bad = true;
+    }
+  }
+  if ((int64_t)n_nodes != a->n_cols || (int64_t)n_buffers != a->n_buffers) r->bad = true;
   return *rows_at != 0 ? (int64_t)funnel__ld64(r->p + *rows_at) : 0;
 }
 
@@ -541,8 +693,8 @@ FUNNEL_DP bool dp_masked_equal(const uint8_t *b, const uint8_t *t, const uint8_t
  * is taken (rows in *rows), 0 if it is one the host would refuse, -1 if it
  * does not match (the full walk decides). */
 FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, const uint8_t *bytes,
-                                uint64_t addr, int64_t len, struct funnel__dp_piece *pieces,
-                                int64_t *rows, int lane, int lanes) {
+                                int64_t len, struct funnel__dp_piece *pieces, int64_t *rows,
+                                int lane, int lanes) {
   const struct funnel__dp_template t = a->tmpl;
   if (t.length == 0 || len < t.length) return -1;
   const uint8_t *ref = (const uint8_t *)(uintptr_t)a->tmpl_bytes;
@@ -557,8 +709,8 @@ FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, cons
                       funnel__ld32(bytes + end + 4) == 0))
     return -1;
   *rows = (int64_t)funnel__ld64(bytes + t.rows);
-  return dp_batch_values(a, p, *rows, bytes + t.nodes, bytes + t.buffers, bytes, addr, body,
-                         body_length, pieces, lane, lanes);
+  return dp_batch(a, p, (int)t.compressed, *rows, bytes + t.nodes, bytes + t.buffers, bytes, body,
+                  body_length, pieces, lane, lanes);
 }
 
 /* The message at `pos` of a partition's `len` bytes: its metadata's
@@ -613,7 +765,7 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
     for (int v = 0; v < a->n_var; v++) char_count[v * (a->n_parts + 1) + p] = 0;
   dp_sync(lanes); /* before a lane of a column writes its count */
   int64_t rows = 0, batches = 0, pos = 0;
-  const int by_template = dp_parse_template(a, p, bytes, in.addr, len, pieces, &rows, lane, lanes);
+  const int by_template = dp_parse_template(a, p, bytes, len, pieces, &rows, lane, lanes);
   /* an IPC file: the host reads its footer */
   bool ok = by_template >= 0 ? by_template == 1
             : !(len >= 8 && bytes[0] == 'A' && bytes[1] == 'R' && bytes[2] == 'R' &&
@@ -641,16 +793,17 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
     struct funnel__fb r = {meta, (uint32_t)meta_len, pos + 8, false};
     struct funnel__fb_table h;
     uint32_t body_at, rows_at, nodes, buffers;
+    int compressed = 0;
     const int64_t body = pos + 8 + meta_len;
     dp_batch_message(&r, body, len, &h, &body_at);
-    rows = r.bad ? 0 : dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers);
+    rows = r.bad ? 0 : dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers, &compressed);
     if (r.bad) {
       ok = false;
       break;
     }
     const int64_t body_length = body_at != 0 ? (int64_t)funnel__ld64(r.p + body_at) : 0;
-    ok = dp_batch_values(a, p, rows, r.p + nodes, r.p + buffers, bytes, in.addr, body,
-                         body_length, pieces, lane, lanes);
+    ok = dp_batch(a, p, compressed, rows, r.p + nodes, r.p + buffers, bytes, body, body_length,
+                  pieces, lane, lanes);
     batches++;
     pos = body + body_length;
   }
@@ -661,6 +814,15 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
     rows = 0;
     dp_add(&s->left, 1);
     dp_min(&s->first_left, p);
+  }
+  if (a->zmode == FUNNEL_DP_UNPACK) { /* the second pass counts */
+    /* a partition without a batch: its jobs, which the decoder runs all
+     * of, do nothing */
+    struct funnel__lz4_job *jobs = (struct funnel__lz4_job *)(uintptr_t)a->zjobs + p * a->n_buffers;
+    if (ok && batches == 0)
+      for (int32_t k = 0; k < a->n_buffers; k++)
+        jobs[k] = (struct funnel__lz4_job){0, 0, 0, 0, FUNNEL__LZ4_SKIP, FUNNEL__LZ4_OK};
+    return;
   }
   row_count[p] = rows;
   if (ok && rows > 0)
@@ -687,6 +849,9 @@ static inline bool dp_values_hide_structure(const struct funnel__dp_args *a, str
                                             struct funnel__fb_table h, uint32_t body_at,
                                             uint32_t rows_at, uint32_t nodes, uint32_t buffers) {
   const struct funnel__fb_table msg = funnel__fb_table_at(r, funnel__ld32(r->p));
+  const uint32_t compression = funnel__fb_ref(r, h, 3);
+  const struct funnel__fb_table none = {0, 0, 0, 0};
+  const struct funnel__fb_table ct = compression != 0 ? funnel__fb_table_at(r, compression) : none;
   const int64_t structure[][2] = {
       {0, 4},
       {msg.pos, 4},
@@ -700,6 +865,12 @@ static inline bool dp_values_hide_structure(const struct funnel__dp_args *a, str
       {funnel__fb_field(r, h, 2, 4), 4},
       {(int64_t)nodes - 4, 4},
       {(int64_t)buffers - 4, 4},
+      /* the compression table: its offset, vtable, codec and method */
+      {funnel__fb_field(r, h, 3, 4), 4},
+      {ct.pos, 4},
+      {ct.vt, ct.vt_len},
+      {funnel__fb_field(r, ct, 0, 1), 1},
+      {funnel__fb_field(r, ct, 1, 1), 1},
   };
   const int64_t values[][2] = {
       {body_at, 8}, {rows_at, 8}, {nodes, 16 * (int64_t)a->n_cols}, {buffers, 16 * (int64_t)a->n_buffers}};
@@ -740,15 +911,16 @@ static inline bool funnel__dp_template_of(struct funnel__dp_args *a, const uint8
   struct funnel__fb r = {bytes + L + 8, (uint32_t)meta_len, L + 8, false};
   struct funnel__fb_table h;
   uint32_t body_at, rows_at, nodes, buffers;
+  int compressed = 0;
   const int64_t body = L + 8 + meta_len;
   dp_batch_message(&r, body, len, &h, &body_at);
-  if (!r.bad) dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers);
+  if (!r.bad) dp_batch_fields(a, &r, h, &rows_at, &nodes, &buffers, &compressed);
   if (r.bad || body_at == 0 || rows_at == 0 || 2 * FUNNEL__DP_MASK_AT(body) > max) return false;
   if (dp_values_hide_structure(a, &r, h, body_at, rows_at, nodes, buffers)) return false;
   const int64_t at = L + 8; /* the metadata in the partition */
   *t = (struct funnel__dp_template){.length = body, .body_length = at + body_at,
                                     .rows = at + rows_at, .nodes = at + nodes,
-                                    .buffers = at + buffers};
+                                    .buffers = at + buffers, .compressed = compressed};
   memcpy(ref, bytes, (size_t)body);
   uint8_t *mask = ref + FUNNEL__DP_MASK_AT(body);
   memset(mask, 0xFF, (size_t)body);

@@ -44,7 +44,7 @@ void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t
       for (int64_t p = 0; p < n; p++)
         funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
       (void)m; /* one lane */
-      if (FUNNEL__DP_PARSE_SCANS(n)) { /* as the kernel does */
+      if (FUNNEL__DP_PARSE_SCANS(n) && a->zmode != FUNNEL_DP_UNPACK) { /* as the kernel does */
         scan_all(a, 1 + a->n_var);
         layout(a);
       }

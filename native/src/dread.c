@@ -16,7 +16,8 @@
  *
  *   args | columns | bit buffers | inputs | schema | template | summary (zeroed)
  *                                                           uploaded before the parse
- *   pieces | rows | string bytes | tiles         device only
+ *   pieces | rows | string bytes | tiles | jobs  device only (jobs: a read of
+ *                                                LZ4 bodies, dpath.h)
  *
  * and, in the host block only, the summary the device sends back: written
  * there by the kernel that lays the output out when the block is mapped
@@ -33,6 +34,7 @@ struct dp_layout {
   int64_t args, columns, bitbufs, inputs, schema, tmpl, summary, head; /* head: bytes uploaded */
   int64_t tmpl_max;
   int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
+  int64_t zjobs; /* a read of LZ4 bodies, else -1 */
   int64_t slices; /* a nested read's, else -1 */
   int64_t n_tiles, parse_lanes;
   int64_t summary_back, host;             /* host: the host block's size */
@@ -41,7 +43,7 @@ struct dp_layout {
 };
 
 static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
-                                int64_t schema_length, bool nested) {
+                                int64_t schema_length, bool nested, bool z) {
   struct dp_layout l;
   int64_t at = 0;
   l.args = funnel__carve(&at, (int64_t)sizeof(struct funnel__dp_args));
@@ -65,19 +67,20 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
   const int64_t tile = FUNNEL__DPATH_THREADS / l.parse_lanes;
   l.n_tiles = (n + tile - 1) / tile;
   l.tiles = funnel__carve(&at, (1 + n_var) * (l.n_tiles > 0 ? l.n_tiles : 1) * 8);
+  l.zjobs = z ? funnel__carve(&at, n * n_buffers * (int64_t)sizeof(struct funnel__lz4_job)) : -1;
   l.device = at;
   l.n_var = n_var;
   return l;
 }
 
-/* The layout of a read of n partitions of `schema`. */
-static struct dp_layout lay_out_read(int64_t n, const struct funnel__schema *schema) {
+/* The layout of a read of n partitions of `schema` (`z`: of LZ4 bodies). */
+static struct dp_layout lay_out_read(int64_t n, const struct funnel__schema *schema, bool z) {
   int n_var = 0, n_buffers = 0;
   for (int c = 0; c < schema->n_fields; c++) {
     n_var += schema->fields[c].offset_width != 0;
     n_buffers += schema->fields[c].n_buffers;
   }
-  return lay_out(n, schema->n_fields, n_var, n_buffers, schema->ipc_length, schema->nested);
+  return lay_out(n, schema->n_fields, n_var, n_buffers, schema->ipc_length, schema->nested, z);
 }
 
 /* The most bytes the output of `bytes` bytes of partitions can take, so it
@@ -121,7 +124,7 @@ static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) 
 int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
                               const struct funnel__schema *schema) {
   if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES) return 0;
-  const struct dp_layout l = lay_out_read((int64_t)count, schema);
+  const struct dp_layout l = lay_out_read((int64_t)count, schema, false);
   return funnel__align_up(l.device, FUNNEL__ALIGN) +
          funnel__align_up(output_bound(schema, bytes), FUNNEL__ALIGN);
 }
@@ -142,13 +145,19 @@ static bool left_alike(const struct funnel_partition *part, const struct funnel_
 
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
-                          const struct funnel__parts_scan *scan,
+                          const struct funnel__parts_scan *scan, int codec,
                           const struct funnel__schema *known,
                           const struct funnel__schema **schema) {
   *schema = NULL;
   if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
   if (scan->bad) return false; /* the host path names what is wrong */
   const bool automatic = o->parse == FUNNEL_PARSE_AUTO;
+  /* ZSTD bodies the host decodes; LZ4 ones the device may (on the cpu
+   * backend AUTO leaves decoding to the host threads, as parse.c does) */
+  if (codec != FUNNEL__CODEC_NONE &&
+      (codec != FUNNEL__CODEC_LZ4_FRAME || o->decode == FUNNEL_DECODE_HOST ||
+       (o->decode == FUNNEL_DECODE_AUTO && t->dev->be.arrow_device_type == ARROW_DEVICE_CPU)))
+    return false;
   const int64_t bytes = scan->bytes, first = scan->first;
   if (automatic &&
       ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
@@ -179,6 +188,7 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
                        const struct funnel__schema *schema, const struct dp_layout *l,
                        int64_t out_capacity, uint64_t dev, uint64_t summary_back,
                        uint8_t *host) {
+  const bool z = l->zjobs >= 0;
   const int n_cols = schema->n_fields;
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
   int n_var, n_buffers;
@@ -208,7 +218,8 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .n_parts = n, .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS,
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
       .tmpl_bytes = dev + (uint64_t)l->tmpl, .summary_back = summary_back,
-      .slices = l->slices >= 0 ? dev + (uint64_t)l->slices : 0};
+      .slices = l->slices >= 0 ? dev + (uint64_t)l->slices : 0,
+      .zmode = z ? FUNNEL_DP_UNPACK : FUNNEL_DP_PLAIN, .zjobs = z ? dev + (uint64_t)l->zjobs : 0};
   /* the template from the first of the first few non-empty partitions
    * that gives one (funnel__dp_template_of says which do not) */
   for (int64_t p = 0, tries = 0; p < n && tries < FUNNEL__DP_TEMPLATE_TRIES; p++) {
@@ -220,10 +231,42 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
   }
 }
 
+/* A read of LZ4 bodies, its first pass: the copies, the upload of the
+ * head, the unpack (dpath.h: the buffers' jobs, the decoded buffers'
+ * size), the copy back of the summary; waits for it all. */
+static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
+                            const struct dp_layout *l, uint8_t *host, void *stream,
+                            struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
+  w.enqueued = funnel__early(t);
+  const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0;
+  int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
+                                                              (size_t)l->head, stream, error));
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
+                                                            t->dp_scratch, t->plan.n_parts,
+                                                            l->parse_lanes, stream, error));
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(
+        &w, funnel__dev_copy_d2h_async(be, host + l->summary_back,
+                                       t->dp_scratch + (uint64_t)l->summary,
+                                       (size_t)l->summary_bytes, stream, error));
+  bool abandoned;
+  st = funnel__work_finish(&w, st, true, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  return st;
+}
+
 /* Enqueues the whole read: the copies, the upload, the parse, the scan
  * (which lay the output out), the copy back of the sums, then the concat
  * (timed when asked) and the table's event; then waits for the sums, which
- * the concat follows on the device. */
+ * the concat follows on the device. The second pass of a read of LZ4
+ * bodies (zmode FUNNEL_DP_DECODED: the copies made, the head uploaded)
+ * uploads its args and the summary again and decodes before the parse. */
 static int run_on_device(struct funnel_table *t, const struct funnel__read_options *o,
                          struct funnel__transfer *tr, const struct dp_layout *l,
                          const uint8_t *host, int n_var, int64_t lanes, void *stream,
@@ -234,10 +277,27 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   w.enqueued = funnel__early(t);
   const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0; /* its kernels */
-  int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
-  if (st == FUNNEL_OK)
+  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
+  const bool decoded = a->zmode == FUNNEL_DP_DECODED;
+  int st = tr->early || decoded ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
+  if (st == FUNNEL_OK && !decoded)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));
+  if (st == FUNNEL_OK && decoded) {
+    st = funnel__work_enqueued(
+        &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->args, host + l->args,
+                                       sizeof(*a), stream, error));
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(
+          &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->summary,
+                                         host + l->summary, (size_t)l->summary_bytes, stream,
+                                         error));
+    /* every buffer's job: a warp a job, the SKIPs done at once */
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(
+          &w, funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, t->dp_scratch + (uint64_t)l->zjobs,
+                                       n * a->n_buffers, (int64_t)t->zscratch, stream, error));
+  }
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
                                                             l->parse_lanes, stream, error));
@@ -246,7 +306,6 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
                                                             1 + n_var, n, stream, error));
   /* the sums come back by a copy unless the kernel that lays the output
    * out writes them where the host reads them */
-  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
   if (st == FUNNEL_OK && a->summary_back == 0)
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
@@ -304,11 +363,31 @@ struct funnel__dpath {
   uint8_t *host;
 };
 
+/* The attempt's end when the device left partitions to the host (`s`,
+ * its summary, says how many): the host path reads them all, and says
+ * what is wrong if anything is; the device's work (which copied nothing
+ * into the output) is over first. */
+static int leave_to_host(struct funnel_table *t, const struct funnel__dp_summary *s, int64_t n,
+                         struct funnel_error *error) {
+  t->stats.device_left = s->left > 0 ? s->left : n;
+  t->stats.compressed_partitions = t->stats.bytes_compressed = t->stats.bytes_decoded = 0;
+  t->stats.device_decoded = t->stats.bytes_device_decoded = 0; /* the host path's to count */
+  const int st = funnel__dev_event_wait(&t->dev->be, t->event, error);
+  if (st != FUNNEL_OK) {
+    funnel__table_abandon(t);
+    return st;
+  }
+  funnel__table_drop_attempt(t, funnel__early(t));
+  memset(&t->plan, 0, sizeof(t->plan));
+  return FUNNEL_OK;
+}
+
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,
-                        const struct funnel__schema *schema, void *stream,
+                        int codec, const struct funnel__schema *schema, void *stream,
                         struct funnel__dpath **out, struct funnel_error *error) {
   *out = NULL;
+  const bool z = codec != FUNNEL__CODEC_NONE; /* LZ4 bodies (funnel__dpath_wanted) */
   const int64_t n = (int64_t)count;
   const int n_cols = schema->n_fields;
   struct funnel__plan *plan = &t->plan;
@@ -323,7 +402,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
 
   struct funnel__transfer tr;
   FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
-  d->l = lay_out_read(n, schema);
+  d->l = lay_out_read(n, schema, z);
   const struct dp_layout *l = &d->l;
   d->host = funnel__pool_alloc(&t->dev->pool, l->host);
   /* pinned and mapped: the kernel writes the sums there itself */
@@ -337,9 +416,9 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   }
   if (d->host == NULL) return OUT_OF_MEMORY(error);
   struct funnel_backend *be = &t->dev->be;
-  const int64_t capacity = output_bound(schema, bytes);
+  int64_t capacity = output_bound(schema, bytes);
   int st = FUNNEL_OK;
-  if (t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
+  if (!z && t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
       (t->reserved != 0 || t->scratch == 0)) {
     /* one allocation: the partitions' (the early copies made it, or it is
      * made here for the transfer's scratch), then the tables, the output */
@@ -354,33 +433,47 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->out_bytes = capacity;
     t->one_block = true;
   } else {
-    st = funnel__alloc_out(t, o, capacity, stream, error);
+    /* a read of LZ4 bodies knows its output's bound once unpacked */
+    if (!z) st = funnel__alloc_out(t, o, capacity, stream, error);
     if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
       st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
     if (st == FUNNEL_OK)
       st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
     if (st != FUNNEL_OK) return st;
   }
-  write_head(t, &tr, parts, n, schema, l, capacity, t->dp_scratch, summary_back, d->host);
+  write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity, t->dp_scratch,
+             z ? 0 : summary_back, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
-  const int64_t tmpl_length = ((const struct funnel__dp_args *)(d->host + l->args))->tmpl.length;
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var,
-                                     concat_lanes(bytes, n, n_cols, tmpl_length), stream, error));
-
+  struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
-  if (!s->laid_out) {
-    /* the host path reads them all, and says what is wrong if anything
-     * is; the concat (which copied nothing) is over first */
-    t->stats.device_left = s->left > 0 ? s->left : n;
-    st = funnel__dev_event_wait(be, t->event, error);
-    if (st != FUNNEL_OK) {
-      funnel__table_abandon(t);
-      return st;
-    }
-    funnel__table_drop_attempt(t, funnel__early(t));
-    memset(plan, 0, sizeof(*plan));
-    return FUNNEL_OK;
+  int64_t zbytes = 0;
+  if (z) {
+    /* the first pass; then the decoded buffers and the output, sized */
+    FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, error));
+    if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
+    zbytes = s->zbytes;
+    if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
+    capacity = output_bound(schema, bytes + zbytes);
+    if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
+    if (st != FUNNEL_OK) return st;
+    a->zmode = FUNNEL_DP_DECODED;
+    a->zscratch = t->zscratch;
+    a->out = t->out;
+    a->out_capacity = capacity;
+    a->summary_back = summary_back;
+    struct funnel__dp_summary *fresh = (struct funnel__dp_summary *)(d->host + l->summary);
+    memset(fresh, 0, (size_t)l->summary_bytes);
+    fresh->first_left = n;
+    t->stats.compressed_partitions = s->zparts;
+    t->stats.bytes_compressed = s->zin;
+    t->stats.bytes_decoded = s->zout;
+    t->stats.device_decoded = s->zframes;
+    t->stats.bytes_device_decoded = s->zframe_bytes;
   }
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var,
+                                     concat_lanes(bytes + zbytes, n, n_cols, a->tmpl.length),
+                                     stream, error));
+  if (!s->laid_out) return leave_to_host(t, s, n, error);
   *out = d;
   return FUNNEL_OK;
 }

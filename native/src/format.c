@@ -704,8 +704,8 @@ int funnel__first_batch_codec(const uint8_t *bytes, int64_t length) {
   int64_t pos = 0;
   for (int k = 0; k < 4 && pos < length; k++) { /* a Schema or two, then the batch */
     struct message m;
-    if (message_read(bytes, length, pos, 0, &m, NULL) != FUNNEL_OK || m.eos)
-      return FUNNEL__CODEC_NONE;
+    if (message_read(bytes, length, pos, 0, &m, NULL) != FUNNEL_OK) return FUNNEL__CODEC_NONE;
+    if (m.eos) return FUNNEL__CODEC_NO_BATCH;
     if (m.header_type == HDR_RECORD_BATCH) {
       struct funnel__fb r = m.fb;
       const uint32_t compression = funnel__fb_ref(&r, m.header, 3);
@@ -715,7 +715,7 @@ int funnel__first_batch_codec(const uint8_t *bytes, int64_t length) {
     }
     pos = m.end;
   }
-  return FUNNEL__CODEC_NONE;
+  return pos >= length ? FUNNEL__CODEC_NO_BATCH : FUNNEL__CODEC_NONE;
 }
 
 /* The partition's Schema message at `offset` is `s`: the partition's

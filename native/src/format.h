@@ -75,6 +75,7 @@ struct funnel__piece {
 
 /* RecordBatch.compression's codec (Arrow's CompressionType), or none. */
 enum funnel__codec {
+  FUNNEL__CODEC_NO_BATCH = -2, /* funnel__first_batch_codec: the stream has no batch */
   FUNNEL__CODEC_NONE = -1,
   FUNNEL__CODEC_LZ4_FRAME = 0,
   FUNNEL__CODEC_ZSTD = 1
@@ -285,8 +286,9 @@ int funnel__buffer_column(const struct funnel__schema *schema, int32_t n_buffers
 bool funnel__buffer_holds_values(const struct funnel__field *f, int j);
 
 /* The codec of the first RecordBatch of the stream in `bytes` (its header
- * only: nothing of the partition is checked), or FUNNEL__CODEC_NONE when
- * it has none, is not compressed, or cannot be read. */
+ * only: nothing of the partition is checked), FUNNEL__CODEC_NONE when it is
+ * not compressed or cannot be read, or FUNNEL__CODEC_NO_BATCH when the
+ * stream ends before a RecordBatch. */
 int funnel__first_batch_codec(const uint8_t *bytes, int64_t length);
 
 /* Index of the first field where `a` and `b` differ (name, type, type

@@ -13,13 +13,18 @@
  * and content size. It checks every read and write against the bounds of
  * the buffer and every match offset against the bytes its block may reach
  * (the frame's for linked blocks), and that the buffer decodes to exactly
- * the bytes its prefix declared; it does not verify the checksums (xxHash32)
- * nor the header checksum: a buffer the device decodes was read by no one
- * else, and a corrupt one that decodes in bounds gives wrong values, not
- * an unsafe read. A dictionary frame (which Arrow's writers never make)
- * is refused. Any failure is a status: the host then decodes that buffer
- * itself (liblz4), which either finds the error and names it, or decodes
- * what this decoder refused. */
+ * the bytes its prefix declared. A job that decodes whole frames
+ * (FUNNEL__LZ4_FRAMES) verifies their block and content checksums
+ * (xxHash32) as liblz4 does, its first lane hashing once the lanes have
+ * written; a job of one block of a frame cannot see the frame's content,
+ * and a buffer whose frame has a content checksum is split into blocks
+ * only when it has several (funnel__lz4_split); such a job verifies the
+ * descriptor's checksum byte too (which a job of one block does not read,
+ * nor the host's path for frames without checksums, decode.c).
+ * A dictionary frame (which Arrow's writers never make) is refused. Any
+ * failure is a status: the host then decodes that buffer itself (liblz4),
+ * which either finds the error and names it, or decodes what this decoder
+ * refused. */
 #ifndef FUNNEL_LZ4DEC_H
 #define FUNNEL_LZ4DEC_H
 
@@ -35,7 +40,8 @@
 #endif
 
 /* The launch_dpath stage (backend.h) that decodes n jobs at `args`, a warp
- * (cuda) a job. */
+ * (cuda) a job; its `m` is added to every job's dst (0: the jobs' dst are
+ * addresses; the device path's jobs are offsets in its decoded buffers). */
 #define FUNNEL_DP_STAGE_LZ4 16
 
 /* One buffer to decode: the frames of `src_length` bytes at `src` into
@@ -53,7 +59,10 @@ struct funnel__lz4_job {
 enum {
   FUNNEL__LZ4_FRAMES = 0, /* the buffer's frames, whole */
   FUNNEL__LZ4_BLOCK = 1,  /* one independent block, to exactly dst_length bytes */
-  FUNNEL__LZ4_STORED = 2  /* one stored (uncompressed) block */
+  FUNNEL__LZ4_STORED = 2, /* one stored (uncompressed) block */
+  /* nothing to decode: the buffer's dst_length bytes lie at src as they
+   * are (the device path's raw and empty buffers, dpath.h) */
+  FUNNEL__LZ4_SKIP = 3
 };
 
 enum {
@@ -179,6 +188,58 @@ static inline uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
 }
 #endif
 
+/* Lane 0's value of v, in every lane of the warp (the host's one thread:
+ * its own). */
+#if defined(__CUDACC__)
+#define FUNNEL_LZ_FROM0(v) __shfl_sync(0xFFFFFFFFu, (v), 0)
+#else
+#define FUNNEL_LZ_FROM0(v) (v)
+#endif
+
+FUNNEL_LZ uint32_t funnel__xxh_rotl(uint32_t x, int r) { return x << r | x >> (32 - r); }
+
+/* xxHash32 with seed 0 of the n bytes at p: the LZ4 frame format's block
+ * and content checksums. Written from the algorithm's description (lz4's
+ * doc/lz4_Frame_format.md names it; xxHash's doc/xxhash_spec.md defines
+ * it): four lanes of 4-byte words over 16-byte stripes, merged, then the
+ * tail's words and bytes, then the avalanche. */
+FUNNEL_LZ uint32_t funnel__xxh32(const uint8_t *p, int64_t n) {
+  const uint32_t P1 = 2654435761u, P2 = 2246822519u, P3 = 3266489917u, P4 = 668265263u,
+                 P5 = 374761393u;
+  int64_t i = 0;
+  uint32_t h;
+  if (n >= 16) {
+    uint32_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0u - P1;
+    for (; i + 16 <= n; i += 16) {
+      v1 = funnel__xxh_rotl(v1 + funnel__lz_ld32(p + i) * P2, 13) * P1;
+      v2 = funnel__xxh_rotl(v2 + funnel__lz_ld32(p + i + 4) * P2, 13) * P1;
+      v3 = funnel__xxh_rotl(v3 + funnel__lz_ld32(p + i + 8) * P2, 13) * P1;
+      v4 = funnel__xxh_rotl(v4 + funnel__lz_ld32(p + i + 12) * P2, 13) * P1;
+    }
+    h = funnel__xxh_rotl(v1, 1) + funnel__xxh_rotl(v2, 7) + funnel__xxh_rotl(v3, 12) +
+        funnel__xxh_rotl(v4, 18);
+  } else {
+    h = P5;
+  }
+  h += (uint32_t)n;
+  for (; i + 4 <= n; i += 4) h = funnel__xxh_rotl(h + funnel__lz_ld32(p + i) * P3, 17) * P4;
+  for (; i < n; i++) h = funnel__xxh_rotl(h + p[i] * P5, 11) * P1;
+  h ^= h >> 15;
+  h *= P2;
+  h ^= h >> 13;
+  h *= P3;
+  h ^= h >> 16;
+  return h;
+}
+
+/* Whether the n bytes at p hash (xxHash32) to the 4-byte checksum at sum:
+ * lane 0 hashes, every lane gets its answer. */
+FUNNEL_LZ int funnel__lz_sum_ok(const uint8_t *p, int64_t n, const uint8_t *sum, unsigned lane) {
+  int ok = 1;
+  if (lane == 0) ok = funnel__xxh32(p, n) == funnel__lz_ld32(sum);
+  return FUNNEL_LZ_FROM0(ok);
+}
+
 /* i % off, off >= 1, i < 2^22 (a block's 4 MiB): by a reciprocal, then
  * corrected (the quotient is off by at most one either way) */
 FUNNEL_LZ uint32_t funnel__lz_mod(uint32_t i, uint32_t off, float inv) {
@@ -298,6 +359,10 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
     struct funnel__lz4_frame f;
     const int read = funnel__lz4_frame_read(src + ip, n - ip, &f);
     if (read != FUNNEL__LZ4_OK) return read;
+    /* the descriptor's checksum byte: the second byte of its hash */
+    int hc = 1;
+    if (lane == 0) hc = (funnel__xxh32(src + ip + 4, f.header - 5) >> 8 & 0xFF) == src[ip + f.header - 1];
+    if (!FUNNEL_LZ_FROM0(hc)) return FUNNEL__LZ4_CORRUPT;
     ip += f.header;
     const int64_t frame_start = op;
     int64_t at, size;
@@ -315,18 +380,27 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
       }
       FUNNEL_LZ_SYNC();
       if (op - before > f.block_max) return FUNNEL__LZ4_CORRUPT;
+      /* the block's checksum: of its bytes as stored */
+      if (f.block_sum && !funnel__lz_sum_ok(src + at, size, src + at + size, lane))
+        return FUNNEL__LZ4_CORRUPT;
     }
     if (more < 0) return FUNNEL__LZ4_CORRUPT;
     if (f.content >= 0 && op - frame_start != f.content) return FUNNEL__LZ4_LENGTH;
+    /* the content's checksum, after the end mark: of the frame's bytes as
+     * decoded, which every lane wrote before the sync above */
+    if (f.content_sum && !funnel__lz_sum_ok(dst + frame_start, op - frame_start, src + ip - 4, lane))
+      return FUNNEL__LZ4_CORRUPT;
   }
   return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
 
-/* Decodes job `j` (every lane of a group of `lanes` calls it). */
-FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, unsigned lane,
+/* Decodes job `j`, its dst `base` more (every lane of a group of `lanes`
+ * calls it). */
+FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned lane,
                                   unsigned lanes) {
+  if (j->kind == FUNNEL__LZ4_SKIP) return FUNNEL__LZ4_OK;
   const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
-  uint8_t *dst = (uint8_t *)(uintptr_t)j->dst;
+  uint8_t *dst = (uint8_t *)(uintptr_t)(j->dst + base);
   if (j->kind == FUNNEL__LZ4_FRAMES)
     return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes);
   if (j->kind == FUNNEL__LZ4_STORED) {
@@ -365,13 +439,16 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
     k++;
   }
   if (more < 0) return 0;
+  /* one block of a frame with a content checksum: whole, so that the
+   * checksum is verified (a frame's several blocks go apart unverified) */
+  if (k == 1 && f.content_sum) return 0;
   /* one frame, whose blocks cover the bytes declared */
   return ip == n && k > 0 && (k - 1) * block_max < want && k * block_max >= want ? k : 0;
 }
 
 /* Runs the jobs on this thread, as the cpu backend's stream does. */
-FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n) {
-  for (int64_t j = 0; j < n; j++) jobs[j].status = funnel__lz4_job_run(&jobs[j], 0, 1);
+FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
+  for (int64_t j = 0; j < n; j++) jobs[j].status = funnel__lz4_job_run(&jobs[j], base, 0, 1);
 }
 
 #endif

@@ -521,10 +521,16 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   return FUNNEL_OK;
 }
 
-bool funnel__first_compressed(const struct funnel_partition *parts, size_t count,
-                              const struct funnel__parts_scan *scan) {
-  (void)count;
-  if (scan->first < 0 || scan->bad) return false;
-  const struct funnel_partition *p = &parts[scan->first];
-  return funnel__first_batch_codec(p->data, (int64_t)p->length) != FUNNEL__CODEC_NONE;
+int funnel__first_codec(const struct funnel_partition *parts, size_t count,
+                        const struct funnel__parts_scan *scan) {
+  if (scan->first < 0 || scan->bad) return FUNNEL__CODEC_NONE;
+  /* past a few partitions of a schema alone (a map task that wrote no
+   * rows for this reducer) */
+  for (size_t i = (size_t)scan->first, tries = 0; i < count && tries < 16; i++) {
+    if (parts[i].length == 0) continue;
+    tries++;
+    const int codec = funnel__first_batch_codec(parts[i].data, (int64_t)parts[i].length);
+    if (codec != FUNNEL__CODEC_NO_BATCH) return codec;
+  }
+  return FUNNEL__CODEC_NONE;
 }

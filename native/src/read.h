@@ -72,11 +72,12 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
  * concat's launch (submit.c). */
 int funnel__dd_run(struct funnel_table *t, void *stream, struct funnel_error *error);
 
-/* Whether the first RecordBatch of the first non-empty partition has a
- * compressed body (a glance at its header, no checks kept): such a read
- * decodes on the host before anything goes up. */
-bool funnel__first_compressed(const struct funnel_partition *parts, size_t count,
-                              const struct funnel__parts_scan *scan);
+/* The codec of the first RecordBatch of the first few non-empty partitions
+ * that have one (a glance at its header, no checks kept; FUNNEL__CODEC_NONE
+ * when there is none): a compressed read decodes before its values go up,
+ * on the host path or, LZ4 bodies, on the device path (dread.c). */
+int funnel__first_codec(const struct funnel_partition *parts, size_t count,
+                        const struct funnel__parts_scan *scan);
 
 /* ------------------------------------------------------------- transfer.c */
 
@@ -190,10 +191,13 @@ int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options 
 /* Whether the read goes by the device path (FUNNEL_OPTION_PARSE; under
  * AUTO, many small partitions), with which schema: the reader's
  * (`known`), or the first non-empty partition's, parsed here; and the
- * partitions' bytes, for funnel__dpath_parse. */
+ * partitions' bytes, for funnel__dpath_parse. `codec`: funnel__first_codec's;
+ * a compressed read goes by it when its bodies are LZ4 frames and the
+ * device may decode them (FUNNEL_OPTION_DECODE: not HOST; under AUTO, on a
+ * device backend). */
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
-                          const struct funnel__parts_scan *scan,
+                          const struct funnel__parts_scan *scan, int codec,
                           const struct funnel__schema *known,
                           const struct funnel__schema **schema);
 
@@ -206,7 +210,10 @@ int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count
 
 /* The device path: places the partitions (transfer.c), allocates the
  * output from an upper bound of its size, enqueues the parse, the layout,
- * the concat and records t->event, and waits for the parse's sums. *out is
+ * the concat and records t->event, and waits for the parse's sums. A read
+ * of LZ4 bodies (`codec`) first unpacks them (dpath.h) and waits for the
+ * decoded buffers' size, then allocates those and the output and decodes
+ * before the parse. *out is
  * the attempt for funnel__dpath_plan, or NULL when the device left
  * partitions to the host: the table then holds nothing of the attempt
  * (device work, memory) but the early copies, and the caller reads it by
@@ -216,7 +223,7 @@ int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count
 struct funnel__dpath;
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,
-                        const struct funnel__schema *schema, void *stream,
+                        int codec, const struct funnel__schema *schema, void *stream,
                         struct funnel__dpath **out, struct funnel_error *error);
 
 /* The table's plan from the sums: what the device laid out, laid out again

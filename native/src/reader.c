@@ -197,17 +197,19 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
    * whose allocation then holds the attempt's tables and output too. */
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
-  /* compressed partitions are decoded on the host, after parsing, and go
-   * up decoded: neither early copies nor the device path */
-  const bool compressed = st == FUNNEL_OK && funnel__first_compressed(parts, count, &scan);
-  const bool want = st == FUNNEL_OK && !compressed &&
-                    funnel__dpath_wanted(t, o, parts, count, &scan, schema, &on_device);
-  if (want) t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
-  if (st == FUNNEL_OK && !compressed)
+  /* compressed partitions go up as they are by the device path (LZ4
+   * bodies, which it decodes); else the host path decodes them after
+   * parsing, and they go up decoded: no early copies */
+  const int codec = st == FUNNEL_OK ? funnel__first_codec(parts, count, &scan) : FUNNEL__CODEC_NONE;
+  const bool compressed = codec != FUNNEL__CODEC_NONE;
+  const bool want = st == FUNNEL_OK &&
+                    funnel__dpath_wanted(t, o, parts, count, &scan, codec, schema, &on_device);
+  if (want && !compressed) t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
+  if (st == FUNNEL_OK && (!compressed || want))
     st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
   m[1] = mark_now();
   if (want && st == FUNNEL_OK)
-    st = funnel__dpath_parse(t, o, parts, count, scan.bytes, on_device, stream, &d, error);
+    st = funnel__dpath_parse(t, o, parts, count, scan.bytes, codec, on_device, stream, &d, error);
   if (d != NULL) {
     m[2] = mark_now();
     if (st == FUNNEL_OK) st = funnel__dpath_plan(t, d, error);

@@ -42,7 +42,7 @@ static void release_staged(struct funnel_table *t) {
 }
 
 void funnel__table_abandon(struct funnel_table *t) {
-  t->scratch = t->seg_scratch = t->dp_scratch = t->out = t->reserved = 0;
+  t->scratch = t->seg_scratch = t->dp_scratch = t->zscratch = t->out = t->reserved = 0;
   t->one_block = false;
   t->n_staged = 0;
   t->decoded = (struct funnel__staged){NULL, 0};
@@ -60,7 +60,8 @@ static void release_decoded(struct funnel_table *t) {
  * on the device's own stream (the read's may be gone with its reader). */
 static void release_inputs(struct funnel_table *t) {
   funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
-  t->seg_scratch = 0;
+  funnel__dev_free(&t->dev->be, t->zscratch, t->dev->stream);
+  t->seg_scratch = t->zscratch = 0;
   if (!t->one_block) { /* else they go with the output */
     funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
     funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
@@ -98,7 +99,8 @@ void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
     t->one_block = false;
   }
   funnel__dev_free(be, t->dp_scratch, t->dev->stream);
-  t->dp_scratch = 0;
+  funnel__dev_free(be, t->zscratch, t->dev->stream);
+  t->dp_scratch = t->zscratch = 0;
   release_out(t);
   /* the host path times its own launch */
   funnel__dev_event_destroy(be, t->ev_start);

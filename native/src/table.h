@@ -48,6 +48,7 @@ struct funnel_table {
   uint64_t scratch; /* device: partition copies and the segment table */
   uint64_t seg_scratch; /* device: the segment table, when it has its own */
   uint64_t dp_scratch;  /* device: the device path's tables (dread.c) */
+  uint64_t zscratch;    /* device: its decoded buffers, in a read of LZ4 bodies */
   /* A small read of the device path makes one device allocation, scratch,
    * for its partitions, then its tables and output (dread.c,
    * funnel__dpath_reserve), which is freed with the output: */

@@ -34,7 +34,10 @@
  * give it, and aborts when it takes what the host path rejects, or takes it
  * with other rows, null counts, string bytes or buffer positions than the
  * host path found (it may leave anything to the host path, which then reads
- * it: a read's answer never comes from the device parser alone).
+ * it: a read's answer never comes from the device parser alone). LZ4
+ * bodies it reads as a read does: unpacked, decoded by the device's
+ * decoder, parsed again; their pieces' bytes, not their positions, must be
+ * the host path's.
  *
  * Compressed partitions: their bodies are decoded as a read decodes them
  * (liblz4, libzstd), and the device's LZ4 decoder (lz4dec.h, the warp's
@@ -193,14 +196,14 @@ static void device_decode(const struct funnel__partition *part, int p, struct dd
       struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)(z + 8), .src_length = len - 8,
                                     .dst = (uint64_t)(uintptr_t)d->whole, .dst_length = want,
                                     .kind = FUNNEL__LZ4_FRAMES, .status = -1};
-      funnel__lz4_run_jobs(&job, 1);
+      funnel__lz4_run_jobs(&job, 1, 0);
       d->status = (int)job.status;
       if (job.status < FUNNEL__LZ4_OK || job.status > FUNNEL__LZ4_DICTIONARY)
         fail("the device's LZ4 decoder: status %lld", (long long)job.status);
       struct funnel__lz4_job blocks[16];
       d->blocks = (int)funnel__lz4_split(z + 8, len - 8, want, (uint64_t)(uintptr_t)(z + 8),
                                          (uint64_t)(uintptr_t)d->split, blocks, 16);
-      funnel__lz4_run_jobs(blocks, d->blocks);
+      funnel__lz4_run_jobs(blocks, d->blocks, 0);
       d->blocks_ok = 1;
       for (int j = 0; j < d->blocks; j++) d->blocks_ok &= blocks[j].status == FUNNEL__LZ4_OK;
     }
@@ -407,6 +410,47 @@ static void *zalloc(size_t n) {
   return p;
 }
 
+/* Partition p's pieces as the device parsed them from its decoded
+ * buffers (`d`, a column each; `chars`: the string bytes, scanned) hold
+ * the bytes the host path decoded (its image, pv->bytes): values, string
+ * offsets and bytes, validity bits. A nested read's children are left to
+ * the rows and counts compared before. */
+static void same_piece_bytes(const struct funnel__partition *pv, int p,
+                             const struct funnel__dp_column *cols, int n_cols,
+                             const struct funnel__dp_piece *d, const int64_t *chars, int n,
+                             bool nested) {
+  const int64_t rows = pv->rows;
+  for (int c = 0; c < n_cols && !nested; c++) {
+    const struct funnel__piece *h = &pv->batches[0].pieces[c];
+    const uint8_t *img = pv->bytes;
+    if ((d[c].validity != 0) != (h->validity >= 0))
+      fail("device parser: partition %d column %d's validity %s, the host path's %s", p, c,
+           d[c].validity ? "present" : "absent", h->validity >= 0 ? "present" : "absent");
+    if (d[c].validity != 0 &&
+        memcmp((const void *)(uintptr_t)d[c].validity, img + h->validity, (size_t)(rows / 8)) != 0)
+      fail("device parser: partition %d column %d's validity bits differ from the host path's", p, c);
+    const int kind = cols[c].kind;
+    int64_t n_bytes = 0;
+    const uint8_t *want = NULL;
+    if (kind == FUNNEL_DP_FIXED) {
+      n_bytes = rows * cols[c].width;
+      want = img + h->data;
+    } else if (kind == FUNNEL_DP_BOOL) {
+      n_bytes = rows / 8;
+      want = img + h->data;
+    } else if (kind == FUNNEL_DP_VAR32 || kind == FUNNEL_DP_VAR64) {
+      const int w = kind == FUNNEL_DP_VAR32 ? 4 : 8;
+      if (memcmp((const void *)(uintptr_t)d[c].offsets, img + h->offsets, (size_t)((rows + 1) * w)) != 0)
+        fail("device parser: partition %d column %d's string offsets differ from the host path's", p, c);
+      const int64_t *at = chars + cols[c].var * (n + 1);
+      n_bytes = at[p + 1] - at[p];
+      want = img + h->data + h->first_offset;
+    }
+    if (n_bytes > 0 && memcmp((const void *)(uintptr_t)d[c].data, want, (size_t)n_bytes) != 0)
+      fail("device parser: partition %d column %d's values differ from the host path's", p, c);
+  }
+}
+
 /* The device parser over the partitions, with `schema` (the read's: the
  * reader's, or the first non-empty partition's), and with the template a
  * read would find in them when `with_template` (else every partition
@@ -415,7 +459,8 @@ static void *zalloc(size_t n) {
 static void check_device_parse(const struct input *in, const struct funnel__schema *schema,
                                int with_template, int host_ok, const struct funnel__plan *plan,
                                const struct funnel__partition *pv) {
-  const int n = in->n_parts, n_cols = schema->n_fields;
+  const int n = in->n_parts;
+  int n_cols = schema->n_fields;
   /* a read takes the host path */
   if (n_cols == 0 || (schema->nested && !funnel__dp_nested_fits(schema))) return;
   struct funnel__dp_column *cols = zalloc((size_t)n_cols * sizeof(*cols));
@@ -444,15 +489,53 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   a.slices = (uint64_t)(uintptr_t)slices;
   uint8_t *tmpl = zalloc((size_t)funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers));
   a.tmpl_bytes = (uint64_t)(uintptr_t)tmpl;
+  /* the read's codec, as reader.c finds it: LZ4 bodies are unpacked first,
+   * ZSTD ones the host decodes */
+  int codec = FUNNEL__CODEC_NONE;
+  for (int p = 0, tries = 0; p < n && tries < 16; p++) {
+    if (in->lengths[p] == 0) continue;
+    tries++;
+    const int c = funnel__first_batch_codec(in->parts[p], in->lengths[p]);
+    if (c != FUNNEL__CODEC_NO_BATCH) {
+      codec = c;
+      break;
+    }
+  }
+  struct funnel__lz4_job *jobs = NULL;
+  uint8_t *zbuf = NULL;
+  if (codec == FUNNEL__CODEC_ZSTD) n_cols = 0; /* nothing to run */
+  if (codec == FUNNEL__CODEC_LZ4_FRAME) {
+    jobs = zalloc((size_t)n * (size_t)n_buffers * sizeof(*jobs));
+    a.zmode = FUNNEL_DP_UNPACK;
+    a.zjobs = (uint64_t)(uintptr_t)jobs;
+  }
   /* as dread.c finds it: the first non-empty partition that gives one */
-  for (int p = 0; p < n && with_template; p++)
+  for (int p = 0; p < n && with_template && n_cols > 0; p++)
     if (in->lengths[p] > 0 && funnel__dp_template_of(&a, schema->ipc, in->parts[p], in->lengths[p], tmpl))
       break;
-  funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1); /* one lane */
-  if (!FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
+  if (n_cols > 0) funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1); /* one lane */
+  if (n_cols > 0 && a.zmode == FUNNEL_DP_UNPACK) {
+    /* the decoded buffers (a read allocates what the pass reserved; here
+     * as much as the host's images may take), decoded, then parsed again */
+    if (s->left == 0 && s->zbytes <= ((int64_t)64 << 20)) {
+      zbuf = zalloc((size_t)s->zbytes);
+      funnel__lz4_run_jobs(jobs, (int64_t)n * n_buffers, (uint64_t)(uintptr_t)zbuf);
+      memset(s, 0, sizeof(*s) + (size_t)(n_cols + n_var) * sizeof(int64_t));
+      s->first_left = n;
+      a.zmode = FUNNEL_DP_DECODED;
+      a.zscratch = (uint64_t)(uintptr_t)zbuf;
+      funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1);
+    } else if (s->left == 0) {
+      s->left = 1; /* as the read leaves it */
+      s->first_left = 0;
+    }
+  }
+  if (n_cols > 0 && a.zmode != FUNNEL_DP_UNPACK && !FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
     funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
   const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;
-  if (s->left == 0) {
+  if (n_cols == 0) {
+    /* a ZSTD read: the host path's */
+  } else if (s->left == 0) {
     if (!host_ok) fail("the device parser took partitions the host path rejects");
     if (s->rows != plan->rows || s->batches != plan->batches)
       fail("device parser: %lld rows in %lld batches, the host path %lld in %lld",
@@ -492,6 +575,10 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
              (long long)(rows[p + 1] - rows[p]), (long long)pv[p].rows);
       if (pv[p].rows == 0) continue;
       if (pv[p].n_batches != 1) fail("device parser: took partition %d of %lld batches", p, (long long)pv[p].n_batches);
+      if (pv[p].decoded) { /* the bytes the device decoded, where the host decoded them */
+        same_piece_bytes(&pv[p], p, cols, n_cols, pieces + p * n_cols, chars, n, schema->nested);
+        continue;
+      }
       const uint64_t base = (uint64_t)(uintptr_t)in->parts[p];
       for (int c = 0; c < n_cols; c++) {
         const struct funnel__piece *h = &pv[p].batches[0].pieces[c];
@@ -515,6 +602,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
          (long long)s->first_left, n);
   }
   free(tmpl);
+  free(jobs);
+  free(zbuf);
   free(slices);
   free(cols);
   free(bits);

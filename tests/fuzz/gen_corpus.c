@@ -363,6 +363,14 @@ static void seeds_nested(void) {
   }
   write_seed("nested_compressed_2parts", KNOWN, c, 2);
   free_chunks(c, 2);
+  /* both LZ4, a batch each: the device path unpacks and decodes them */
+  for (int p = 0; p < 2; p++) {
+    iw_schema_message(&c[p], &schema, &l4, NULL);
+    iw_batch_message(&c[p], &schema, 3, cols, &l4, NULL);
+    iw_eos(&c[p], &l4);
+  }
+  write_seed("nested_lz4_2parts", KNOWN, c, 2);
+  free_chunks(c, 2);
 }
 
 /* Compressed bodies as each writer makes them: Arrow Java's LZ4 frames
@@ -391,6 +399,27 @@ static void seeds_compressed(void) {
   stream(&c[1], &t, 10, 24, 1, &o[0], NULL, 0, 1);
   write_seed("compressed_after_plain_known", KNOWN, c, 2);
   free_chunks(c, 2);
+  /* LZ4 partitions of a batch each, as the device path reads them: Arrow
+   * Java's frames (raw and empty buffers among them) and the funnel
+   * shuffle's; then the values made to repeat (every row a copy of one of
+   * the first three), so that their buffers are frames too */
+  static const struct iw_options spark = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
+  for (int k = 0; k < 3; k++) {
+    if (k == 2)
+      for (int i = 0; i < t.schema->n_fields; i++) {
+        struct iw_col *col = &t.cols[i];
+        const int w = iw_value_width(&col->field);
+        for (int64_t r = 3; col->values != NULL && r < col->rows; r++)
+          memcpy(col->values + r * (w > 0 ? w : 1), col->values + (r % 3) * (w > 0 ? w : 1),
+                 (size_t)(w > 0 ? w : 1));
+      }
+    memset(c, 0, sizeof(c));
+    stream(&c[0], &t, 0, 10, 1, k == 0 ? &o[0] : &spark, NULL, 0, 1);
+    stream(&c[1], &t, 10, 24, 1, k == 0 ? &o[0] : &spark, NULL, 0, 1);
+    write_seed(k == 0 ? "lz4_java_batch_each" : k == 1 ? "lz4_spark_batch_each"
+                                                       : "lz4_spark_repeating_batch_each", 0, c, 2);
+    free_chunks(c, 2);
+  }
   table_free(&t);
 }
 

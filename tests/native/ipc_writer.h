@@ -104,8 +104,10 @@ enum {
   IW_LZ4_JAVA = 0, /* Arrow Java's arrow-compression: 4 MiB independent blocks,
                       a content checksum */
   IW_LZ4_CPP = 1,  /* Arrow C++ / pyarrow: 64 KiB linked blocks, no checksum */
-  IW_LZ4_SPARK = 2 /* funnel-spark's lz4-java frames: 64 KiB independent blocks,
-                      no checksum */
+  IW_LZ4_SPARK = 2, /* funnel-spark's lz4-java frames: 64 KiB independent blocks,
+                       no checksum */
+  IW_LZ4_SUMS = 3   /* no Arrow writer's: 64 KiB linked blocks, each with a block
+                       checksum, and a content checksum (what liblz4 can write) */
 };
 
 struct iw_options {

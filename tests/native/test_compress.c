@@ -116,9 +116,13 @@ static struct parts cut(const struct table_src *t, int n, int batches, const str
 }
 
 /* Where the reads decode (FUNNEL_OPTION_DECODE), set by each test's loop,
- * and the buffers the device decoded in them. */
+ * the codec the partitions are written with when a loop says (0: it does
+ * not), the buffers the device decoded in them, and the reads the device
+ * path took whole (dpath.h: LZ4 bodies, decoded there). */
 static int decode_where = FUNNEL_DECODE_AUTO;
-static int64_t decoded_on_device;
+static int parse_where = FUNNEL_PARSE_AUTO; /* FUNNEL_OPTION_PARSE */
+static int write_codec;
+static int64_t decoded_on_device, device_path_reads;
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
                            const struct table_src *src, int64_t compressed) {
@@ -128,6 +132,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
   struct funnel_error err;
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
   if (CHECK_OK(funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, &tb, &err), &err)) {
     CHECK_OK(funnel_table_wait(tb, &err), &err);
     struct funnel_read_stats s;
@@ -137,14 +142,19 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       CHECK(compressed == 0 || s.bytes_decoded > 0);
       CHECK(compressed == 0 || src->rows == 0 || s.bytes_compressed > 0);
       CHECK(s.decode_ns >= 0 && s.decode_ns <= s.parse_ns);
-      if (compressed > 0) CHECK_EQ_I64(s.decoded_pinned, 1); /* the pool has room */
+      const bool whole = check_on_device(&s); /* the device path read it all */
+      device_path_reads += whole;
+      /* the pool has room for the host's images */
+      if (compressed > 0 && !whole) CHECK_EQ_I64(s.decoded_pinned, 1);
       if (decode_where == FUNNEL_DECODE_HOST) CHECK_EQ_I64(s.device_decoded, 0);
       CHECK(s.bytes_device_decoded <= s.bytes_decoded);
       decoded_on_device += s.device_decoded;
-      /* a compressed first partition keeps the read off the device path;
-       * after an uncompressed one, the device leaves them all to the host */
-      if (!first_plain) CHECK_EQ_I64(s.device_parsed, 0);
-      CHECK(s.device_left > 0 || s.device_parsed == 0);
+      /* a compressed first partition keeps the read off the device path
+       * unless its bodies are LZ4 frames the device may decode; after an
+       * uncompressed one, the device leaves them all to the host */
+      if (!first_plain && (decode_where != FUNNEL_DECODE_DEVICE || write_codec != 1))
+        CHECK_EQ_I64(s.device_parsed, 0);
+      if (first_plain) CHECK(s.device_left > 0 || s.device_parsed == 0);
     }
     table_check_read(tb, src);
     funnel_table_free(tb);
@@ -160,11 +170,12 @@ static void compressed_partitions_read_as_written(void) {
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   static const int N_PARTS[] = {1, 7, 300, 2000};
   int k = 0;
-  decoded_on_device = 0;
+  decoded_on_device = device_path_reads = 0;
   for (int w = 0; w < 2 * N_WRITINGS; w++)
     for (int np = 0; np < 4; np++, k++) {
       /* the second round: the device decodes the LZ4 values */
       decode_where = w < N_WRITINGS ? FUNNEL_DECODE_HOST : FUNNEL_DECODE_DEVICE;
+      write_codec = WRITINGS[w % N_WRITINGS].o.compression;
       const int n = N_PARTS[np];
       const int64_t rows = n == 1 ? 3000 : (int64_t)n * (k % 3 == 0 ? 2 : 23);
       struct table_src src = table_random(&every_schema, rows, 120, 1000 + (uint64_t)k);
@@ -181,7 +192,10 @@ static void compressed_partitions_read_as_written(void) {
     }
   check_context("%s", "");
   decode_where = FUNNEL_DECODE_AUTO;
+  write_codec = 0;
   CHECK(decoded_on_device > 1000); /* the device's round decoded values */
+  /* its LZ4 reads of many partitions of one batch each, by the device path */
+  CHECK(device_path_reads >= 4);
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
   funnel_device_close(dev);
 }
@@ -323,6 +337,7 @@ static void expect_failure(struct funnel_device *dev, struct parts *ps, int code
   struct funnel_error err;
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
   const int st = funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, &tb, &err);
   if (CHECK_STATUS(st, code, &err)) {
     CHECK_EQ_I64(err.partition, 5);
@@ -337,14 +352,17 @@ static void expect_failure(struct funnel_device *dev, struct parts *ps, int code
 }
 
 /* Each decoded on the host, then with the device decoding the values (a
- * frame it fails on is decoded again on the host, which names it). */
+ * frame it fails on is decoded again on the host, which names it), then
+ * by the device path (LZ4 bodies unpacked and decoded there; a partition
+ * it cannot take goes to the host path, which names what is wrong). */
 static void bad_compressed_buffers_name_their_place(void) {
   struct funnel_device *dev = NULL;
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
-  for (int round = 0; round < 4; round++) {
+  for (int round = 0; round < 6; round++) {
     const int codec = 1 + round % 2;
     decode_where = round < 2 ? FUNNEL_DECODE_HOST : FUNNEL_DECODE_DEVICE;
+    parse_where = round < 4 ? FUNNEL_PARSE_AUTO : FUNNEL_PARSE_DEVICE;
     struct table_src src;
     struct iw_layout l;
     struct parts ps = eight(codec, &src, &l);
@@ -411,12 +429,18 @@ static void bad_compressed_buffers_name_their_place(void) {
     memcpy(p5, keep, ps.p[5].length);
 
     check_context("codec %d: as written", codec);
+    const int64_t whole = device_path_reads;
+    write_codec = codec;
     read_and_check(dev, &ps, &src, 8);
+    write_codec = 0;
+    /* the device path read the LZ4 partitions as written */
+    CHECK_EQ_I64(device_path_reads - whole, parse_where == FUNNEL_PARSE_DEVICE && codec == 1);
     free((void *)keep);
     parts_free(&ps);
     table_src_free(&src);
   }
   decode_where = FUNNEL_DECODE_AUTO;
+  parse_where = FUNNEL_PARSE_AUTO;
   check_context("%s", "");
   funnel_device_close(dev);
 }
@@ -428,8 +452,12 @@ static void bad_values_in_a_compressed_batch(void) {
   struct funnel_device *dev = NULL;
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
-  for (int codec = 1; codec <= 2; codec++) {
-    check_context("codec %d", codec);
+  for (int round = 0; round < 4; round++) {
+    const int codec = 1 + round % 2;
+    /* then by the device path, which leaves the partition to the host's */
+    parse_where = round < 2 ? FUNNEL_PARSE_AUTO : FUNNEL_PARSE_DEVICE;
+    decode_where = round < 2 ? FUNNEL_DECODE_AUTO : FUNNEL_DECODE_DEVICE;
+    check_context("codec %d, parsed %s", codec, round < 2 ? "as AUTO chooses" : "on the device");
     struct table_src src;
     struct iw_layout l;
     struct parts ps = eight(codec, &src, &l);
@@ -452,6 +480,8 @@ static void bad_values_in_a_compressed_batch(void) {
     parts_free(&ps);
     table_src_free(&src);
   }
+  parse_where = FUNNEL_PARSE_AUTO;
+  decode_where = FUNNEL_DECODE_AUTO;
   check_context("%s", "");
   funnel_device_close(dev);
 }
@@ -461,16 +491,20 @@ static void bad_values_in_a_compressed_batch(void) {
  * random and repetitive; then every frame spoiled at random bytes, decoded
  * into a buffer of exactly its size (ASan sees a byte out of bounds): a
  * status, never a crash, and never OK with bytes other than the input's
- * unless a checksum-free frame was spoiled (the decoder checks no sums). */
+ * unless a checksum-free frame was spoiled (a frame job verifies the
+ * checksums a frame has). */
 static void device_decoder_reads_what_liblz4_writes(void) {
   uint64_t rng = 31;
   static const int64_t SIZES[] = {0, 1, 7, 100, 4096, 65535, 65536, 65537, 300000, 1100000};
   for (int si = 0; si < 10; si++)
-    for (int style = 0; style <= 2; style++)
+    for (int style = 0; style <= 3; style++)
       for (int kind = 0; kind < 4; kind++) {
         const int64_t n = SIZES[si];
         check_context("%lld bytes, %s frames, %s", (long long)n,
-                      style == IW_LZ4_JAVA ? "Java's" : style == IW_LZ4_CPP ? "C++'s" : "lz4-java's",
+                      style == IW_LZ4_JAVA  ? "Java's"
+                      : style == IW_LZ4_CPP ? "C++'s"
+                      : style == IW_LZ4_SPARK ? "lz4-java's"
+                                              : "checksummed",
                       kind == 0   ? "random"
                       : kind == 1 ? "repetitive"
                       : kind == 2 ? "runs"
@@ -496,29 +530,31 @@ static void device_decoder_reads_what_liblz4_writes(void) {
         struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)z, .src_length = (int64_t)zn,
                                       .dst = (uint64_t)(uintptr_t)out, .dst_length = n,
                                       .kind = FUNNEL__LZ4_FRAMES, .status = -1};
-        funnel__lz4_run_jobs(&job, 1);
+        funnel__lz4_run_jobs(&job, 1, 0);
         CHECK_EQ_I64(job.status, FUNNEL__LZ4_OK);
         if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
         /* a job a block: frames of independent blocks (Java's, lz4-java's) */
         struct funnel__lz4_job blocks[64];
         const int64_t k = funnel__lz4_split(z, (int64_t)zn, n, (uint64_t)(uintptr_t)z,
                                             (uint64_t)(uintptr_t)out, blocks, 64);
-        /* (liblz4 marks a frame of one block independent) */
-        if (n == 0) CHECK_EQ_I64(k, 0);
-        else if (style == IW_LZ4_CPP) CHECK_EQ_I64(k, n <= 65536 ? 1 : 0);
-        else CHECK_EQ_I64(k, (n + (style == IW_LZ4_JAVA ? 4194303 : 65535)) /
-                                  (style == IW_LZ4_JAVA ? 4194304 : 65536));
+        /* (liblz4 marks a frame of one block independent; a frame of one
+         * block with a content checksum is decoded whole, which verifies
+         * it) */
+        if (n == 0 || style == IW_LZ4_JAVA || (style == IW_LZ4_SUMS && n <= 65536))
+          CHECK_EQ_I64(k, n > 4194304 && style == IW_LZ4_JAVA ? (n + 4194303) / 4194304 : 0);
+        else if (style == IW_LZ4_CPP || style == IW_LZ4_SUMS) CHECK_EQ_I64(k, n <= 65536 ? 1 : 0);
+        else CHECK_EQ_I64(k, (n + 65535) / 65536);
         memset(out, 0, (size_t)n);
-        funnel__lz4_run_jobs(blocks, k);
+        funnel__lz4_run_jobs(blocks, k, 0);
         for (int64_t b = 0; b < k; b++) CHECK_EQ_I64(blocks[b].status, FUNNEL__LZ4_OK);
         if (k > 0) CHECK_MEM(out, in, n);
         /* declared one byte more or less */
         job.dst_length = n + 1;
-        funnel__lz4_run_jobs(&job, 1);
+        funnel__lz4_run_jobs(&job, 1, 0);
         CHECK_EQ_I64(job.status, FUNNEL__LZ4_LENGTH);
         if (n > 0) {
           job.dst_length = n - 1;
-          funnel__lz4_run_jobs(&job, 1);
+          funnel__lz4_run_jobs(&job, 1, 0);
           CHECK(job.status != FUNNEL__LZ4_OK);
         }
         /* spoiled */
@@ -532,13 +568,16 @@ static void device_decoder_reads_what_liblz4_writes(void) {
                                             .src_length = (int64_t)cut,
                                             .dst = (uint64_t)(uintptr_t)exact, .dst_length = n,
                                             .kind = FUNNEL__LZ4_FRAMES, .status = -1};
-          funnel__lz4_run_jobs(&spoiled, 1);
+          funnel__lz4_run_jobs(&spoiled, 1, 0);
           CHECK(spoiled.status >= FUNNEL__LZ4_OK && spoiled.status <= FUNNEL__LZ4_DICTIONARY);
+          /* a frame with a content checksum decodes to its bytes or fails */
+          if (spoiled.status == FUNNEL__LZ4_OK && (style == IW_LZ4_JAVA || style == IW_LZ4_SUMS))
+            CHECK_MEM(exact, in, n);
           /* its blocks, where it still splits: each in bounds of its own bytes */
           struct funnel__lz4_job parts[64];
           const int64_t np = funnel__lz4_split(bad, (int64_t)cut, n, (uint64_t)(uintptr_t)bad,
                                                (uint64_t)(uintptr_t)exact, parts, 64);
-          funnel__lz4_run_jobs(parts, np);
+          funnel__lz4_run_jobs(parts, np, 0);
           free(exact);
           free(bad);
         }

@@ -25,7 +25,11 @@ package dev.funnel;
  * device decoded {@code deviceDecoded} buffers of values to {@code bytesDeviceDecoded} bytes
  * ({@link FunnelReader.Decode}). Such a read waits once for the device's decoder (one sync and one
  * launch more), and when the compressed partitions lie in the pinned pool their frames are read
- * where they lie: up to one copy per compressed partition more.
+ * where they lie: up to one copy per compressed partition more. A read of LZ4 bodies by the device
+ * path decodes every frame there ({@code deviceDecoded} of them, to {@code bytesDeviceDecoded};
+ * {@code bytesDecoded} counts the raw buffers too, {@code decodeNanos} and {@code decodedPinned}
+ * are 0): it waits once more, for the first pass's sizes, and makes two copies and two launches
+ * more (the args and summary again, the first pass and the decoder).
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link

@@ -186,6 +186,17 @@ class StatsInvariantsTest extends DeviceTestCase {
       bad.putAll(v);
       assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
     }
+    // LZ4 bodies by the device path: two copies, two launches and a wait more
+    Map<String, Long> unpacked = Map.of("deviceParsed", 10L, "compressedPartitions", 10L,
+        "deviceDecoded", 30L, "h2dCopies", 13L, "concatLaunches", 5L, "deviceCallsParse", 9L,
+        "syncsInRead", 2L);
+    assertStatsInvariants(stats(unpacked), 10);
+    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 14L), Map.of("concatLaunches", 6L),
+        Map.of("syncsInRead", 1L), Map.of("syncsInRead", 3L), Map.of("deviceCallsPlan", 1L))) {
+      Map<String, Long> bad = new HashMap<>(unpacked);
+      bad.putAll(v);
+      assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
+    }
     // the host path after an attempt: the attempt's copies, three launches and two waits more
     Map<String, Long> left = Map.of("deviceParsed", 10L, "deviceLeft", 1L, "h2dCopies", 22L,
         "concatLaunches", 4L, "syncsInRead", 2L);
