@@ -32,8 +32,8 @@
  * read where its job says. A buffer the host would refuse (a prefix that
  * no LZ4 frame of its bytes can reach, too short for one) or that fails to
  * decode leaves its partition to the host path, which names what is wrong.
- * Like the device's decoding of the host path (lz4dec.h), this one does
- * not verify the frames' checksums.
+ * The decoder verifies each frame's checksums as the host's liblz4 does
+ * (lz4dec.h: every job here decodes whole frames).
  *
  * Most partitions of a read come from one writer and look alike but for
  * their values, so the parse first tries the read's template (struct

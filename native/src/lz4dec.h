@@ -15,7 +15,7 @@
  * (the frame's for linked blocks), and that the buffer decodes to exactly
  * the bytes its prefix declared. A job that decodes whole frames
  * (FUNNEL__LZ4_FRAMES) verifies their block and content checksums
- * (xxHash32) as liblz4 does, its first lane hashing once the lanes have
+ * (xxHash32) as liblz4 does, the warp hashing once its lanes have
  * written; a job of one block of a frame cannot see the frame's content,
  * and a buffer whose frame has a content checksum is split into blocks
  * only when it has several (funnel__lz4_split); such a job verifies the
@@ -196,82 +196,81 @@ static inline uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
 #define FUNNEL_LZ_FROM0(v) (v)
 #endif
 
+/* xxHash32 with seed 0: the LZ4 frame format's block and content
+ * checksums. Written from the algorithm's description (lz4's
+ * doc/lz4_Frame_format.md names it; xxHash's doc/xxhash_spec.md defines
+ * it): four accumulators of 4-byte words over 16-byte stripes, merged, then
+ * the tail's words and bytes, then the avalanche. */
+#define FUNNEL_XXH_P1 2654435761u
+#define FUNNEL_XXH_P2 2246822519u
+#define FUNNEL_XXH_P3 3266489917u
+#define FUNNEL_XXH_P4 668265263u
+#define FUNNEL_XXH_P5 374761393u
+
 FUNNEL_LZ uint32_t funnel__xxh_rotl(uint32_t x, int r) { return x << r | x >> (32 - r); }
 
-/* xxHash32 with seed 0 of the n bytes at p: the LZ4 frame format's block
- * and content checksums. Written from the algorithm's description (lz4's
- * doc/lz4_Frame_format.md names it; xxHash's doc/xxhash_spec.md defines
- * it): four lanes of 4-byte words over 16-byte stripes, merged, then the
- * tail's words and bytes, then the avalanche. */
-FUNNEL_LZ uint32_t funnel__xxh32(const uint8_t *p, int64_t n) {
-  const uint32_t P1 = 2654435761u, P2 = 2246822519u, P3 = 3266489917u, P4 = 668265263u,
-                 P5 = 374761393u;
-  int64_t i = 0;
-  uint32_t h;
-  if (n >= 16) {
-    uint32_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0u - P1;
-    for (; i + 16 <= n; i += 16) {
-      v1 = funnel__xxh_rotl(v1 + funnel__lz_ld32(p + i) * P2, 13) * P1;
-      v2 = funnel__xxh_rotl(v2 + funnel__lz_ld32(p + i + 4) * P2, 13) * P1;
-      v3 = funnel__xxh_rotl(v3 + funnel__lz_ld32(p + i + 8) * P2, 13) * P1;
-      v4 = funnel__xxh_rotl(v4 + funnel__lz_ld32(p + i + 12) * P2, 13) * P1;
-    }
-    h = funnel__xxh_rotl(v1, 1) + funnel__xxh_rotl(v2, 7) + funnel__xxh_rotl(v3, 12) +
-        funnel__xxh_rotl(v4, 18);
-  } else {
-    h = P5;
+/* An accumulator's step over one word of a stripe. */
+FUNNEL_LZ uint32_t funnel__xxh_round(uint32_t v, uint32_t w) {
+  return funnel__xxh_rotl(v + w * FUNNEL_XXH_P2, 13) * FUNNEL_XXH_P1;
+}
+
+/* Accumulator j's first value. */
+FUNNEL_LZ uint32_t funnel__xxh_seed(unsigned j) {
+  return j == 0 ? FUNNEL_XXH_P1 + FUNNEL_XXH_P2 : j == 1 ? FUNNEL_XXH_P2 : j == 2 ? 0u : 0u - FUNNEL_XXH_P1;
+}
+
+/* The hash of the n bytes at p whose stripes before byte i the
+ * accumulators v0 to v3 have taken: the stripes from i on, the merge, the
+ * tail, the avalanche. */
+FUNNEL_LZ uint32_t funnel__xxh_end(const uint8_t *p, int64_t i, int64_t n, uint32_t v0,
+                                   uint32_t v1, uint32_t v2, uint32_t v3) {
+  for (; i + 16 <= n; i += 16) {
+    v0 = funnel__xxh_round(v0, funnel__lz_ld32(p + i));
+    v1 = funnel__xxh_round(v1, funnel__lz_ld32(p + i + 4));
+    v2 = funnel__xxh_round(v2, funnel__lz_ld32(p + i + 8));
+    v3 = funnel__xxh_round(v3, funnel__lz_ld32(p + i + 12));
   }
+  uint32_t h = n >= 16 ? funnel__xxh_rotl(v0, 1) + funnel__xxh_rotl(v1, 7) +
+                             funnel__xxh_rotl(v2, 12) + funnel__xxh_rotl(v3, 18)
+                       : FUNNEL_XXH_P5;
   h += (uint32_t)n;
-  for (; i + 4 <= n; i += 4) h = funnel__xxh_rotl(h + funnel__lz_ld32(p + i) * P3, 17) * P4;
-  for (; i < n; i++) h = funnel__xxh_rotl(h + p[i] * P5, 11) * P1;
+  for (; i + 4 <= n; i += 4)
+    h = funnel__xxh_rotl(h + funnel__lz_ld32(p + i) * FUNNEL_XXH_P3, 17) * FUNNEL_XXH_P4;
+  for (; i < n; i++) h = funnel__xxh_rotl(h + p[i] * FUNNEL_XXH_P5, 11) * FUNNEL_XXH_P1;
   h ^= h >> 15;
-  h *= P2;
+  h *= FUNNEL_XXH_P2;
   h ^= h >> 13;
-  h *= P3;
+  h *= FUNNEL_XXH_P3;
   h ^= h >> 16;
   return h;
 }
 
+/* xxHash32 of the n bytes at p, by one thread. */
+FUNNEL_LZ uint32_t funnel__xxh32(const uint8_t *p, int64_t n) {
+  return funnel__xxh_end(p, 0, n, funnel__xxh_seed(0), funnel__xxh_seed(1), funnel__xxh_seed(2),
+                         funnel__xxh_seed(3));
+}
+
 #if defined(__CUDACC__)
-/* funnel__xxh32 by the warp, every lane getting it: the 16-byte stripes of
- * each 128 bytes loaded a word a lane at once, lane j < 4 keeping the
- * hash's accumulator j, which takes word j of each stripe by a shuffle;
- * the last bytes and the merge as funnel__xxh32 does. (Lane 0 alone, a
- * load at a time, took 3.4 ms more of the decoder over 200x10x20k.) */
+/* funnel__xxh32 by the warp, every lane getting it: the stripes of each
+ * 128 bytes loaded a word a lane at once, lane j < 4 keeping accumulator
+ * j, which takes word j of each stripe by a shuffle; the rest as one
+ * thread does. (Lane 0 alone, a load at a time, took 3.4 ms more of the
+ * decoder over 200x10x20k.) */
 FUNNEL_LZ uint32_t funnel__xxh32_warp(const uint8_t *p, int64_t n, unsigned lane) {
-  if (n < 128) return funnel__xxh32(p, n);
-  const uint32_t P1 = 2654435761u, P2 = 2246822519u, P3 = 3266489917u, P4 = 668265263u,
-                 P5 = 374761393u;
-  uint32_t v = (lane & 3) == 0 ? P1 + P2 : (lane & 3) == 1 ? P2 : (lane & 3) == 2 ? 0u : 0u - P1;
+  if (n < 128) return funnel__xxh32(p, n); /* (without this branch the decoder spills) */
+  uint32_t mine = funnel__xxh_seed(lane & 3);
   const int64_t chunks = n / 128;
 #pragma unroll 4
   for (int64_t c = 0; c < chunks; c++) {
     const uint32_t w = funnel__lz_ld32(p + 128 * c + 4 * lane);
 #pragma unroll
-    for (int s = 0; s < 8; s++) {
-      const uint32_t x = __shfl_sync(0xFFFFFFFFu, w, 4 * s + (lane & 3));
-      v = funnel__xxh_rotl(v + x * P2, 13) * P1;
-    }
+    for (int s = 0; s < 8; s++)
+      mine = funnel__xxh_round(mine, __shfl_sync(0xFFFFFFFFu, w, 4 * s + (lane & 3)));
   }
-  uint32_t v1 = __shfl_sync(0xFFFFFFFFu, v, 0), v2 = __shfl_sync(0xFFFFFFFFu, v, 1),
-           v3 = __shfl_sync(0xFFFFFFFFu, v, 2), v4 = __shfl_sync(0xFFFFFFFFu, v, 3);
-  int64_t i = chunks * 128;
-  for (; i + 16 <= n; i += 16) {
-    v1 = funnel__xxh_rotl(v1 + funnel__lz_ld32(p + i) * P2, 13) * P1;
-    v2 = funnel__xxh_rotl(v2 + funnel__lz_ld32(p + i + 4) * P2, 13) * P1;
-    v3 = funnel__xxh_rotl(v3 + funnel__lz_ld32(p + i + 8) * P2, 13) * P1;
-    v4 = funnel__xxh_rotl(v4 + funnel__lz_ld32(p + i + 12) * P2, 13) * P1;
-  }
-  uint32_t h = funnel__xxh_rotl(v1, 1) + funnel__xxh_rotl(v2, 7) + funnel__xxh_rotl(v3, 12) +
-               funnel__xxh_rotl(v4, 18) + (uint32_t)n;
-  for (; i + 4 <= n; i += 4) h = funnel__xxh_rotl(h + funnel__lz_ld32(p + i) * P3, 17) * P4;
-  for (; i < n; i++) h = funnel__xxh_rotl(h + p[i] * P5, 11) * P1;
-  h ^= h >> 15;
-  h *= P2;
-  h ^= h >> 13;
-  h *= P3;
-  h ^= h >> 16;
-  return h;
+  return funnel__xxh_end(p, chunks * 128, n, __shfl_sync(0xFFFFFFFFu, mine, 0),
+                         __shfl_sync(0xFFFFFFFFu, mine, 1), __shfl_sync(0xFFFFFFFFu, mine, 2),
+                         __shfl_sync(0xFFFFFFFFu, mine, 3));
 }
 #endif
 

@@ -167,12 +167,8 @@ class StatsInvariantsTest extends DeviceTestCase {
     Map<String, Long> device = Map.of("deviceParsed", 10L, "h2dCopies", 11L, "concatLaunches", 3L,
         "deviceCallsParse", 6L, "syncsInRead", 1L);
     assertStatsInvariants(stats(device), 10);
-    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 12L), Map.of("concatLaunches", 4L),
-        Map.of("deviceCallsPlan", 1L), Map.of("syncsInRead", 0L), Map.of("syncsInRead", 2L))) {
-      Map<String, Long> bad = new HashMap<>(device);
-      bad.putAll(v);
-      assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
-    }
+    assertEachBreaks(device, List.of(Map.of("h2dCopies", 12L), Map.of("concatLaunches", 4L),
+        Map.of("deviceCallsPlan", 1L), Map.of("syncsInRead", 0L), Map.of("syncsInRead", 2L)));
     // the device's LZ4 decoder: its launch and its wait; and dropping early copies, one wait more
     Map<String, Long> decoded = Map.of("compressedPartitions", 10L, "deviceDecoded", 30L,
         "concatLaunches", 2L, "syncsInRead", 1L);
@@ -180,30 +176,27 @@ class StatsInvariantsTest extends DeviceTestCase {
     Map<String, Long> dropped = new HashMap<>(decoded);
     dropped.put("syncsInRead", 2L);
     assertStatsInvariants(stats(dropped), 10);
-    for (Map<String, Long> v : List.of(Map.of("concatLaunches", 3L), Map.of("syncsInRead", 0L),
-        Map.of("syncsInRead", 3L))) {
-      Map<String, Long> bad = new HashMap<>(decoded);
-      bad.putAll(v);
-      assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
-    }
+    assertEachBreaks(decoded, List.of(Map.of("concatLaunches", 3L), Map.of("syncsInRead", 0L),
+        Map.of("syncsInRead", 3L)));
     // LZ4 bodies by the device path: two copies, two launches and a wait more
     Map<String, Long> unpacked = Map.of("deviceParsed", 10L, "compressedPartitions", 10L,
         "deviceDecoded", 30L, "h2dCopies", 13L, "concatLaunches", 5L, "deviceCallsParse", 9L,
         "syncsInRead", 2L);
     assertStatsInvariants(stats(unpacked), 10);
-    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 14L), Map.of("concatLaunches", 6L),
-        Map.of("syncsInRead", 1L), Map.of("syncsInRead", 3L), Map.of("deviceCallsPlan", 1L))) {
-      Map<String, Long> bad = new HashMap<>(unpacked);
-      bad.putAll(v);
-      assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
-    }
+    assertEachBreaks(unpacked, List.of(Map.of("h2dCopies", 14L), Map.of("concatLaunches", 6L),
+        Map.of("syncsInRead", 1L), Map.of("syncsInRead", 3L), Map.of("deviceCallsPlan", 1L)));
     // the host path after an attempt: the attempt's copies, three launches and two waits more
     Map<String, Long> left = Map.of("deviceParsed", 10L, "deviceLeft", 1L, "h2dCopies", 22L,
         "concatLaunches", 4L, "syncsInRead", 2L);
     assertStatsInvariants(stats(left), 10);
-    for (Map<String, Long> v : List.of(Map.of("h2dCopies", 23L), Map.of("concatLaunches", 5L),
-        Map.of("syncsInRead", 1L), Map.of("deviceCallsParse", 1L))) {
-      Map<String, Long> bad = new HashMap<>(left);
+    assertEachBreaks(left, List.of(Map.of("h2dCopies", 23L), Map.of("concatLaunches", 5L),
+        Map.of("syncsInRead", 1L), Map.of("deviceCallsParse", 1L)));
+  }
+
+  /** Each of `changes`, applied to the valid `base`, breaks an invariant. */
+  private static void assertEachBreaks(Map<String, Long> base, List<Map<String, Long>> changes) {
+    for (Map<String, Long> v : changes) {
+      Map<String, Long> bad = new HashMap<>(base);
       bad.putAll(v);
       assertThrows(AssertionError.class, () -> assertStatsInvariants(stats(bad), 10), v.toString());
     }
