@@ -3,7 +3,9 @@
  * and every k that a read reaches, the k-th call of that kind fails: the
  * read (or the copy back) returns an error that names the step, nothing is
  * left allocated (device memory, pinned memory, events, streams: counted by
- * the wrappers), and the next read on the same reader is right. The rows
+ * the wrappers), and the next read on the same reader is right; the
+ * same with the partitions' bodies LZ4 compressed (decoded on the device:
+ * by the device path's two passes, or the host path's decoder). The rows
  * come from the writer (iw_col), never from funnel. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -31,15 +33,19 @@ struct input {
   struct iw_buf bytes[P];
 };
 
-static void input_make(struct input *in, uint64_t seed) {
+/* `lz4`: every buffer an LZ4 frame, as the funnel shuffle writes them (no
+ * raw buffers: each is a job of the device's decoder). */
+static void input_make(struct input *in, uint64_t seed, int lz4) {
   uint64_t rng = seed;
   for (int c = 0; c < N_COLS; c++) iw_col_random(&in->cols[c], &FIELDS[c], (int64_t)P * ROWS, 150, &rng);
+  static const struct iw_options frames = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
+  const struct iw_options *o = lz4 ? &frames : NULL;
   for (int p = 0; p < P; p++) {
     memset(&in->bytes[p], 0, sizeof(in->bytes[p]));
-    iw_schema_message(&in->bytes[p], &SCHEMA, NULL, NULL);
+    iw_schema_message(&in->bytes[p], &SCHEMA, o, NULL);
     iw_batch_from_cols(&in->bytes[p], &SCHEMA, in->cols, (int64_t)p * ROWS, (int64_t)(p + 1) * ROWS,
-                       NULL, NULL);
-    iw_eos(&in->bytes[p], NULL);
+                       NULL, o);
+    iw_eos(&in->bytes[p], o);
   }
 }
 
@@ -134,8 +140,9 @@ static int same_live(struct funnel__live a, struct funnel__live b) {
 
 /* Every k of every kind, for one layout and one parse (FUNNEL_OPTION_PARSE:
  * AUTO reads these few partitions by the host path, DEVICE by the device
- * path); counts what was injected. */
-static void faults_in_layout(int layout_kind, int parse, int64_t injected[FUNNEL__N_FAULTS],
+ * path), of plain or `lz4` partitions (decoded on the device); counts what
+ * was injected. */
+static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t injected[FUNNEL__N_FAULTS],
                              int64_t survived[FUNNEL__N_FAULTS]) {
   if (layout_kind == MIXED_STAGED) setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
   struct funnel_device *dev = NULL;
@@ -145,25 +152,32 @@ static void faults_in_layout(int layout_kind, int parse, int64_t injected[FUNNEL
   unsetenv("FUNNEL_STAGE_PAGEABLE");
   if (!opened) return;
   struct input in;
-  input_make(&in, 100 + (uint64_t)layout_kind);
+  input_make(&in, 100 + (uint64_t)layout_kind, lz4);
   struct layout l;
   if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err) &&
       layout_make(dev, &in, layout_kind, &l)) {
     CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, l.transfer, &err), &err);
     CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse, &err), &err);
+    if (lz4) CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, FUNNEL_DECODE_DEVICE, &err), &err);
     /* warm: the pinned pool exists and the first read made its own calls */
     struct funnel_table *t = NULL;
     if (CHECK_OK(funnel_reader_read_async(rd, l.parts, P, 0, &t, &err), &err)) {
       CHECK_OK(copy_back_and_check(t, &in, 1, &err), &err);
+      /* DEVICE: the device path reads them whole, LZ4 bodies decoded there */
+      struct funnel_read_stats s;
+      if (parse == FUNNEL_PARSE_DEVICE && CHECK_OK(funnel_table_stats(t, &s, &err), &err)) {
+        CHECK(check_on_device(&s));
+        CHECK_EQ_I64(s.compressed_partitions, lz4 ? P : 0);
+      }
       funnel_table_free(t);
     }
     const struct funnel__live live0 = funnel__live_now();
     const int64_t pinned0 = funnel_device_pinned_in_use(dev);
     for (int kind = 0; kind < FUNNEL__N_FAULTS; kind++) {
       for (int64_t k = 1; k < 10000; k++) {
-        check_context("%s, %s path, fault %s at call %lld", LAYOUT_NAMES[layout_kind],
-                      parse == FUNNEL_PARSE_DEVICE ? "device" : "host", KIND_NAMES[kind],
-                      (long long)k);
+        check_context("%s, %s path, %s, fault %s at call %lld", LAYOUT_NAMES[layout_kind],
+                      parse == FUNNEL_PARSE_DEVICE ? "device" : "host", lz4 ? "lz4" : "plain",
+                      KIND_NAMES[kind], (long long)k);
         t = NULL;
         funnel__fault_arm(kind, k);
         int st = funnel_reader_read_async(rd, l.parts, P, 0, &t, &err);
@@ -206,10 +220,11 @@ static void faults_in_layout(int layout_kind, int parse, int64_t injected[FUNNEL
 
 static void every_fault_a_read_reaches_fails_cleanly(void) {
   int64_t injected[FUNNEL__N_FAULTS] = {0}, survived[FUNNEL__N_FAULTS] = {0};
-  for (int l = 0; l < N_LAYOUTS; l++) {
-    faults_in_layout(l, FUNNEL_PARSE_AUTO, injected, survived);
-    faults_in_layout(l, FUNNEL_PARSE_DEVICE, injected, survived);
-  }
+  for (int l = 0; l < N_LAYOUTS; l++)
+    for (int lz4 = 0; lz4 <= 1; lz4++) {
+      faults_in_layout(l, FUNNEL_PARSE_AUTO, lz4, injected, survived);
+      faults_in_layout(l, FUNNEL_PARSE_DEVICE, lz4, injected, survived);
+    }
   int64_t total = 0;
   for (int k = 0; k < FUNNEL__N_FAULTS; k++) {
     printf("    %-6s %lld faults injected (%lld worked around)\n", KIND_NAMES[k],
@@ -230,7 +245,7 @@ static void unreached_fault_changes_nothing(void) {
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   struct input in;
-  input_make(&in, 7);
+  input_make(&in, 7, 0);
   struct funnel_partition parts[P];
   for (int p = 0; p < P; p++) parts[p] = (struct funnel_partition){in.bytes[p].data, in.bytes[p].len};
   if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
