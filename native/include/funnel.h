@@ -359,9 +359,10 @@ enum funnel_transfer {
 
 /* Where a read parses the partitions' IPC headers (FUNNEL_OPTION_PARSE). */
 enum funnel_parse {
-  /* DEVICE for many small partitions (at least 128, of at most 256 KiB on
-   * average), HOST otherwise; the default unless FUNNEL_PARSE=host|device
-   * in the environment when the device opened says otherwise */
+  /* DEVICE for many small partitions (at least 128, or 48 of LZ4 bodies the
+   * device decodes, of at most 256 KiB on average), HOST otherwise; the
+   * default unless FUNNEL_PARSE=host|device in the environment when the
+   * device opened says otherwise */
   FUNNEL_PARSE_AUTO = 0,
   /* the host parses and plans every partition, then the copies and one
    * concat launch follow: no wait inside the read */

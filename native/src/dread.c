@@ -159,8 +159,9 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
        (o->decode == FUNNEL_DECODE_AUTO && t->dev->be.arrow_device_type == ARROW_DEVICE_CPU)))
     return false;
   const int64_t bytes = scan->bytes, first = scan->first;
-  if (automatic &&
-      ((int64_t)count < FUNNEL__DPATH_MIN_PARTS || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
+  const int64_t min_parts =
+      codec == FUNNEL__CODEC_NONE ? FUNNEL__DPATH_MIN_PARTS : FUNNEL__DPATH_MIN_PARTS_LZ4;
+  if (automatic && ((int64_t)count < min_parts || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
     return false;
   if (first >= 0 && (known == NULL || automatic)) {
     struct funnel__partition pv;

@@ -36,6 +36,14 @@
  * large piece over many blocks where the device path gives it one warp
  * at most */
 #define FUNNEL__DPATH_MIN_PARTS 128
+/* ... and of this many of LZ4 bodies the device decodes (dread.c): the
+ * host path's decoding into images costs more a partition than its plain
+ * parse. Measured on the H100 host (bench/RESULTS.md, session 30; lz4-java
+ * frames, the device path forced against the host path forced, ms):
+ * 16x8x1000 mixed 0.38 against 0.24, 50x10x2000 strings 1.50 against
+ * 1.86, 64x10x5000 mixed 1.74 against 1.96, 100x10x500 mixed 0.31 against
+ * 0.54 */
+#define FUNNEL__DPATH_MIN_PARTS_LZ4 48
 /* A device-path read of at most this many bytes of partitions makes one
  * device allocation for its partitions, its tables and its output, freed
  * with the output (funnel__dpath_reserve): two allocations and two frees

@@ -206,6 +206,32 @@ static void compressed_partitions_read_as_written(void) {
   funnel_device_close(dev);
 }
 
+/* AUTO takes the device path for reads of at least 48 partitions of LZ4
+ * bodies the device decodes (128 of plain ones): 47 go by the host path,
+ * 48 by the device path, the same rows either way. */
+static void lz4_reads_take_the_device_path_from_48_partitions(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  static const struct iw_options spark = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
+  decode_where = FUNNEL_DECODE_DEVICE;
+  write_codec = 1;
+  for (int n = 47; n <= 48; n++) {
+    check_context("%d partitions", n);
+    struct table_src src = table_random(&every_schema, 10 * (int64_t)n, 120, 77 + (uint64_t)n);
+    struct parts ps = cut(&src, n, 1, &spark, 0, NULL);
+    const int64_t whole = device_path_reads;
+    read_and_check(dev, &ps, &src, n);
+    CHECK_EQ_I64(device_path_reads - whole, n >= 48);
+    parts_free(&ps);
+    table_src_free(&src);
+  }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  write_codec = 0;
+  funnel_device_close(dev);
+}
+
 /* Compressed and uncompressed partitions in one read, the first of them
  * either; in pinned memory (a first uncompressed one sends them all up
  * before parsing, which a compressed one then undoes) and pageable. */
@@ -659,6 +685,7 @@ int main(int argc, char **argv) {
   }
   static const struct check_test tests[] = {
       CHECK_TEST(compressed_partitions_read_as_written),
+      CHECK_TEST(lz4_reads_take_the_device_path_from_48_partitions),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(large_compressed_partition),
       CHECK_TEST(compressed_batches_without_bytes),

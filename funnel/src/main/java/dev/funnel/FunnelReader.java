@@ -230,8 +230,8 @@ public final class FunnelReader implements AutoCloseable {
   /** Where a read parses the partitions' IPC headers (funnel.h's enum funnel_parse). */
   public enum Parse {
     /**
-     * {@link #DEVICE} for many small partitions (at least 128, of at most 256 KiB on average),
-     * {@link #HOST} otherwise; the default, unless {@code FUNNEL_PARSE=host|device} was in the
+     * {@link #DEVICE} for many small partitions (at least 128, or 48 of LZ4 bodies the device
+     * decodes, of at most 256 KiB on average), {@link #HOST} otherwise; the default, unless {@code FUNNEL_PARSE=host|device} was in the
      * environment when the device opened.
      */
     AUTO,
