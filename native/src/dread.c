@@ -173,11 +173,17 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
   }
   if (known == NULL || known->n_fields == 0 || (known->nested && !funnel__dp_nested_fits(known)))
     return false;
-  /* what only the device path would need: its tables of pieces, a scan
-   * launch's grid of string columns */
-  int n_var = 0;
-  for (int c = 0; c < known->n_fields; c++) n_var += known->fields[c].offset_width != 0;
-  if ((int64_t)count > FUNNEL__DPATH_MAX_PIECES / known->n_fields || n_var >= FUNNEL__CONCAT_MAX_BLOCKS)
+  /* what only the device path would need: its tables of pieces (and of a
+   * compressed read's jobs, a buffer each, 48 bytes), a scan launch's grid
+   * of string columns */
+  int n_var = 0, n_buffers = 0;
+  for (int c = 0; c < known->n_fields; c++) {
+    n_var += known->fields[c].offset_width != 0;
+    n_buffers += known->fields[c].n_buffers;
+  }
+  if ((int64_t)count > FUNNEL__DPATH_MAX_PIECES / known->n_fields || n_var >= FUNNEL__CONCAT_MAX_BLOCKS ||
+      (codec != FUNNEL__CODEC_NONE && n_buffers > 0 &&
+       (int64_t)count > FUNNEL__DPATH_MAX_PIECES / n_buffers))
     return false;
   *schema = known;
   return true;

@@ -55,7 +55,8 @@
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 /* The device path keeps 40 bytes a (partition, column) piece on the device
  * (dread.c): above this many pieces (640 MiB of them) a read takes the
- * host path, which keeps none */
+ * host path, which keeps none; a read of LZ4 bodies as many jobs of 48
+ * bytes, a (partition, buffer) each */
 #define FUNNEL__DPATH_MAX_PIECES ((int64_t)1 << 24)
 /* The cuda parse gives a partition a warp while the read's partitions
  * take at most FUNNEL__DP_PARSE_THREADS threads that way (256 blocks, two

@@ -211,7 +211,9 @@ static int tiny_string(int64_t p, char *buf) {
   return p % 11 == 0 ? 0 : snprintf(buf, 24, "%lld", (long long)p);
 }
 
-static struct iw_buf tiny_partition(int64_t p, const struct iw_buf *schema) {
+/* `o`: how the batch is written (NULL: uncompressed). */
+static struct iw_buf tiny_partition(int64_t p, const struct iw_buf *schema,
+                                    const struct iw_options *o) {
   struct iw_buf b = {0};
   iw_buf_append(&b, schema->data, schema->len);
   const int64_t k = 3 * p + 1;
@@ -223,19 +225,21 @@ static struct iw_buf tiny_partition(int64_t p, const struct iw_buf *schema) {
       {.length = 1, .data = &k, .data_length = 8},
       {.length = 1, .null_count = !valid, .validity = &valid, .validity_length = valid ? 0 : 1,
        .offsets = offs, .offsets_length = 8, .data = chars, .data_length = n}};
-  iw_batch_message(&b, &TINY, 1, cols, NULL, NULL);
-  iw_eos(&b, NULL);
+  iw_batch_message(&b, &TINY, 1, cols, o, NULL);
+  iw_eos(&b, o);
   return b;
 }
 
 /* Reads `n` one-row partitions, checks every row against tiny_partition's
  * rule, prints the times. */
 static void read_tiny(struct funnel_device *dev, const struct funnel_partition *parts, int64_t n,
-                      const char *where, int64_t max_copies) {
+                      const char *where, int64_t max_copies, int lz4) {
   struct funnel_reader *rd = NULL;
   struct funnel_table *t = NULL;
   struct funnel_error err;
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
+  /* LZ4 bodies: decoded on the device, by the device path */
+  if (lz4) CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, FUNNEL_DECODE_DEVICE, &err), &err);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (CHECK_OK(funnel_reader_read_async(rd, parts, (size_t)n, 0, &t, &err), &err)) {
@@ -250,7 +254,15 @@ static void read_tiny(struct funnel_device *dev, const struct funnel_partition *
            1e-6 * (double)st.submit_ns, ready, (long long)st.h2d_copies, (long long)st.segments);
     CHECK_EQ_I64(st.partitions, n);
     CHECK_EQ_I64(st.batches, n);
-    CHECK(st.h2d_copies <= max_copies + (check_on_device(&st) ? 2 : 0)); /* its two tables */
+    /* the device path's two tables; with LZ4 bodies, its args and summary again */
+    CHECK(st.h2d_copies <= max_copies + (check_on_device(&st) ? 2 + 2 * lz4 : 0));
+    if (lz4) {
+      CHECK(check_on_device(&st));
+      CHECK_EQ_I64(st.compressed_partitions, n);
+      /* a frame each: k's values, s's offsets, and s's bytes or (a null row) its
+       * validity; the other buffers are empty */
+      CHECK_EQ_I64(st.device_decoded, 3 * n);
+    }
     CHECK_EQ_I64(funnel_table_num_rows(t), n);
     struct funnel_column col[2];
     CHECK_OK(funnel_table_column(t, 0, &col[0], &err), &err);
@@ -295,15 +307,19 @@ static void read_tiny(struct funnel_device *dev, const struct funnel_partition *
 }
 
 /* 100,000 partitions of one row and two columns in one read, from pageable
- * memory (a copy each) and back to back in pinned memory (one copy). */
-static void read_100000_tiny_partitions(void) {
+ * memory (a copy each) and back to back in pinned memory (one copy); then
+ * the same with every buffer an LZ4 frame (`lz4`), which the device path
+ * decodes. */
+static void read_tiny_partitions(int lz4) {
   const int64_t n = quick() ? 20000 : 100000;
+  static const struct iw_options frames = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
+  const struct iw_options *o = lz4 ? &frames : NULL;
   struct iw_buf schema = {0};
-  iw_schema_message(&schema, &TINY, NULL, NULL);
+  iw_schema_message(&schema, &TINY, o, NULL);
   struct funnel_partition *parts = calloc((size_t)n, sizeof(*parts));
   int64_t total = 0;
   for (int64_t p = 0; p < n; p++) {
-    struct iw_buf b = tiny_partition(p, &schema);
+    struct iw_buf b = tiny_partition(p, &schema, o);
     parts[p] = (struct funnel_partition){b.data, b.len}; /* malloc'd, owned here */
     total += (int64_t)((b.len + 63) / 64 * 64);
   }
@@ -316,7 +332,7 @@ static void read_100000_tiny_partitions(void) {
   const int ok = CHECK_OK(check_device_open(&dev, &err), &err);
   unsetenv("FUNNEL_PINNED_POOL_BYTES");
   if (ok) {
-    read_tiny(dev, parts, n, "pageable", n + 1);
+    read_tiny(dev, parts, n, lz4 ? "pageable, LZ4" : "pageable", n + 1, lz4);
     uint8_t *block = NULL;
     if (CHECK_OK(funnel_device_pinned_alloc(dev, (size_t)total, (void **)&block, &err), &err)) {
       struct funnel_partition *pinned = calloc((size_t)n, sizeof(*pinned));
@@ -326,7 +342,7 @@ static void read_100000_tiny_partitions(void) {
         pinned[p] = (struct funnel_partition){block + at, parts[p].length};
         at += (int64_t)((parts[p].length + 63) / 64 * 64);
       }
-      read_tiny(dev, pinned, n, "back to back in pinned memory", 2);
+      read_tiny(dev, pinned, n, lz4 ? "back to back in pinned memory, LZ4" : "back to back in pinned memory", 2, lz4);
       CHECK_OK(funnel_device_pinned_free(dev, block, (size_t)total, NULL), NULL);
       free(pinned);
     }
@@ -337,6 +353,9 @@ static void read_100000_tiny_partitions(void) {
   free(parts);
   iw_buf_free(&schema);
 }
+
+static void read_100000_tiny_partitions(void) { read_tiny_partitions(0); }
+static void read_100000_tiny_lz4_partitions(void) { read_tiny_partitions(1); }
 
 /* ------------------------------------------ strings past 32-bit offsets */
 
@@ -908,6 +927,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(large_strings_past_2_32_bytes_plan),
       CHECK_TEST(more_than_2_32_rows_plan),
       CHECK_TEST(read_100000_tiny_partitions),
+      CHECK_TEST(read_100000_tiny_lz4_partitions),
       CHECK_TEST(read_more_than_2_32_rows_of_bool),
       CHECK_TEST(read_partition_over_2_gib),
   };
