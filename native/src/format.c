@@ -552,13 +552,9 @@ static int decoded_layout(const uint8_t *bytes, const struct message *m,
     int64_t want = 0;
     const char *bad = NULL;
     if (len > 0 && len < 8) bad = "too few bytes for the 8-byte uncompressed length";
+    const bool frame = len > 8 && (int64_t)funnel__ld64(bytes + m->body + off) > 0;
     if (len >= 8) {
       want = (int64_t)funnel__ld64(bytes + m->body + off);
-      if (value && len > 8 && want > 0) {
-        b->value_frames++;
-        b->value_zbytes += len - 8;
-        b->value_bytes += want;
-      }
       if (want == -1) want = len - 8; /* the bytes follow uncompressed */
       else if (want < 0) bad = "a negative uncompressed length";
       else if (want > funnel__codec_max_decoded(b->codec, len - 8))
@@ -592,6 +588,12 @@ static int decoded_layout(const uint8_t *bytes, const struct message *m,
                                "declare more than %lld uncompressed bytes",
                                (long long)index, (long long)m->offset,
                                (long long)FUNNEL__MAX_OUTPUT_BYTES);
+    /* a frame of values, its length checked (the sums are at most `at`) */
+    if (value && frame) {
+      b->value_frames++;
+      b->value_zbytes += len - 8;
+      b->value_bytes += want;
+    }
   }
   b->dbuffers = out;
   b->dbody_length = at;
