@@ -382,9 +382,9 @@ enum funnel_parse {
    * bodies, when the device may decode them (FUNNEL_OPTION_DECODE not
    * HOST), go up compressed and the device reads every buffer's prefix,
    * then the read waits for the size of the decoded buffers (a second wait:
-   * stats.syncs_in_read is 2), allocates them and the output, and the
-   * device decodes every frame and parses as above; a read of ZSTD bodies
-   * takes the host path. */
+   * stats.syncs_in_read is 2), allocates them and the output (without room
+   * for both, it takes the host path), and the device decodes every frame
+   * and parses as above; a read of ZSTD bodies takes the host path. */
   FUNNEL_PARSE_DEVICE = 2
 };
 

@@ -462,6 +462,12 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
     capacity = output_bound(schema, bytes + zbytes);
     if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
+    /* no room for the decoded buffers and the output's bound: the host
+     * path, which needs the output alone (and names a bomb) */
+    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) {
+      funnel__error_clear(error);
+      return leave_to_host(t, s, n, error);
+    }
     if (st != FUNNEL_OK) return st;
     a->zmode = FUNNEL_DP_DECODED;
     a->zscratch = t->zscratch;
