@@ -279,6 +279,34 @@ class CompressedReadTest extends DeviceTestCase {
     }
   }
 
+  /**
+   * LZ4 partitions of one batch each, random and repetitive rows, read by the device path, which
+   * decodes them there (the cpu backend runs the device's code): the rows as Arrow Java reads
+   * them, every partition taken by the device, nothing decoded on the host.
+   */
+  @Test
+  void lz4PartitionsReadByTheDevicePath() {
+    Random r = new Random(48);
+    List<byte[]> parts = new ArrayList<>();
+    for (int p = 0; p < 24; p++) {
+      parts.add(p % 11 == 10 ? new byte[0]
+          : randomOrRepetitive(SMALL, LZ4_FRAME, r, 0.25, 1 + r.nextInt(40)));
+    }
+    try (FunnelReader reader = new FunnelReader(device).setParse(FunnelReader.Parse.DEVICE)
+            .setDecode(FunnelReader.Decode.DEVICE);
+        DeviceTable table = read(reader, parts)) {
+      assertMatches(table, parts);
+      ReadStats s = table.stats();
+      String json = s.toJson();
+      assertTrue(s.parsedOnDevice(), json);
+      assertEquals(parts.stream().filter(p -> p.length > 0).count(), s.compressedPartitions(), json);
+      assertEquals(0, s.decodeNanos(), json);
+      assertEquals(0, s.decodedPinned(), json);
+      assertTrue(s.deviceDecoded() > 0 && s.bytesDeviceDecoded() <= s.bytesDecoded(), json);
+      assertEquals(2, s.syncsInRead(), "the first pass's wait, then the sums': " + json);
+    }
+  }
+
   @ParameterizedTest(name = "{0} partitions")
   @ValueSource(ints = {1, 2, 300, 3000})
   void manyPartitionsConcatenate(int partitions) {
