@@ -552,9 +552,10 @@ static int decoded_layout(const uint8_t *bytes, const struct message *m,
     int64_t want = 0;
     const char *bad = NULL;
     if (len > 0 && len < 8) bad = "too few bytes for the 8-byte uncompressed length";
-    const bool frame = len > 8 && (int64_t)funnel__ld64(bytes + m->body + off) > 0;
+    bool frame = false;
     if (len >= 8) {
       want = (int64_t)funnel__ld64(bytes + m->body + off);
+      frame = len > 8 && want > 0;
       if (want == -1) want = len - 8; /* the bytes follow uncompressed */
       else if (want < 0) bad = "a negative uncompressed length";
       else if (want > funnel__codec_max_decoded(b->codec, len - 8))
