@@ -27,11 +27,15 @@ import org.apache.arrow.vector.TinyIntVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.MapVector;
 import org.apache.arrow.vector.complex.StructVector;
-import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.compression.CompressionCodec;
+import org.apache.arrow.vector.ipc.WriteChannel;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.IpcOption;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.DateUnit;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.TimeUnit;
@@ -68,9 +72,12 @@ import org.apache.spark.util.TaskCompletionListener;
 import scala.Tuple2;
 
 /**
- * The map side of the funnel shuffle: a map task's rows become Arrow IPC frames, each a whole
- * Arrow IPC stream (schema, one RecordBatch, end-of-stream) of rows bound for one reduce
- * partition, at most {@code batchRows} rows and about {@code batchBytes} bytes of column data.
+ * The map side of the funnel shuffle: a map task's rows become Arrow IPC frames, each one
+ * encapsulated RecordBatch message (no Schema message: the reduce side reads frames with the
+ * shuffle's schema, {@link #schema()}) of rows bound for one reduce partition, at most {@code
+ * batchRows} rows and about {@code batchBytes} bytes of column data. At Spark's tens of rows a
+ * frame, a Schema message and an end-of-stream marker in each would be a third of its bytes (8
+ * columns, 10 rows, LZ4: 1,719 bytes a frame against 1,175; 11% at 100 rows).
  *
  * <p>Spark types and the Arrow types they are written as: byte, short, int, long (int8..64),
  * float, double, boolean, date (date32), timestamp (timestamp[us, UTC]), timestamp_ntz
@@ -376,8 +383,9 @@ public final class ArrowFrames implements AutoCloseable {
 
   /**
    * A frame of an Arrow batch the caller already has, such as one reduce partition's rows from a
-   * columnar source: a whole Arrow IPC stream of it, its body compressed by {@code compression},
-   * as {@link FunnelShuffle#exchange} moves and {@link ShuffleReads#read} reads.
+   * columnar source: its RecordBatch message (Arrow IPC, without the schema), its body compressed
+   * by {@code compression}, as {@link FunnelShuffle#exchange} moves and {@link ShuffleReads#read}
+   * reads with the batch's schema.
    */
   public static byte[] frame(VectorSchemaRoot batch, FrameCompression compression) {
     return write(batch, 0, compression);
@@ -385,12 +393,11 @@ public final class ArrowFrames implements AutoCloseable {
 
   private static byte[] write(VectorSchemaRoot root, long sizeHint, FrameCompression compression) {
     ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(sizeHint + 1024, 1 << 30));
-    try (ArrowStreamWriter w =
-        new ArrowStreamWriter(root, null, Channels.newChannel(out), IpcOption.DEFAULT,
-            compression.factory(), compression.arrowType())) {
-      w.start();
-      w.writeBatch();
-      w.end();
+    // as ArrowStreamWriter writes a batch: null counts, buffers compressed and 8-byte aligned
+    CompressionCodec codec = compression.factory().createCodec(compression.arrowType());
+    try (ArrowRecordBatch batch = new VectorUnloader(root, true, codec, true).getRecordBatch()) {
+      MessageSerializer.serialize(
+          new WriteChannel(Channels.newChannel(out)), batch, IpcOption.DEFAULT);
     } catch (IOException e) {
       throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
     }

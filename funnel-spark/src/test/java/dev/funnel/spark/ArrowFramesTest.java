@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.math.BigDecimal;
+import java.nio.ByteBuffer;
 import java.time.LocalDateTime;
 import java.util.Collections;
 import java.util.ArrayList;
@@ -17,6 +19,10 @@ import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.nio.channels.Channels;
+import dev.funnel.DeviceTable;
+import dev.funnel.FunnelDevice;
+import dev.funnel.FunnelReader;
+import dev.funnel.ReadStats;
 import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.flatbuf.BodyCompression;
 import org.apache.arrow.flatbuf.BodyCompressionMethod;
@@ -29,9 +35,13 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compression.CompressionCodec;
 import org.apache.arrow.vector.compression.CompressionUtil.CodecType;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.WriteChannel;
+import org.apache.arrow.vector.ipc.message.IpcOption;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -97,15 +107,15 @@ class ArrowFramesTest {
 
   /**
    * The codec {@code frame}'s RecordBatch header names (NO_COMPRESSION when it has none), as
-   * Arrow Java's MessageSerializer reads the frame's messages: its schema, then its batch.
+   * Arrow Java's MessageSerializer reads the frame: one RecordBatch message, no Schema message
+   * before it and nothing after its body.
    */
   static CodecType bodyCodec(byte[] frame) throws IOException {
     try (ReadChannel in = new ReadChannel(Channels.newChannel(new ByteArrayInputStream(frame)))) {
-      MessageMetadataResult schema = MessageSerializer.readMessage(in);
-      assertEquals(MessageHeader.Schema, schema.getMessage().headerType());
-      assertEquals(0, schema.getMessageBodyLength(), "a schema has no body");
       MessageMetadataResult batch = MessageSerializer.readMessage(in);
       assertEquals(MessageHeader.RecordBatch, batch.getMessage().headerType());
+      assertEquals(frame.length, in.bytesRead() + batch.getMessageBodyLength(),
+          "a frame is its batch's message and body, nothing after");
       RecordBatch header = (RecordBatch) batch.getMessage().header(new RecordBatch());
       BodyCompression compression = header.compression();
       if (compression == null) {
@@ -116,41 +126,60 @@ class ArrowFramesTest {
     }
   }
 
+  /**
+   * {@code frame} in a whole Arrow IPC stream of {@code schema} (its Schema message, the frame,
+   * the end-of-stream marker), which Arrow Java's stream reader reads.
+   */
+  static byte[] asStream(byte[] frame, Schema schema) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    WriteChannel channel = new WriteChannel(Channels.newChannel(out));
+    MessageSerializer.serialize(channel, schema);
+    channel.write(frame);
+    ArrowStreamWriter.writeEndOfStream(channel, IpcOption.DEFAULT);
+    return out.toByteArray();
+  }
+
   static InternalRow nulls(int partition) {
     Object[] v = new Object[1 + ALL.fields().length];
     v[0] = partition;
     return new GenericInternalRow(v);
   }
 
-  /** The frame's rows as Arrow Java reads them (strings as String, binary as a List). */
+  /** The frame's rows as Arrow Java reads them ({@link #rowOf}). */
   static List<List<Object>> readAll(byte[] frame, BufferAllocator allocator) throws IOException {
     List<List<Object>> rows = new ArrayList<>();
+    byte[] stream = asStream(frame, ArrowFrames.arrowSchema(ALL));
     try (ArrowStreamReader reader =
-        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator, CODECS)) {
+        new ArrowStreamReader(new ByteArrayInputStream(stream), allocator, CODECS)) {
       VectorSchemaRoot root = reader.getVectorSchemaRoot();
       assertEquals(ArrowFrames.arrowSchema(ALL), root.getSchema());
       while (reader.loadNextBatch()) {
         for (int r = 0; r < root.getRowCount(); r++) {
-          List<Object> row = new ArrayList<>();
-          for (int c = 0; c < root.getFieldVectors().size(); c++) {
-            Object v = root.getVector(c).getObject(r);
-            if (v instanceof byte[]) {
-              List<Byte> bytes = new ArrayList<>();
-              for (byte b : (byte[]) v) {
-                bytes.add(b);
-              }
-              v = bytes;
-            } else if (v != null && !(v instanceof Number || v instanceof Boolean
-                || v instanceof java.time.LocalDateTime)) {
-              v = v.toString(); // Text
-            }
-            row.add(v);
-          }
-          rows.add(row);
+          rows.add(rowOf(root, r));
         }
       }
     }
     return rows;
+  }
+
+  /** Row r of root as Arrow Java's vectors give it (strings as String, binary as a List). */
+  static List<Object> rowOf(VectorSchemaRoot root, int r) {
+    List<Object> row = new ArrayList<>();
+    for (int c = 0; c < root.getFieldVectors().size(); c++) {
+      Object v = root.getVector(c).getObject(r);
+      if (v instanceof byte[]) {
+        List<Byte> bytes = new ArrayList<>();
+        for (byte b : (byte[]) v) {
+          bytes.add(b);
+        }
+        v = bytes;
+      } else if (v != null && !(v instanceof Number || v instanceof Boolean
+          || v instanceof java.time.LocalDateTime)) {
+        v = v.toString(); // Text
+      }
+      row.add(v);
+    }
+    return row;
   }
 
   @Test
@@ -235,6 +264,49 @@ class ArrowFramesTest {
     assertEquals(List.of(4, 4, 4, 4, 4, 4, 1), frameRows.stream().sorted((a, b) -> b - a).toList());
   }
 
+  /**
+   * A reduce task's frames as the map side writes them (bare RecordBatch messages) read by
+   * funnel's device path (the cpu backend runs the device's code) with the shuffle's schema: every
+   * frame parsed there, LZ4 bodies decoded there; the rows as Arrow Java reads each frame.
+   */
+  @ParameterizedTest
+  @EnumSource(value = FrameCompression.class, names = {"NONE", "LZ4"})
+  void framesReadByTheDevicePathAsArrowJavaReadsThem(FrameCompression codec) throws IOException {
+    List<InternalRow> rows = new ArrayList<>();
+    for (int k = 0; k < 1_500; k++) {
+      rows.add(k % 7 == 3 ? nulls(0) : row(0, k));
+    }
+    List<byte[]> frames = new ArrayList<>();
+    ArrowFrames.frames(rows.iterator(), ALL, 1, 10, 1 << 20, codec)
+        .forEachRemaining(f -> frames.add(f._2()));
+    assertEquals(150, frames.size());
+    List<List<Object>> want = new ArrayList<>();
+    List<ByteBuffer> parts = new ArrayList<>();
+    try (BufferAllocator allocator = new RootAllocator()) {
+      for (byte[] f : frames) {
+        want.addAll(readAll(f, allocator));
+        parts.add(ByteBuffer.allocateDirect(f.length).put(f).flip());
+      }
+      try (FunnelDevice device = FunnelDevice.open(SparkJobs.BACKEND);
+          FunnelReader reader = new FunnelReader(device, ArrowFrames.arrowSchema(ALL))
+              .setParse(FunnelReader.Parse.DEVICE).setDecode(FunnelReader.Decode.DEVICE);
+          DeviceTable table = reader.read(parts);
+          VectorSchemaRoot got = table.toArrow(allocator)) {
+        ReadStats stats = table.stats();
+        assertTrue(stats.parsedOnDevice(), stats.toJson());
+        assertEquals(frames.size(), stats.deviceParsed(), stats.toJson());
+        if (codec == FrameCompression.LZ4) {
+          assertEquals(frames.size(), stats.compressedPartitions(), stats.toJson());
+          assertEquals(0, stats.decodeNanos(), "nothing decoded on the host: " + stats.toJson());
+        }
+        assertEquals(want.size(), got.getRowCount());
+        for (int r = 0; r < want.size(); r++) {
+          assertEquals(want.get(r), rowOf(got, r), "row " + r);
+        }
+      }
+    }
+  }
+
   @Test
   void aFrameOfAnArrowBatch() throws IOException {
     StructType s = new StructType().add("x", DataTypes.IntegerType);
@@ -248,8 +320,10 @@ class ArrowFramesTest {
       x.setValueCount(3);
       root.setRowCount(3);
       byte[] frame = ArrowFrames.frame(root, FrameCompression.ZSTD);
+      assertEquals(CodecType.ZSTD, bodyCodec(frame));
+      byte[] stream = asStream(frame, root.getSchema());
       try (ArrowStreamReader reader =
-          new ArrowStreamReader(new ByteArrayInputStream(frame), allocator, CODECS)) {
+          new ArrowStreamReader(new ByteArrayInputStream(stream), allocator, CODECS)) {
         assertTrue(reader.loadNextBatch());
         IntVector got = (IntVector) reader.getVectorSchemaRoot().getVector(0);
         assertEquals(3, got.getValueCount());
@@ -377,8 +451,9 @@ class ArrowFramesTest {
   static List<Row> readBySpark(byte[] frame, StructType schema, BufferAllocator allocator)
       throws IOException {
     List<Row> rows = new ArrayList<>();
+    byte[] stream = asStream(frame, ArrowFrames.arrowSchema(schema));
     try (ArrowStreamReader reader =
-        new ArrowStreamReader(new ByteArrayInputStream(frame), allocator, CODECS)) {
+        new ArrowStreamReader(new ByteArrayInputStream(stream), allocator, CODECS)) {
       VectorSchemaRoot root = reader.getVectorSchemaRoot();
       assertEquals(ArrowFrames.arrowSchema(schema), root.getSchema());
       while (reader.loadNextBatch()) {
