@@ -56,10 +56,15 @@ final class Lz4FrameCodec extends AbstractCompressionCodec {
     byte[] in = new byte[length];
     uncompressed.getBytes(0, in);
     int blocks = (length + BLOCK - 1) / BLOCK;
-    int most = HEADER.length + 4; // and the end mark
+    long bound = HEADER.length + 4; // and the end mark
     for (int b = 0; b < blocks; b++) {
-      most += 4 + COMPRESSOR.maxCompressedLength(Math.min(BLOCK, length - b * BLOCK));
+      bound += 4 + COMPRESSOR.maxCompressedLength(Math.min(BLOCK, length - b * BLOCK));
     }
+    if (bound > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException(
+          "a buffer of " + length + " bytes: its LZ4 frame may not fit in a Java array");
+    }
+    int most = (int) bound;
     byte[] frame = new byte[most];
     System.arraycopy(HEADER, 0, frame, 0, HEADER.length);
     int at = HEADER.length;
