@@ -1,7 +1,6 @@
 package dev.funnel.spark;
 
 import java.util.Locale;
-import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.vector.compression.CompressionCodec;
 import org.apache.arrow.vector.compression.CompressionUtil.CodecType;
 import org.apache.arrow.vector.compression.NoCompressionCodec;
@@ -12,7 +11,8 @@ import org.apache.spark.sql.RuntimeConfig;
  * How the funnel shuffle compresses its frames: Arrow IPC body compression (RecordBatch
  * compression, method BUFFER), each buffer of a RecordBatch compressed on its own, LZ4 frame or
  * Zstandard; funnel's read decodes them. LZ4 frames are lz4-java's ({@link Lz4FrameCodec}),
- * Zstandard is Arrow Java's compression module's (zstd-jni), libraries Spark ships. The schema and
+ * Zstandard is Arrow Java's compression module's (zstd-jni; {@link ZstdFrameCodec}), libraries
+ * Spark ships. The schema and
  * the RecordBatch header stay as they are, so a frame's rows and layout read as without
  * compression.
  *
@@ -60,16 +60,14 @@ public enum FrameCompression {
         public CompressionCodec createCodec(CodecType type) {
           return switch (type) {
             case LZ4_FRAME -> new Lz4FrameCodec();
-            case ZSTD -> CommonsCompressionFactory.INSTANCE.createCodec(type);
+            case ZSTD -> new ZstdFrameCodec(ZstdFrameCodec.DEFAULT_LEVEL);
             case NO_COMPRESSION -> NoCompressionCodec.INSTANCE;
           };
         }
 
         @Override
         public CompressionCodec createCodec(CodecType type, int level) {
-          return type == CodecType.ZSTD
-              ? CommonsCompressionFactory.INSTANCE.createCodec(type, level)
-              : createCodec(type);
+          return type == CodecType.ZSTD ? new ZstdFrameCodec(level) : createCodec(type);
         }
       };
 
