@@ -2,6 +2,7 @@ package dev.funnel.spark;
 
 import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdCompressCtx;
+import java.lang.ref.Cleaner;
 import org.apache.arrow.compression.ZstdCompressionCodec;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -19,8 +20,22 @@ final class ZstdFrameCodec extends ZstdCompressionCodec {
   /** Arrow Java's default level. */
   static final int DEFAULT_LEVEL = 3;
 
-  private static final ThreadLocal<ZstdCompressCtx> CONTEXT =
-      ThreadLocal.withInitial(ZstdCompressCtx::new);
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  /**
+   * A thread's context (native memory, a few MiB at most, that zstd-jni frees only when closed):
+   * closed once its thread has ended and the holder is unreachable, as Spark's task threads end
+   * when idle.
+   */
+  private static final class Context {
+    final ZstdCompressCtx zstd = new ZstdCompressCtx();
+
+    Context() {
+      CLEANER.register(this, zstd::close); // the action holds the context, not its holder
+    }
+  }
+
+  private static final ThreadLocal<Context> CONTEXT = ThreadLocal.withInitial(Context::new);
 
   private final int level;
 
@@ -36,7 +51,7 @@ final class ZstdFrameCodec extends ZstdCompressionCodec {
     long prefix = CompressionUtil.SIZE_OF_UNCOMPRESSED_LENGTH;
     ArrowBuf compressed = allocator.buffer(prefix + bound);
     try {
-      ZstdCompressCtx context = CONTEXT.get();
+      ZstdCompressCtx context = CONTEXT.get().zstd;
       context.setLevel(level);
       int size = context.compressDirectByteBuffer(compressed.nioBuffer(prefix, bound), 0, bound,
           uncompressed.nioBuffer(0, length), 0, length);
