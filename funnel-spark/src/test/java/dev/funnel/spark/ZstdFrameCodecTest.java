@@ -1,13 +1,19 @@
 package dev.funnel.spark;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Random;
 import org.apache.arrow.compression.ZstdCompressionCodec;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.compression.CompressionCodec;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -46,6 +52,52 @@ class ZstdFrameCodecTest {
         }
       }
     }
+  }
+
+  /**
+   * A thread's Zstandard context (native memory) is freed once the thread has ended: 1,500 more
+   * threads that each compress a buffer once leave the process's resident memory within 200 MiB
+   * (without freeing, about 0.5 MiB stays a thread here: 800 MiB).
+   */
+  @Test
+  void aThreadsContextIsFreedAfterTheThread() throws Exception {
+    Path status = Path.of("/proc/self/status");
+    assumeTrue(Files.isReadable(status), "reads the resident size from /proc");
+    try (BufferAllocator allocator = new RootAllocator()) {
+      Runnable once = () -> {
+        byte[] in = new byte[1 << 16];
+        for (int i = 0; i < in.length; i++) {
+          in[i] = (byte) (i / 7);
+        }
+        compress(new ZstdFrameCodec(ZstdFrameCodec.DEFAULT_LEVEL), allocator, in);
+      };
+      long before = 0;
+      for (int round = 0; round < 4; round++) {
+        for (int t = 0; t < 500; t++) {
+          Thread thread = new Thread(once);
+          thread.start();
+          thread.join();
+        }
+        for (int g = 0; g < 3; g++) {
+          System.gc();
+          Thread.sleep(100); // the cleaner's thread closes what the collection found
+        }
+        if (round == 0) {
+          before = residentKiB(status);
+        }
+      }
+      long grew = residentKiB(status) - before;
+      assertTrue(grew < 200 << 10, "resident memory grew by " + (grew >> 10) + " MiB");
+    }
+  }
+
+  private static long residentKiB(Path status) throws IOException {
+    for (String line : Files.readAllLines(status)) {
+      if (line.startsWith("VmRSS:")) {
+        return Long.parseLong(line.replaceAll("[^0-9]", ""));
+      }
+    }
+    throw new IllegalStateException("no VmRSS in " + status);
   }
 
   /** The codec's whole output for in: the 8-byte length prefix, then the frame or the raw bytes. */
