@@ -12,9 +12,8 @@ import org.apache.spark.sql.RuntimeConfig;
  * compression, method BUFFER), each buffer of a RecordBatch compressed on its own, LZ4 frame or
  * Zstandard; funnel's read decodes them. LZ4 frames are lz4-java's ({@link Lz4FrameCodec}),
  * Zstandard is Arrow Java's compression module's (zstd-jni; {@link ZstdFrameCodec}), libraries
- * Spark ships. The schema and
- * the RecordBatch header stay as they are, so a frame's rows and layout read as without
- * compression.
+ * Spark ships. The RecordBatch header stays as it is, so a frame's rows and layout read as
+ * without compression.
  *
  * <p>The codec is {@value #CONF} ({@code lz4}, the default, {@code zstd} or {@code none}), read
  * from the DataFrame's session when the shuffle is built on the driver ({@code --conf}, the
