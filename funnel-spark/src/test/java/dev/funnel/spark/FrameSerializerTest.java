@@ -99,4 +99,33 @@ class FrameSerializerTest {
     assertArrayEquals(new byte[70_000], (byte[]) got.get(2)._2());
     assertFalse(read(new byte[0]).iterator().hasNext());
   }
+
+  /**
+   * Records read back whatever the stream says it holds (the reader sizes its buffer by that):
+   * all of the block, less than its first record, nothing; frames of 0 bytes to several buffers.
+   */
+  @Test
+  void recordsReadWhateverTheStreamSaysItHolds() {
+    java.util.Random r = new java.util.Random(5);
+    byte[][] frames = {new byte[0], new byte[1], new byte[100], new byte[70_000], new byte[200_000]};
+    for (byte[] f : frames) {
+      r.nextBytes(f);
+    }
+    byte[] block = write(1, frames[0], 2, frames[1], 3, frames[2], 4, frames[3], 5, frames[4]);
+    for (int says : new int[] {-1, 0, 5, 64, 100_000}) {
+      java.io.InputStream in = new java.io.FilterInputStream(new ByteArrayInputStream(block)) {
+        @Override
+        public int available() throws IOException {
+          return says < 0 ? super.available() : says;
+        }
+      };
+      List<Tuple2<Object, Object>> got = new ArrayList<>();
+      serializer.deserializeStream(in).asKeyValueIterator().foreach(got::add);
+      assertEquals(frames.length, got.size(), "available() says " + says);
+      for (int i = 0; i < frames.length; i++) {
+        assertEquals(i + 1, got.get(i)._1(), "available() says " + says);
+        assertArrayEquals(frames[i], (byte[]) got.get(i)._2(), "available() says " + says);
+      }
+    }
+  }
 }
