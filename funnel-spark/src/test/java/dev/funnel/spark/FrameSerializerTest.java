@@ -9,10 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
+import java.io.FilterInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Random;
 import org.apache.spark.serializer.DeserializationStream;
 import org.apache.spark.serializer.SerializationStream;
 import org.apache.spark.serializer.SerializerInstance;
@@ -106,14 +109,14 @@ class FrameSerializerTest {
    */
   @Test
   void recordsReadWhateverTheStreamSaysItHolds() {
-    java.util.Random r = new java.util.Random(5);
+    Random r = new Random(5);
     byte[][] frames = {new byte[0], new byte[1], new byte[100], new byte[70_000], new byte[200_000]};
     for (byte[] f : frames) {
       r.nextBytes(f);
     }
     byte[] block = write(1, frames[0], 2, frames[1], 3, frames[2], 4, frames[3], 5, frames[4]);
     for (int says : new int[] {-1, 0, 5, 64, 100_000}) {
-      java.io.InputStream in = new java.io.FilterInputStream(new ByteArrayInputStream(block)) {
+      InputStream in = new FilterInputStream(new ByteArrayInputStream(block)) {
         @Override
         public int available() throws IOException {
           return says < 0 ? super.available() : says;
