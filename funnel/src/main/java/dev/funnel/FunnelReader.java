@@ -231,8 +231,8 @@ public final class FunnelReader implements AutoCloseable {
   public enum Parse {
     /**
      * {@link #DEVICE} for many small partitions (at least 128, or 48 of LZ4 bodies the device
-     * decodes, of at most 256 KiB on average), {@link #HOST} otherwise; the default, unless {@code FUNNEL_PARSE=host|device} was in the
-     * environment when the device opened.
+     * decodes, of at most 256 KiB on average), {@link #HOST} otherwise; the default, unless {@code
+     * FUNNEL_PARSE=host|device} was in the environment when the device opened.
      */
     AUTO,
     /** The host parses and plans every partition; the read never waits inside. */
