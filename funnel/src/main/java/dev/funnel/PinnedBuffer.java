@@ -146,12 +146,14 @@ public final class PinnedBuffer implements AutoCloseable {
       boolean leaked;
       synchronized (this) {
         leaked = !closed;
-        if (closed) {
-          pool.reclaimed(size);
-        }
       }
       // waits for reads of the block still in flight; the block holds the native device
       PinnedPool.nativeFree(device, address, size);
+      // only now: an allocation that finds the pool full retries while blocks are retired, and
+      // must not see none while this one's bytes are not back yet
+      if (!leaked) {
+        pool.reclaimed(size);
+      }
       Handles.closed(Handles.Kind.PINNED, leaked);
     }
   }

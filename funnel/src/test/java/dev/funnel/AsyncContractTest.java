@@ -85,7 +85,7 @@ class AsyncContractTest extends DeviceTestCase {
     }
     slices = null;
     long deadline = System.nanoTime() + 20_000_000_000L;
-    while (pool.inUse() != 0 && System.nanoTime() < deadline) {
+    while ((pool.inUse() != 0 || pool.retiredBytes() != 0) && System.nanoTime() < deadline) {
       System.gc(); // the slices are unreachable now: the cleaner gives the block back
       Thread.sleep(10);
     }

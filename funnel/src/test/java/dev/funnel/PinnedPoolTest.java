@@ -70,7 +70,7 @@ class PinnedPoolTest extends DeviceTestCase {
     assertTrue(pool.inUse() >= 100, "not handed out again while the buffer is reachable");
     view = null;
     long deadline = System.nanoTime() + 20_000_000_000L;
-    while (pool.inUse() != 0 && System.nanoTime() < deadline) {
+    while ((pool.inUse() != 0 || pool.retiredBytes() != 0) && System.nanoTime() < deadline) {
       System.gc();
       Thread.sleep(10);
     }
