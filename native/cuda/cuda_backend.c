@@ -32,7 +32,7 @@ extern const unsigned char funnel__fatbin[];
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                 \
   X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuMemHostAlloc) X(cuMemFreeHost)             \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuMemcpyHtoDAsync)                \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamWaitEvent) X(cuMemcpyHtoDAsync)                \
   X(cuMemcpyDtoHAsync) X(cuModuleLoadData) X(cuModuleUnload)               \
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) \
   X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuMemPoolCreate)  \
@@ -184,6 +184,15 @@ static void cuda_stream_destroy(struct funnel_backend *be, void *stream) {
   leave(cu);
 }
 
+static int cuda_stream_wait(struct funnel_backend *be, void *stream, void *event,
+                            struct funnel_error *error) {
+  struct cuda *cu = CUDA(be);
+  FUNNEL_RETURN_NOT_OK(enter(cu, error));
+  int st = CU(cuStreamWaitEvent, ((CUstream)stream, (CUevent)event, 0));
+  leave(cu);
+  return st;
+}
+
 static int cuda_copy_h2d(struct funnel_backend *be, uint64_t dst, const void *src, size_t size,
                          void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
@@ -246,10 +255,11 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
 }
 
 /* The device path's grids (dpath.h): m lanes a partition for the parse
- * (funnel__dp_parse_lanes), a block a tile of an array for the scan, m
- * lanes a piece for the concat, whose bit words stride over its grid. */
-static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
-                             int64_t m, void *stream, struct funnel_error *error) {
+ * (funnel__dp_parse_lanes) of partitions [first, first + n), a block a
+ * tile of an array for the scan, m lanes a piece for the concat, whose bit
+ * words stride over its grid. */
+static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t first,
+                             int64_t n, int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
   if (stage == FUNNEL_DP_STAGE_LZ4) {
     /* a warp a job, two a block: the jobs spread evenly over the SMs (a
@@ -276,9 +286,10 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   int64_t gx = 1, gy = 1;
   switch (stage) {
     case FUNNEL_DP_PARSE: /* m lanes a partition: no striding */
-      if (m < 1 || m > 32 || (m & (m - 1)) != 0)
+      if (m < 1 || m > 32 || (m & (m - 1)) != 0 || first < 0 || first % (threads / m) != 0)
         return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
-                          "cuda backend: a parse of %lld lanes a partition", (long long)m);
+                          "cuda backend: a parse of %lld lanes a partition from partition %lld",
+                          (long long)m, (long long)first);
       gx = (n * m + threads - 1) / threads;
       break;
     case FUNNEL_DP_SCAN: /* a block a tile of an array */
@@ -298,8 +309,10 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   CUdeviceptr a = (CUdeviceptr)args;
   void *params[] = {&a, &n, &m};
+  void *parse_params[] = {&a, &first, &n, &m};
   int st = CU(cuLaunchKernel, (cu->dpath[kernel + stage], (unsigned)gx, (unsigned)gy, 1, (unsigned)threads,
-                               1, 1, 0, (CUstream)stream, params, NULL));
+                               1, 1, 0, (CUstream)stream,
+                               stage == FUNNEL_DP_PARSE ? parse_params : params, NULL));
   leave(cu);
   return st;
 }
@@ -641,6 +654,7 @@ int funnel__cuda_backend_open(struct funnel_backend *be, int ordinal, struct fun
   be->host_device_address = cuda_host_device_address;
   be->stream_create = cuda_stream_create;
   be->stream_destroy = cuda_stream_destroy;
+  be->stream_wait = cuda_stream_wait;
   be->copy_h2d_async = cuda_copy_h2d;
   be->copy_d2h_async = cuda_copy_d2h;
   be->copy_d2d_async = cuda_copy_d2d;

@@ -113,12 +113,16 @@ __device__ void publish_summary(const funnel__dp_args *a) {
 // tile of the scan, the block that finishes last scans them and lays the
 // output out.
 extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__dp_args *a,
-                                                                    int64_t n, int64_t m) {
+                                                                    int64_t from, int64_t count,
+                                                                    int64_t m) {
   __shared__ uint64_t stage[FUNNEL__DPATH_THREADS / 32][FUNNEL__DP_STAGE_BYTES / 8];
   const int lanes = (int)m;
-  const int64_t tile = FUNNEL__DPATH_THREADS / lanes, first = (int64_t)blockIdx.x * tile;
+  const int64_t n = a->n_parts, end = from + count;
+  // this block's tile of the read's partitions: `from` is a multiple of it
+  const int64_t tile = FUNNEL__DPATH_THREADS / lanes, block = from / tile + blockIdx.x;
+  const int64_t first = block * tile;
   const int64_t p = first + threadIdx.x / (unsigned)lanes;
-  if (p < n) {
+  if (p < end) {
     const unsigned warp = threadIdx.x / 32;
     funnel__dp_parse(a, p, (int)(threadIdx.x % (unsigned)lanes), lanes,
                      lanes == 32 ? (uint8_t *)stage[warp] : NULL, FUNNEL__DP_STAGE_BYTES);
@@ -129,8 +133,8 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__d
     int64_t *tiles = (int64_t *)(uintptr_t)a->tiles;
     const int64_t q = first + threadIdx.x;
     for (int64_t k = 0; k <= a->n_var; k++) {
-      const int64_t sum = block_sum(threadIdx.x < tile && q < n ? scan_array(a, k)[q] : 0);
-      if (threadIdx.x == 0) tiles[k * a->n_tiles + blockIdx.x] = sum;
+      const int64_t sum = block_sum(threadIdx.x < tile && q < end ? scan_array(a, k)[q] : 0);
+      if (threadIdx.x == 0) tiles[k * a->n_tiles + block] = sum;
     }
     return;
   }

@@ -205,8 +205,10 @@ struct funnel_device;
  * is read now, once: FUNNEL_PINNED_POOL_BYTES (the pinned pool's size),
  * FUNNEL_DIRECT_MAX_BYTES (FUNNEL_OPTION_DIRECT_MAX_BYTES's default),
  * FUNNEL_PARSE=host|device (FUNNEL_OPTION_PARSE's default, else AUTO),
- * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES and FUNNEL_BATCH_COPY
- * (for tests and benchmarks). The device is thread-safe. */
+ * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES, FUNNEL_BATCH_COPY,
+ * FUNNEL_OVERLAP_MIN_BYTES and FUNNEL_OVERLAP_MIN_PARTS (the smallest read
+ * parsed on the device while its partitions are copied: for tests and
+ * benchmarks). The device is thread-safe. */
 FUNNEL_API funnel_status funnel_device_open(const char *kind,
                                             struct funnel_device **out,
                                             struct funnel_error *error);
@@ -606,6 +608,9 @@ struct funnel_read_stats {
                                 0 into host memory of their own (staged like a pageable partition) */
   int64_t device_decoded;    /* buffers the device decoded (FUNNEL_OPTION_DECODE) */
   int64_t bytes_device_decoded; /* the bytes they decoded to */
+  int64_t overlap_parts;     /* device path: the parts its partitions were parsed in while
+                                the later parts were copied (0: parsed after the copy); a
+                                read the device left to the host path: its attempt's */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -181,6 +181,13 @@ void funnel__dev_stream_destroy(struct funnel_backend *be, void *stream) {
   be->stream_destroy(be, stream);
 }
 
+int funnel__dev_stream_wait(struct funnel_backend *be, void *stream, void *event,
+                            struct funnel_error *error) {
+  if (be->stream_wait == NULL) return MISSING(be, "stream_wait");
+  calls.calls++;
+  return be->stream_wait(be, stream, event, error);
+}
+
 int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const void *src,
                                size_t size, void *stream, struct funnel_error *error) {
   INJECT(FUNNEL__FAULT_COPY, FUNNEL_ERR_DEVICE, "host-to-device copy");
@@ -233,13 +240,19 @@ int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int6
   return be->launch_concat(be, segments, count, stream, error);
 }
 
-int funnel__dev_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
-                             int64_t m, void *stream, struct funnel_error *error) {
+int funnel__dev_launch_dpath_from(struct funnel_backend *be, int stage, uint64_t args,
+                                  int64_t first, int64_t n, int64_t m, void *stream,
+                                  struct funnel_error *error) {
   if (be->launch_dpath == NULL) return MISSING(be, "launch_dpath");
   INJECT(FUNNEL__FAULT_LAUNCH, FUNNEL_ERR_DEVICE, "device-path launch");
   calls.calls++;
   calls.launches++;
-  return be->launch_dpath(be, stage, args, n, m, stream, error);
+  return be->launch_dpath(be, stage, args, first, n, m, stream, error);
+}
+
+int funnel__dev_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
+                             int64_t m, void *stream, struct funnel_error *error) {
+  return funnel__dev_launch_dpath_from(be, stage, args, 0, n, m, stream, error);
 }
 
 int funnel__dev_event_create(struct funnel_backend *be, void **out,

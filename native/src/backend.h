@@ -14,8 +14,9 @@
 /* The layout of struct funnel_backend that this funnel was built with;
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
- * native_streams; 4: launch_dpath; 5: event_pool; 6: peer. */
-#define FUNNEL_BACKEND_VERSION 6
+ * native_streams; 4: launch_dpath; 5: event_pool; 6: peer; 7: stream_wait,
+ * and launch_dpath's first item. */
+#define FUNNEL_BACKEND_VERSION 7
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -72,6 +73,10 @@ struct funnel_backend {
   int (*stream_create)(struct funnel_backend *be, void **out,
                        struct funnel_error *error);
   void (*stream_destroy)(struct funnel_backend *be, void *stream);
+  /* work enqueued on `stream` after the call waits for the completion of
+   * `event`'s last record before it (cuda: cuStreamWaitEvent) */
+  int (*stream_wait)(struct funnel_backend *be, void *stream, void *event,
+                     struct funnel_error *error);
 
   /* `src` must stay valid until an event recorded after it completes */
   int (*copy_h2d_async)(struct funnel_backend *be, uint64_t dst, const void *src,
@@ -90,11 +95,11 @@ struct funnel_backend {
                        void *stream, struct funnel_error *error);
   /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage;
    * with FUNNEL_DP_STAGE_NESTED for a read with nested columns)
-   * over n items with m as the stage says, its struct funnel__dp_args at
-   * device address `args`; or, FUNNEL_DP_STAGE_LZ4 (lz4dec.h), decodes
-   * the n struct funnel__lz4_job at `args` */
-  int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t n, int64_t m,
-                      void *stream, struct funnel_error *error);
+   * over items [first, first + n) with m as the stage says, its struct
+   * funnel__dp_args at device address `args`; or, FUNNEL_DP_STAGE_LZ4
+   * (lz4dec.h), decodes the n struct funnel__lz4_job at `args` (first 0) */
+  int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t first,
+                      int64_t n, int64_t m, void *stream, struct funnel_error *error);
 
   int (*event_create)(struct funnel_backend *be, void **out, struct funnel_error *error);
   /* an event that can be timed with event_elapsed_ns (cuda: without
@@ -223,6 +228,10 @@ int funnel__dev_host_device_address(struct funnel_backend *be, void *host, uint6
 int funnel__dev_stream_create(struct funnel_backend *be, void **out,
                               struct funnel_error *error);
 void funnel__dev_stream_destroy(struct funnel_backend *be, void *stream);
+/* Never failed by fault injection, as event waits: a read that cannot
+ * order its work cannot free it. */
+int funnel__dev_stream_wait(struct funnel_backend *be, void *stream, void *event,
+                            struct funnel_error *error);
 int funnel__dev_copy_h2d_async(struct funnel_backend *be, uint64_t dst, const void *src,
                                size_t size, void *stream, struct funnel_error *error);
 int funnel__dev_copy_d2h_async(struct funnel_backend *be, void *dst, uint64_t src,
@@ -237,6 +246,11 @@ int funnel__dev_launch_concat(struct funnel_backend *be, uint64_t segments, int6
                               void *stream, struct funnel_error *error);
 int funnel__dev_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
                              int64_t m, void *stream, struct funnel_error *error);
+/* the items [first, first + n) of a stage (dpath.h: the parse of some of
+ * a read's partitions) */
+int funnel__dev_launch_dpath_from(struct funnel_backend *be, int stage, uint64_t args,
+                                  int64_t first, int64_t n, int64_t m, void *stream,
+                                  struct funnel_error *error);
 int funnel__dev_event_create(struct funnel_backend *be, void **out,
                              struct funnel_error *error);
 /* A plain event as funnel__dev_event_create makes one, taken from the

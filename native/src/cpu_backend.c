@@ -21,16 +21,16 @@
 #include "lz4dec.h"
 #include "dpath_cpu.h"
 
-enum task_kind { TASK_COPY, TASK_CONCAT, TASK_DPATH, TASK_SIGNAL, TASK_STOP };
+enum task_kind { TASK_COPY, TASK_CONCAT, TASK_DPATH, TASK_SIGNAL, TASK_WAIT, TASK_STOP };
 
 struct event {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int64_t recorded; /* records made */
   int64_t done;     /* records completed: the highest of them */
-  int64_t pending;  /* signal tasks not yet run, on any stream (a pooled
-                       event may be recorded on another stream before the
-                       last record's signal has run) */
+  int64_t pending;  /* signal and wait tasks not yet run, on any stream (a
+                       pooled event may be recorded on another stream before
+                       the last record's signal has run) */
   int64_t done_ns;  /* when the last one completed (funnel__now_ns) */
 };
 
@@ -42,9 +42,10 @@ struct task {
   size_t size;
   int64_t count;
   int64_t count2; /* TASK_DPATH: m */
+  int64_t first;  /* TASK_DPATH: the first item */
   int stage;      /* TASK_DPATH */
   struct event *event;
-  int64_t seq;
+  int64_t seq;    /* TASK_SIGNAL: the record it completes; TASK_WAIT: it waits for */
 };
 
 /* the backend's private data */
@@ -90,13 +91,21 @@ static void *worker(void *arg) {
           break;
         }
         /* one compilation of the stages runs flat and nested reads alike */
-        funnel__dp_run_cpu(t->stage & ~FUNNEL_DP_STAGE_NESTED, t->dst, t->count, t->count2);
+        funnel__dp_run_cpu(t->stage & ~FUNNEL_DP_STAGE_NESTED, t->dst, t->first, t->count,
+                           t->count2);
         break;
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);
         if (t->seq > t->event->done) t->event->done = t->seq;
         t->event->pending--;
         t->event->done_ns = funnel__now_ns();
+        pthread_cond_broadcast(&t->event->cv);
+        pthread_mutex_unlock(&t->event->mu);
+        break;
+      case TASK_WAIT: /* another stream's record; its signal task runs there */
+        pthread_mutex_lock(&t->event->mu);
+        while (t->event->done < t->seq) pthread_cond_wait(&t->event->cv, &t->event->mu);
+        t->event->pending--;
         pthread_cond_broadcast(&t->event->cv);
         pthread_mutex_unlock(&t->event->mu);
         break;
@@ -224,13 +233,36 @@ static int cpu_launch(struct funnel_backend *be, uint64_t segments, int64_t coun
   return enqueue(stream, &t, error);
 }
 
-static int cpu_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t n,
-                            int64_t m, void *stream, struct funnel_error *error) {
+static int cpu_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t first,
+                            int64_t n, int64_t m, void *stream, struct funnel_error *error) {
   (void)be;
   /* the stages write their args (the layout) */
   struct task t = {.kind = TASK_DPATH, .stage = stage, .dst = (void *)(uintptr_t)args,
-                   .count = n, .count2 = m};
+                   .first = first, .count = n, .count2 = m};
   return enqueue(stream, &t, error);
+}
+
+/* The wait holds the event as a pending signal does, so the event is not
+ * destroyed under it. A record whose signal task was never enqueued is
+ * taken back (cpu_event_record), so the last record made is one that
+ * completes. */
+static int cpu_stream_wait(struct funnel_backend *be, void *stream, void *event,
+                           struct funnel_error *error) {
+  (void)be;
+  struct event *e = event;
+  pthread_mutex_lock(&e->mu);
+  const int64_t seq = e->recorded;
+  e->pending++;
+  pthread_mutex_unlock(&e->mu);
+  struct task t = {.kind = TASK_WAIT, .event = e, .seq = seq};
+  const int st = enqueue(stream, &t, error);
+  if (st != FUNNEL_OK) {
+    pthread_mutex_lock(&e->mu);
+    e->pending--;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+  }
+  return st;
 }
 
 static int cpu_event_create(struct funnel_backend *be, void **out, struct funnel_error *error) {
@@ -445,6 +477,7 @@ int funnel__cpu_backend_init(struct funnel_backend *be, struct funnel_error *err
   be->copy_d2d_async = cpu_copy_d2d;
   be->launch_concat = cpu_launch;
   be->launch_dpath = cpu_launch_dpath;
+  be->stream_wait = cpu_stream_wait;
   be->event_create = cpu_event_create;
   be->event_record = cpu_event_record;
   be->event_query = cpu_event_query;

@@ -56,6 +56,8 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
                            : chunk < FUNNEL__SEGMENT_CHUNK_MAX ? chunk
                                                                : FUNNEL__SEGMENT_CHUNK_MAX;
   c->batch_copy = batch != NULL && strcmp(batch, "1") == 0;
+  c->overlap_min_bytes = env_int("FUNNEL_OVERLAP_MIN_BYTES", FUNNEL__OVERLAP_MIN_BYTES);
+  c->overlap_min_parts = env_int("FUNNEL_OVERLAP_MIN_PARTS", FUNNEL__OVERLAP_MIN_PARTS);
   const char *parse = getenv("FUNNEL_PARSE");
   c->parse = parse == NULL ? FUNNEL_PARSE_AUTO
              : strcmp(parse, "host") == 0 ? FUNNEL_PARSE_HOST

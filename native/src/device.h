@@ -23,6 +23,9 @@ struct funnel__config {
   int64_t direct_max_bytes;    /* FUNNEL_DIRECT_MAX_BYTES, else FUNNEL__DIRECT_MAX_DEFAULT:
                                   each reader's FUNNEL_OPTION_DIRECT_MAX_BYTES to start with */
   int64_t segment_chunk_bytes; /* FUNNEL_SEGMENT_CHUNK_BYTES, else FUNNEL__SEGMENT_CHUNK_BYTES */
+  /* FUNNEL_OVERLAP_MIN_BYTES and FUNNEL_OVERLAP_MIN_PARTS, else tuning.h's:
+   * the least a read of the device path parses while it is copied */
+  int64_t overlap_min_bytes, overlap_min_parts;
   /* FUNNEL_BATCH_COPY=1: a read may put its copies in one batched call.
    * Off by default: on an H100 with driver 580.159.04, a cuMemcpyBatchAsync
    * of thousands of host-to-device copies of mixed sizes failed now and

@@ -94,10 +94,13 @@ enum funnel__dp_kind {
  * output out (funnel__dp_layout), so the concat follows with no host step
  * between. */
 enum funnel__dp_stage {
-  /* n partitions: parse each (funnel__dp_parse), m lanes a partition
-   * (args.parse_lanes; the cuda kernel then sums the tiles of the scan's
-   * arrays); it scans them too, and lays the output out, when
-   * FUNNEL__DP_PARSE_SCANS(n). */
+  /* n partitions from the launch's first: parse each (funnel__dp_parse),
+   * m lanes a partition (args.parse_lanes; the cuda kernel then sums the
+   * tiles of the scan's arrays); when FUNNEL__DP_PARSE_SCANS(args.n_parts)
+   * it parses them all, scans them too, and lays the output out. Several
+   * launches may parse a read's partitions in parts (dread.c, while they
+   * are copied), each from a multiple of the tile (FUNNEL__DPATH_THREADS /
+   * m partitions). */
   FUNNEL_DP_PARSE = 0,
   /* n arrays (rows, then string bytes per string column) of m values:
    * exclusive scan of each, totals into the summary; then the layout */

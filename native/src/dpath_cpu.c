@@ -36,15 +36,17 @@ static void layout(struct funnel__dp_args *a) {
            (size_t)funnel__dp_summary_bytes(a));
 }
 
-void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t n, int64_t m) {
+void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t first, int64_t n,
+                        int64_t m) {
   switch (stage) {
     case FUNNEL_DP_PARSE: {
       /* the metadata walked in a copy, as the kernel walks it */
       uint64_t stage[FUNNEL__DP_STAGE_BYTES / 8];
-      for (int64_t p = 0; p < n; p++)
+      for (int64_t p = first; p < first + n; p++)
         funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
       (void)m; /* one lane */
-      if (FUNNEL__DP_PARSE_SCANS(n) && a->zmode != FUNNEL_DP_UNPACK) { /* as the kernel does */
+      /* as the kernel does: a read of so few partitions is parsed whole */
+      if (FUNNEL__DP_PARSE_SCANS(a->n_parts) && a->zmode != FUNNEL_DP_UNPACK) {
         scan_all(a, 1 + a->n_var);
         layout(a);
       }

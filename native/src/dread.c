@@ -268,6 +268,63 @@ static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
   return st;
 }
 
+/* The parse of a read's partitions while they are copied (t->n_overlap
+ * parts; transfer.c, plan_overlap): on `stream`, after the first part's
+ * bytes (the early copy), the head, then the other parts' bytes, an
+ * event after each part's; on the reader's second stream (t->aux), each
+ * part's parse once its event is there; then `stream` waits for the
+ * parses. One copy engine takes the copies in turn, so the head goes
+ * before the bytes it would otherwise queue behind. Whatever fails,
+ * `stream` is made to wait for what the second stream was given (or the
+ * host waits for it), so the read's event still follows all of its work;
+ * *lost when neither could be done. */
+static int parse_overlapped(struct funnel_table *t, struct funnel__work *w, const struct dp_layout *l,
+                            const uint8_t *host, int nested, void *stream, bool *lost,
+                            struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const int m = t->n_overlap;
+  const int64_t *part = t->overlap_part, *byte = t->overlap_byte;
+  void **ev = t->overlap_ev;
+  *lost = false;
+  int st = funnel__work_enqueued(w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
+                                                               (size_t)l->head, stream, error));
+  for (int j = 0; j < m && st == FUNNEL_OK; j++) {
+    const int64_t from = byte[j], len = byte[j + 1] - byte[j];
+    if (j > 0 && len > 0)
+      st = funnel__work_enqueued(
+          w, funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)from,
+                                        (const void *)(t->early_base + (uintptr_t)from), (size_t)len,
+                                        stream, error));
+    if (st == FUNNEL_OK && ev[j] == NULL) st = funnel__dev_event_take(be, &ev[j], error);
+    if (st == FUNNEL_OK) st = funnel__dev_event_record(be, ev[j], stream, error);
+  }
+  bool aux_used = false;
+  for (int j = 0; j < m && st == FUNNEL_OK; j++) {
+    st = funnel__dev_stream_wait(be, t->aux, ev[j], error);
+    if (st == FUNNEL_OK)
+      st = funnel__dev_launch_dpath_from(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, part[j],
+                                         part[j + 1] - part[j], l->parse_lanes, t->aux, error);
+    aux_used |= st == FUNNEL_OK;
+  }
+  if (st == FUNNEL_OK) t->stats.overlap_parts = m;
+  if (!aux_used) return st;
+  /* the join: `stream` waits for the parses; if that cannot be enqueued,
+   * the host waits for them */
+  void **join = &ev[m];
+  struct funnel_error e;
+  struct funnel_error *err = st == FUNNEL_OK ? error : &e;
+  int js = *join == NULL ? funnel__dev_event_take(be, join, err) : FUNNEL_OK;
+  if (js == FUNNEL_OK) js = funnel__dev_event_record(be, *join, t->aux, err);
+  if (js == FUNNEL_OK) js = funnel__dev_stream_wait(be, stream, *join, err);
+  if (js == FUNNEL_OK) return st;
+  if (st == FUNNEL_OK) st = js;
+  /* once more, and the host waits for the second stream's work itself */
+  *lost = (*join == NULL && funnel__dev_event_take(be, join, &e) != FUNNEL_OK) ||
+          funnel__dev_event_record(be, *join, t->aux, &e) != FUNNEL_OK ||
+          funnel__dev_event_wait(be, *join, &e) != FUNNEL_OK;
+  return st;
+}
+
 /* Enqueues the whole read: the copies, the upload, the parse, the scan
  * (which lay the output out), the copy back of the sums, then the concat
  * (timed when asked) and the table's event; then waits for the sums, which
@@ -287,7 +344,11 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
   const bool decoded = a->zmode == FUNNEL_DP_DECODED;
   int st = tr->early || decoded ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
-  if (st == FUNNEL_OK && !decoded)
+  /* the parse while the partitions are copied (the head goes up there) */
+  const bool overlapped = !decoded && t->n_overlap > 0;
+  bool lost = false;
+  if (st == FUNNEL_OK && overlapped) st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
+  if (st == FUNNEL_OK && !decoded && !overlapped)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));
   if (st == FUNNEL_OK && decoded) {
@@ -305,7 +366,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
           &w, funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, t->dp_scratch + (uint64_t)l->zjobs,
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
-  if (st == FUNNEL_OK)
+  if (st == FUNNEL_OK && !overlapped)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
                                                             l->parse_lanes, stream, error));
   if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))
@@ -336,6 +397,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
     st = funnel__dev_event_record(be, t->ev_end, stream, error);
   bool abandoned;
   st = funnel__work_finish(&w, st, false, &abandoned, error);
+  abandoned |= lost;
   if (st == FUNNEL_OK) {
     st = funnel__dev_event_wait(be, t->ev_sums, error);
     /* the rest of the work must be over before anything it touches goes */

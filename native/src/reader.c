@@ -9,6 +9,7 @@
 struct funnel_reader {
   struct funnel_device *dev;
   void *stream;
+  void *aux; /* the device path's parse while its partitions are copied (dread.c) */
   struct funnel__shared_schema *schema; /* NULL when not given */
   struct funnel__read_options options;
   struct funnel__inflight reads; /* which funnel_reader_free waits for */
@@ -50,6 +51,8 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   int st = FUNNEL_OK;
   if (schema_length > 0) st = parse_schema(schema, schema_length, &r->schema, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &r->stream, error);
+  if (st == FUNNEL_OK && dev->be.stream_wait != NULL && dev->be.launch_dpath != NULL)
+    st = funnel__dev_stream_create(&dev->be, &r->aux, error);
   if (st != FUNNEL_OK) {
     funnel_reader_free(r);
     return st;
@@ -64,6 +67,7 @@ void funnel_reader_free(struct funnel_reader *reader) {
   funnel__inflight_wait_idle(&reader->reads);
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
+  funnel__dev_stream_destroy(&reader->dev->be, reader->aux);
   funnel__shared_schema_unref(reader->schema);
   funnel__device_unref(reader->dev);
   funnel__inflight_destroy(&reader->reads);
@@ -204,7 +208,10 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   const bool compressed = codec != FUNNEL__CODEC_NONE;
   const bool want = st == FUNNEL_OK &&
                     funnel__dpath_wanted(t, o, parts, count, &scan, codec, schema, &on_device);
-  if (want && !compressed) t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
+  if (want && !compressed) {
+    t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
+    t->aux = reader->aux; /* the early copies say whether the parse overlaps them */
+  }
   if (st == FUNNEL_OK && (!compressed || want))
     st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
   m[1] = mark_now();

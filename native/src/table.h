@@ -64,6 +64,17 @@ struct funnel_table {
                        is freed (an export may point a consumer at it) */
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */
   void *ev_sums;    /* the device path: after the copy back of the sums */
+  /* The device path's parse of the partitions while they are copied
+   * (dread.c; tuning.h, FUNNEL__OVERLAP_*): `aux`, the reader's second
+   * stream, when a read may; then, set by the early copies, the read's
+   * n_overlap parts: part j's partitions from overlap_part[j] and bytes
+   * from overlap_byte[j] of the early copy (n_overlap + 1 each, the last
+   * the ends), and the events after part j's bytes, then one after the
+   * parses (overlap_ev, n_overlap + 1, NULL until taken) */
+  void *aux;
+  int n_overlap;
+  int64_t *overlap_part, *overlap_byte;
+  void **overlap_ev;
   pthread_mutex_t mu;
   int done;         /* the event has completed and scratch is freed
                        (unless it holds the output: one_block) */

@@ -9,6 +9,7 @@
 #endif
 #include <string.h>
 
+#include "dpath.h"
 #include "read.h"
 #include "workers.h"
 
@@ -66,11 +67,60 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
   *out = s;
 }
 
+/* The parts of a read of the device path that it parses while the rest
+ * is copied (table.h, t->n_overlap; tuning.h, FUNNEL__OVERLAP_*), when the
+ * read has a second stream for it (t->aux) and enough partitions and
+ * bytes (the device's config): the first half of the partitions, then
+ * OVERLAP_PIECES pieces of the rest, each part from a multiple of the
+ * parse's tile (the parse sums a tile a block). A part's bytes start where
+ * its first non-empty partition's do (their addresses rise: the span is
+ * back to back), the first part's at 0, and the last part's end at the
+ * span's. */
+static int plan_overlap(struct funnel_table *t, const struct funnel_partition *parts,
+                        size_t count, const struct funnel__parts_scan *scan,
+                        struct funnel_error *error) {
+  const int64_t n = (int64_t)count, size = (int64_t)(scan->hi - scan->lo);
+  const struct funnel__config *c = &t->dev->config;
+  if (t->aux == NULL || size < c->overlap_min_bytes || n < c->overlap_min_parts ||
+      FUNNEL__DP_PARSE_SCANS(n))
+    return FUNNEL_OK;
+  const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
+  const int64_t pieces = FUNNEL__OVERLAP_PIECES;
+  int64_t *part = funnel__arena_alloc(&t->arena, (size_t)(pieces + 2) * sizeof(int64_t));
+  int64_t *byte = funnel__arena_alloc(&t->arena, (size_t)(pieces + 2) * sizeof(int64_t));
+  void **ev = funnel__arena_calloc(&t->arena, (size_t)(pieces + 2), sizeof(void *));
+  if (part == NULL || byte == NULL || ev == NULL) return OUT_OF_MEMORY(error);
+  int m = 0;
+  part[0] = 0;
+  for (int64_t j = 0; j < pieces; j++) {
+    const int64_t p = (n / 2 + (n - n / 2) * j / pieces) / tile * tile;
+    if (p > part[m]) part[++m] = p;
+  }
+  part[++m] = n;
+  if (m < 2) return FUNNEL_OK;
+  byte[0] = 0;
+  byte[m] = size;
+  for (int j = 1; j < m; j++) {
+    int64_t p = part[j];
+    while (p < n && parts[p].length == 0) p++;
+    byte[j] = p < n ? (int64_t)((uintptr_t)parts[p].data - scan->lo) : size;
+  }
+  t->n_overlap = m;
+  t->overlap_part = part;
+  t->overlap_byte = byte;
+  t->overlap_ev = ev;
+  return FUNNEL_OK;
+}
+
 /* One copy of the range the partitions span, when they lie back to back in
  * the pinned pool: a partition's bytes then lie in scratch where add_run
- * would have put them (data - lo), so nothing is written per partition. */
-static int early_mirror(struct funnel_table *t, const struct funnel__parts_scan *scan,
-                        void *stream, struct funnel_error *error) {
+ * would have put them (data - lo), so nothing is written per partition.
+ * When the parse overlaps the copy (plan_overlap), only its first part's
+ * bytes go up here; the device path copies the rest (dread.c). */
+static int early_mirror(struct funnel_table *t, const struct funnel_partition *parts,
+                        size_t count, const struct funnel__parts_scan *scan, void *stream,
+                        struct funnel_error *error) {
+  FUNNEL_RETURN_NOT_OK(plan_overlap(t, parts, count, scan, error));
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
@@ -79,9 +129,10 @@ static int early_mirror(struct funnel_table *t, const struct funnel__parts_scan 
   const int64_t room = funnel__align_up((int64_t)size, FUNNEL__ALIGN);
   int st = funnel__dev_alloc(be, (size_t)(room + t->reserve), stream, &t->scratch, error);
   if (st == FUNNEL_OK && t->reserve > 0) t->reserved = t->scratch + (uint64_t)room;
-  if (st == FUNNEL_OK)
+  const size_t first = t->n_overlap > 0 ? (size_t)t->overlap_byte[1] : size;
+  if (st == FUNNEL_OK && first > 0)
     st = funnel__work_enqueued(
-        &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, size, stream, error));
+        &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, first, stream, error));
   bool abandoned;
   st = funnel__work_finish(&w, st, false, &abandoned, error);
   if (abandoned) funnel__table_abandon(t);
@@ -100,7 +151,7 @@ int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *
     return FUNNEL_OK;
   if (scan->back_to_back &&
       funnel__span_contains(span, (const void *)scan->lo, (int64_t)(scan->hi - scan->lo)))
-    return early_mirror(t, scan, stream, error);
+    return early_mirror(t, parts, count, scan, stream, error);
   int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   struct funnel__run *runs = funnel__arena_alloc(&t->arena, count * sizeof(*runs));
   if (in == NULL || runs == NULL) return OUT_OF_MEMORY(error);

@@ -72,6 +72,27 @@
 #define FUNNEL__DP_PARSE_THREADS ((int64_t)1 << 16)
 #define FUNNEL__DP_PARSE_MIN_LANES 8
 
+/* The device path parses a read's partitions while they are copied, when
+ * they go up as one copy of their span from the pinned pool (transfer.c,
+ * early copies): the first half of them goes up at once, the rest after
+ * the table the parse reads (one copy engine takes the copies in turn, so
+ * that table must not queue behind the bytes), in OVERLAP_PIECES pieces
+ * (fewer when it has fewer tiles of the parse); the parse of each part, on
+ * a stream of its own, runs as soon as its bytes are there, and the next
+ * part's bytes are copied meanwhile. Only for reads of OVERLAP_MIN_PARTS
+ * partitions and OVERLAP_MIN_BYTES bytes and more: below, the parse is too
+ * short to pay for the parts' waits, and the first half's copy too short
+ * to cover the host's work on the table, while which the link then idles
+ * (H100, pinned, mixed and strings, ms before -> after: 50000x10x27 mixed
+ * 3.52 -> 3.19, strings 8.17 -> 7.74, 50000x4x10 mixed 1.19 -> 1.15,
+ * 10000x10x10 mixed 0.526 -> 0.519, 10000x4x10 strings (15 MB) 0.441 ->
+ * 0.409; but 10000x4x10 mixed (8 MB) 0.270 -> 0.283, 10000x4x1 mixed (7 MB)
+ * 0.230 -> 0.229, 1000x10x100 mixed (7 MB) 0.20 -> 0.24, 1000x10x10 mixed
+ * 0.095 -> 0.105: bench/RESULTS.md, session 32). */
+#define FUNNEL__OVERLAP_MIN_PARTS 4096
+#define FUNNEL__OVERLAP_MIN_BYTES ((int64_t)12 << 20)
+#define FUNNEL__OVERLAP_PIECES 4
+
 /* A batch of at most this many rows is bound by the cuda parse a lane a
  * column (dpath.h, dp_batch_values), not a column at a time by the whole
  * warp: Spark's small partitions have tens of rows and ten or so columns,

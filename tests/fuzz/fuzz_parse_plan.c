@@ -513,7 +513,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   for (int p = 0; p < n && with_template && n_cols > 0; p++)
     if (in->lengths[p] > 0 && funnel__dp_template_of(&a, schema->ipc, in->parts[p], in->lengths[p], tmpl))
       break;
-  if (n_cols > 0) funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1); /* one lane */
+  if (n_cols > 0) funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, 0, n, 1); /* one lane */
   if (n_cols > 0 && a.zmode == FUNNEL_DP_UNPACK) {
     /* the decoded buffers (a read allocates what the pass reserved; here
      * as much as the host's images may take), decoded, then parsed again */
@@ -524,14 +524,14 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       s->first_left = n;
       a.zmode = FUNNEL_DP_DECODED;
       a.zscratch = (uint64_t)(uintptr_t)zbuf;
-      funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, n, 1);
+      funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, 0, n, 1);
     } else if (s->left == 0) {
       s->left = 1; /* as the read leaves it */
       s->first_left = 0;
     }
   }
   if (n_cols > 0 && a.zmode != FUNNEL_DP_UNPACK && !FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
-    funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 1 + n_var, n);
+    funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 0, 1 + n_var, n);
   const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;
   if (n_cols == 0) {
     /* a ZSTD read: the host path's */

@@ -22,7 +22,10 @@ static const struct iw_field FIELDS[] = {
     {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 0},
 };
 static const struct iw_schema SCHEMA = {3, FIELDS, 0};
-enum { N_COLS = 3, P = 24, ROWS = 40 };
+enum { N_COLS = 3, P_MAX = 320, ROWS = 40 };
+/* the partitions a read takes: 24, or for a device path that parses while
+ * it copies (overlapped_parse_faults_fail_cleanly) more than a tile */
+static int P = 24;
 
 static const char *const KIND_NAMES[FUNNEL__N_FAULTS] = {"ALLOC", "PINNED", "COPY", "LAUNCH",
                                                         "EVENT"};
@@ -30,7 +33,7 @@ static const char *const KIND_NAMES[FUNNEL__N_FAULTS] = {"ALLOC", "PINNED", "COP
 /* The table of every partition, and each partition's stream bytes. */
 struct input {
   struct iw_col cols[N_COLS];
-  struct iw_buf bytes[P];
+  struct iw_buf bytes[P_MAX];
 };
 
 /* `lz4`: every buffer an LZ4 frame, as the funnel shuffle writes them (no
@@ -62,7 +65,7 @@ static const char *const LAYOUT_NAMES[N_LAYOUTS] = {"all pinned", "pinned and pa
                                                     "direct"};
 
 struct layout {
-  struct funnel_partition parts[P];
+  struct funnel_partition parts[P_MAX];
   uint8_t *block;
   size_t block_size;
   int transfer;
@@ -71,6 +74,9 @@ struct layout {
 static int layout_make(struct funnel_device *dev, const struct input *in, int kind,
                        struct layout *l) {
   memset(l, 0, sizeof(*l));
+  /* the many partitions of an overlapped parse lie back to back (8-byte
+   * aligned), so they go up as one copy of their span, in parts */
+  const int packed = P > 24;
   const size_t stride = kind == MIXED_STAGED ? (size_t)96 << 10 : 4096;
   l->block_size = stride * P;
   struct funnel_error err;
@@ -82,8 +88,12 @@ static int layout_make(struct funnel_device *dev, const struct input *in, int ki
     if (pageable) {
       l->parts[p] = (struct funnel_partition){in->bytes[p].data, in->bytes[p].len};
     } else {
-      memcpy(l->block + stride * (size_t)p, in->bytes[p].data, in->bytes[p].len);
-      l->parts[p] = (struct funnel_partition){l->block + stride * (size_t)p, in->bytes[p].len};
+      uint8_t *at = packed ? (p == 0 ? l->block
+                                     : (uint8_t *)l->parts[p - 1].data +
+                                           (l->parts[p - 1].length + 7) / 8 * 8)
+                           : l->block + stride * (size_t)p;
+      memcpy(at, in->bytes[p].data, in->bytes[p].len);
+      l->parts[p] = (struct funnel_partition){at, in->bytes[p].len};
     }
   }
   l->transfer = kind == DIRECT ? FUNNEL_TRANSFER_DIRECT : FUNNEL_TRANSFER_COPY;
@@ -145,11 +155,18 @@ static int same_live(struct funnel__live a, struct funnel__live b) {
 static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t injected[FUNNEL__N_FAULTS],
                              int64_t survived[FUNNEL__N_FAULTS]) {
   if (layout_kind == MIXED_STAGED) setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
+  const int overlap = P > FUNNEL__DPATH_THREADS; /* parsed while copied, whatever the size */
+  if (overlap) {
+    setenv("FUNNEL_OVERLAP_MIN_BYTES", "1", 1);
+    setenv("FUNNEL_OVERLAP_MIN_PARTS", "0", 1);
+  }
   struct funnel_device *dev = NULL;
   struct funnel_reader *rd = NULL;
   struct funnel_error err;
   const int opened = CHECK_OK(check_device_open(&dev, &err), &err);
   unsetenv("FUNNEL_STAGE_PAGEABLE");
+  unsetenv("FUNNEL_OVERLAP_MIN_BYTES");
+  unsetenv("FUNNEL_OVERLAP_MIN_PARTS");
   if (!opened) return;
   struct input in;
   input_make(&in, 100 + (uint64_t)layout_kind, lz4);
@@ -168,6 +185,7 @@ static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t inject
       if (parse == FUNNEL_PARSE_DEVICE && CHECK_OK(funnel_table_stats(t, &s, &err), &err)) {
         CHECK(check_on_device(&s));
         CHECK_EQ_I64(s.compressed_partitions, lz4 ? P : 0);
+        if (overlap) CHECK(s.overlap_parts > 1);
       }
       funnel_table_free(t);
     }
@@ -240,6 +258,21 @@ static void every_fault_a_read_reaches_fails_cleanly(void) {
   CHECK(survived[FUNNEL__FAULT_ALLOC] > 0);
 }
 
+/* The same for a read of the device path that parses its partitions while
+ * they are copied (a second stream, an event a part): every fault on the
+ * way fails the read cleanly, or is worked around, and leaves nothing. */
+static void overlapped_parse_faults_fail_cleanly(void) {
+  int64_t injected[FUNNEL__N_FAULTS] = {0}, survived[FUNNEL__N_FAULTS] = {0};
+  P = P_MAX;
+  faults_in_layout(ALL_PINNED, FUNNEL_PARSE_DEVICE, 0, injected, survived);
+  P = 24;
+  for (int k = 0; k < FUNNEL__N_FAULTS; k++)
+    printf("    %-6s %lld faults injected (%lld worked around)\n", KIND_NAMES[k],
+           (long long)injected[k], (long long)survived[k]);
+  CHECK(injected[FUNNEL__FAULT_EVENT] > 0 && injected[FUNNEL__FAULT_LAUNCH] > 0 &&
+        injected[FUNNEL__FAULT_COPY] > 0);
+}
+
 /* A fault armed far beyond what a read does is never hit, and a disarmed
  * kind costs nothing: the same read as without injection. */
 static void unreached_fault_changes_nothing(void) {
@@ -249,7 +282,7 @@ static void unreached_fault_changes_nothing(void) {
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   struct input in;
   input_make(&in, 7, 0);
-  struct funnel_partition parts[P];
+  struct funnel_partition parts[P_MAX];
   for (int p = 0; p < P; p++) parts[p] = (struct funnel_partition){in.bytes[p].data, in.bytes[p].len};
   if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
     funnel__fault_arm(FUNNEL__FAULT_COPY, 1000000);
@@ -268,6 +301,7 @@ static void unreached_fault_changes_nothing(void) {
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(every_fault_a_read_reaches_fails_cleanly),
+      CHECK_TEST(overlapped_parse_faults_fail_cleanly),
       CHECK_TEST(unreached_fault_changes_nothing),
   };
   return CHECK_MAIN(argc, argv, tests);

@@ -98,6 +98,10 @@ static void result_free(struct result *r) {
 struct parity_shape {
   int n_parts, max_rows, max_batches;
   int parse, on_device; /* read_all's */
+  /* the device path must parse in parts while the partitions are copied
+   * (a pinned `transfer`); with the partitions around the middle, where
+   * the first part ends, empty */
+  int overlap;
 };
 
 static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, uint64_t *rng,
@@ -108,6 +112,7 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
   struct iw_buf *bufs = calloc((size_t)n_parts, sizeof(*bufs));
   for (int p = 0; p < n_parts; p++) {
     if (check_rand_below(rng, 10) == 0) continue; /* an empty shuffle block */
+    if (sh.overlap && p >= n_parts / 2 - 40 && p < n_parts / 2 + 40) continue;
     int64_t rows = (int64_t)check_rand_below(rng, (uint64_t)max_rows + 1);
     struct iw_col cols[N_FIELDS];
     for (int c = 0; c < N_FIELDS; c++) iw_col_random(&cols[c], &FIELDS[c], rows, 150, rng);
@@ -152,6 +157,14 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
   int ok = read_all(cpu, parts, (size_t)n_parts, FUNNEL_TRANSFER_AUTO, FUNNEL_PARSE_HOST, 0, &want);
   ok = ok && read_all(dut, dut_parts, (size_t)n_parts, transfer >= 0 ? transfer : FUNNEL_TRANSFER_AUTO,
                       sh.parse, sh.on_device, &got);
+  if (ok && sh.overlap) {
+    struct funnel_read_stats s;
+    struct funnel_error err;
+    CHECK_OK(funnel_table_stats(got.table, &s, &err), &err);
+    check_context("%d partitions, transfer %d: parsed in parts while copied", n_parts, transfer);
+    CHECK(s.overlap_parts > 1);
+    check_context("%s", "");
+  }
   if (ok) {
     CHECK_EQ_I64(funnel_table_num_rows(got.table), funnel_table_num_rows(want.table));
     for (int c = 0; c < N_FIELDS; c++) {
@@ -199,7 +212,7 @@ static void parity_random_tables_every_type(void) {
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
       /* from pageable memory, then from pinned: copied (merged), read in place */
       parity_case(cpu, dut, &rng,
-                  (struct parity_shape){shapes[i][0], shapes[i][1], 3, FUNNEL_PARSE_AUTO, 0}, NULL,
+                  (struct parity_shape){shapes[i][0], shapes[i][1], 3, FUNNEL_PARSE_AUTO, 0, 0}, NULL,
                   (int)((round + i) % 3) - 1);
   /* pieces cut into many small segments, at odd byte and bit positions,
    * by a device opened with FUNNEL_SEGMENT_CHUNK_BYTES set */
@@ -210,9 +223,9 @@ static void parity_random_tables_every_type(void) {
     const int opened = CHECK_OK(check_device_open(&cut, &err), &err);
     unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
     if (!opened) break;
-    parity_case(cpu, cut, &rng, (struct parity_shape){3, 5000, 3, FUNNEL_PARSE_HOST, 0}, chunks[k],
+    parity_case(cpu, cut, &rng, (struct parity_shape){3, 5000, 3, FUNNEL_PARSE_HOST, 0, 0}, chunks[k],
                 (int)k - 1);
-    parity_case(cpu, cut, &rng, (struct parity_shape){200, 40, 3, FUNNEL_PARSE_HOST, 0},
+    parity_case(cpu, cut, &rng, (struct parity_shape){200, 40, 3, FUNNEL_PARSE_HOST, 0, 0},
                 chunks[k], 2 - (int)k);
     funnel_device_close(cut);
   }
@@ -240,13 +253,33 @@ static void parity_device_path_every_type(void) {
   for (int round = 0; round < (quick ? 1 : 3); round++)
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
       parity_case(cpu, dut, &rng,
-                  (struct parity_shape){shapes[i][0], shapes[i][1], 1, FUNNEL_PARSE_DEVICE, 1}, NULL,
+                  (struct parity_shape){shapes[i][0], shapes[i][1], 1, FUNNEL_PARSE_DEVICE, 1, 0}, NULL,
                   (int)((round + i) % 4) - 1);
-  parity_case(cpu, dut, &rng, (struct parity_shape){quick ? 5000 : 50000, 2, 1, FUNNEL_PARSE_DEVICE, 1},
+  parity_case(cpu, dut, &rng, (struct parity_shape){quick ? 5000 : 50000, 2, 1, FUNNEL_PARSE_DEVICE, 1, 0},
               NULL, -1); /* more than the pinned pool holds */
+  /* parsed in parts while the later parts are copied, by a device opened
+   * to do so from reads of any size: from one pinned block, with a run of
+   * empty partitions where the first part ends; then partitions of
+   * several batches, which the device leaves to the host after it copied
+   * them all */
+  struct funnel_device *ov = NULL;
+  setenv("FUNNEL_OVERLAP_MIN_BYTES", "1", 1);
+  setenv("FUNNEL_OVERLAP_MIN_PARTS", "0", 1);
+  const int opened = CHECK_OK(check_device_open(&ov, &err), &err);
+  unsetenv("FUNNEL_OVERLAP_MIN_BYTES");
+  unsetenv("FUNNEL_OVERLAP_MIN_PARTS");
+  for (int round = 0; round < (quick ? 1 : 2) && opened; round++) {
+    parity_case(cpu, ov, &rng,
+                (struct parity_shape){2000 + 700 * round, 12, 1, FUNNEL_PARSE_DEVICE, 1, 1}, NULL,
+                round == 0 ? FUNNEL_TRANSFER_COPY : FUNNEL_TRANSFER_AUTO);
+    parity_case(cpu, ov, &rng,
+                (struct parity_shape){1500 + 300 * round, 12, 3, FUNNEL_PARSE_DEVICE, 0, 1}, NULL,
+                FUNNEL_TRANSFER_COPY);
+  }
+  funnel_device_close(ov);
   /* several batches: left to the host, the same table */
-  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0}, NULL, -1);
-  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0}, NULL,
+  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0, 0}, NULL, -1);
+  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0, 0}, NULL,
               FUNNEL_TRANSFER_COPY);
   funnel_device_close(dut);
   funnel_device_close(cpu);

@@ -9,14 +9,16 @@ package dev.funnel;
  * deviceCallsParse == 0}, {@code deviceCallsPlan == 0}, {@code syncsInRead == 0}. A read the
  * device parsed ({@code deviceParsed > 0 && deviceLeft == 0}, {@link FunnelReader#setParse}):
  * {@code h2dCopies <= partitions + 1} (the partitions and one small table), {@code
- * concatLaunches <= 3} (parse, scan over 256 partitions, concat), {@code syncsInRead == 1} (the
- * wait for the parse's sums, which give the table's shape; the concat is already enqueued behind
- * them), {@code deviceCallsPlan == 0}.
+ * concatLaunches <= 2 + max(1, overlapParts)} (parse, scan over 256 partitions, concat), {@code
+ * syncsInRead == 1} (the wait for the parse's sums, which give the table's shape; the concat is
+ * already enqueued behind them), {@code deviceCallsPlan == 0}. A large read of many partitions
+ * back to back in the pinned pool is parsed in {@code overlapParts} parts (else 0), each while
+ * the next part's bytes are copied: a parse launch and a copy a part.
  *
  * <p>{@code deviceParsed} partitions went up as raw bytes for the device to parse; {@code
  * deviceLeft} of them it left to the host (a schema written differently, several batches, a
  * malformed partition), which then read them all: such a read counts the attempt's copies, its
- * three launches and two waits (for the sums, and for the attempt's work before its memory goes)
+ * launches and two waits (for the sums, and for the attempt's work before its memory goes)
  * on top of the host path's.
  *
  * <p>{@code compressedPartitions} had compressed bodies (LZ4_FRAME or ZSTD), whose {@code
@@ -69,7 +71,8 @@ public record ReadStats(
     long decodeNanos,
     long decodedPinned,
     long deviceDecoded,
-    long bytesDeviceDecoded) {
+    long bytesDeviceDecoded,
+    long overlapParts) {
 
   static ReadStats of(long[] v) {
     if (v.length != ReadStats.class.getRecordComponents().length) {
@@ -79,7 +82,7 @@ public record ReadStats(
     return new ReadStats(
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
         v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25],
-        v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33]);
+        v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33], v[34]);
   }
 
   /** Whether the device parsed the headers and kept every partition. */
@@ -123,6 +126,7 @@ public record ReadStats(
         + ", \"decoded_pinned\": " + decodedPinned
         + ", \"device_decoded\": " + deviceDecoded
         + ", \"bytes_device_decoded\": " + bytesDeviceDecoded
+        + ", \"overlap_parts\": " + overlapParts
         + "}";
   }
 }
