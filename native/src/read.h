@@ -125,6 +125,23 @@ struct funnel__parts_scan {
 };
 void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
                         struct funnel__parts_scan *out);
+/* A read of FUNNEL__GUESS_MIN_PARTS partitions or more: what the pass
+ * would say if they lay back to back and in order, from the first and last
+ * non-empty ones alone (within 64 of either end), so that the copy of
+ * their span starts before the pass (tuning.h). False when the read is
+ * smaller or the ends say nothing. The bytes guessed are the span's, at
+ * least the partitions' when the guess holds. */
+bool funnel__guess_scan(const struct funnel_partition *parts, size_t count,
+                        struct funnel__parts_scan *out);
+/* Whether the pass (`scan`) says what the guess said: the same span and
+ * first partition, back to back, nothing bad. */
+bool funnel__guess_held(const struct funnel__parts_scan *guess,
+                        const struct funnel__parts_scan *scan);
+/* A guess that did not hold: the early copies made from it are freed with
+ * the read's inputs (after its work, which follows them on the stream),
+ * and what was decided from it is forgotten, so the read begins again
+ * from the pass. */
+int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error);
 
 /* How every partition of a read reaches the device. */
 struct funnel__transfer {

@@ -173,6 +173,39 @@ static void count_stats(struct funnel_table *t, const struct mark m[5]) {
   s->submit_ns = (m[4].ns - m[3].ns) + (m[1].ns - m[0].ns);
 }
 
+/* What a read decides before it parses, from `scan` (a pass over the
+ * partitions, or the guess of one): the caller's pinned blocks it holds
+ * until its work is over, the codec of the first batch, the device path
+ * (`on_device`: the schema it reads, else NULL), and the early copies. */
+static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
+                      const struct funnel_partition *parts, size_t count,
+                      const struct funnel__parts_scan *scan, const struct funnel__schema *schema,
+                      void *stream, int *codec, bool *want,
+                      const struct funnel__schema **on_device, struct funnel_error *error) {
+  const struct funnel__read_options *o = &reader->options;
+  int st = funnel__pinned_hold(&t->dev->pinned, t, parts, count, scan->bad ? 0 : scan->lo,
+                               scan->bad ? 0 : scan->hi, error);
+  /* the device path: everything enqueued, then the wait for the parse's
+   * sums, and the plan from them; or, when the device leaves partitions
+   * to the host, the host path after it. Chosen before the early copies,
+   * whose allocation then holds the attempt's tables and output too.
+   * Compressed partitions go up as they are by the device path (LZ4
+   * bodies, which it decodes); else the host path decodes them after
+   * parsing, and they go up decoded: no early copies */
+  *on_device = NULL;
+  *codec = st == FUNNEL_OK ? funnel__first_codec(parts, count, scan) : FUNNEL__CODEC_NONE;
+  const bool compressed = *codec != FUNNEL__CODEC_NONE;
+  *want = st == FUNNEL_OK &&
+          funnel__dpath_wanted(t, o, parts, count, scan, *codec, schema, on_device);
+  if (*want && !compressed) {
+    t->reserve = funnel__dpath_reserve(o, count, scan->bytes, *on_device);
+    t->aux = reader->aux; /* the early copies say whether the parse overlaps them */
+  }
+  if (st == FUNNEL_OK && (!compressed || *want))
+    st = funnel__early_copies(t, parts, count, scan, o->transfer, stream, error);
+  return st;
+}
+
 /* A read on `stream` (the backend's). */
 static int read_partitions(struct funnel_reader *reader, const struct funnel_partition *parts,
                            size_t count, void *stream, struct funnel_table **out,
@@ -188,32 +221,31 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   struct mark m[5];
   int64_t decode_calls = 0;
   m[0] = mark_now();
-  /* one pass over the partitions before anything is done for each */
-  struct funnel__parts_scan scan;
-  funnel__scan_parts(parts, count, &scan);
-  t->stats.empty_partitions = scan.empty;
-  /* the caller's pinned blocks stay until the work is over */
-  int st = funnel__pinned_hold(pinned, t, parts, count, scan.bad ? 0 : scan.lo,
-                                   scan.bad ? 0 : scan.hi, error);
-  /* the device path: everything enqueued, then the wait for the parse's
-   * sums, and the plan from them; or, when the device leaves partitions
-   * to the host, the host path after it. Chosen before the early copies,
-   * whose allocation then holds the attempt's tables and output too. */
+  /* one pass over the partitions before anything is done for each; but a
+   * read of many partitions guesses the pass from its first and last
+   * partitions, so that their copy goes up while the pass runs, and the
+   * pass then says whether the guess held (transfer.c) */
+  struct funnel__parts_scan scan, guess;
+  const bool guessed = funnel__guess_scan(parts, count, &guess);
+  if (!guessed) funnel__scan_parts(parts, count, &scan);
   const struct funnel__schema *on_device = NULL;
   struct funnel__dpath *d = NULL;
-  /* compressed partitions go up as they are by the device path (LZ4
-   * bodies, which it decodes); else the host path decodes them after
-   * parsing, and they go up decoded: no early copies */
-  const int codec = st == FUNNEL_OK ? funnel__first_codec(parts, count, &scan) : FUNNEL__CODEC_NONE;
-  const bool compressed = codec != FUNNEL__CODEC_NONE;
-  const bool want = st == FUNNEL_OK &&
-                    funnel__dpath_wanted(t, o, parts, count, &scan, codec, schema, &on_device);
-  if (want && !compressed) {
-    t->reserve = funnel__dpath_reserve(o, count, scan.bytes, on_device);
-    t->aux = reader->aux; /* the early copies say whether the parse overlaps them */
+  int codec;
+  bool want;
+  int st = begin_read(t, reader, parts, count, guessed ? &guess : &scan, schema, stream, &codec,
+                      &want, &on_device, error);
+  if (guessed) {
+    funnel__scan_parts(parts, count, &scan);
+    /* they do not lie as their ends said: the copies go, and the read
+     * begins again from the pass */
+    if (st == FUNNEL_OK && !funnel__guess_held(&guess, &scan)) {
+      st = funnel__drop_guess(t, error);
+      if (st == FUNNEL_OK)
+        st = begin_read(t, reader, parts, count, &scan, schema, stream, &codec, &want, &on_device,
+                        error);
+    }
   }
-  if (st == FUNNEL_OK && (!compressed || want))
-    st = funnel__early_copies(t, parts, count, &scan, o->transfer, stream, error);
+  t->stats.empty_partitions = scan.empty;
   m[1] = mark_now();
   if (want && st == FUNNEL_OK)
     st = funnel__dpath_parse(t, o, parts, count, scan.bytes, codec, on_device, stream, &d, error);

@@ -43,6 +43,7 @@ static void release_staged(struct funnel_table *t) {
 
 void funnel__table_abandon(struct funnel_table *t) {
   t->scratch = t->seg_scratch = t->dp_scratch = t->zscratch = t->out = t->reserved = 0;
+  t->guess_scratch = 0;
   t->one_block = false;
   t->n_staged = 0;
   t->decoded = (struct funnel__staged){NULL, 0};
@@ -61,7 +62,8 @@ static void release_decoded(struct funnel_table *t) {
 static void release_inputs(struct funnel_table *t) {
   funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
   funnel__dev_free(&t->dev->be, t->zscratch, t->dev->stream);
-  t->seg_scratch = t->zscratch = 0;
+  funnel__dev_free(&t->dev->be, t->guess_scratch, t->dev->stream);
+  t->seg_scratch = t->zscratch = t->guess_scratch = 0;
   if (!t->one_block) { /* else they go with the output */
     funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
     funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);

@@ -60,6 +60,8 @@ struct funnel_table {
                         or when the copy mirrors the partitions' span: */
   uintptr_t early_base; /* then a partition's bytes lie at scratch + (data -
                            early_base); 0 when there is no such copy */
+  uint64_t guess_scratch; /* the early copies of a guess that did not hold
+                             (funnel__drop_guess): freed with the inputs */
   void *event;      /* NULL when nothing was enqueued; kept until the table
                        is freed (an export may point a consumer at it) */
   void *ev_start, *ev_end; /* around the launch, when the kernel is timed */

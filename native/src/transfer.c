@@ -67,6 +67,44 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
   *out = s;
 }
 
+bool funnel__guess_scan(const struct funnel_partition *parts, size_t count,
+                        struct funnel__parts_scan *out) {
+  if (count < FUNNEL__GUESS_MIN_PARTS) return false;
+  size_t f = 0, l = count - 1;
+  while (f < 64 && parts[f].length == 0) f++;
+  while (count - l <= 64 && parts[l].length == 0) l--;
+  const uintptr_t lo = (uintptr_t)parts[f].data, at = (uintptr_t)parts[l].data;
+  const size_t len = parts[l].length;
+  if (parts[f].length == 0 || len == 0 || f >= l || lo == 0 || at < lo ||
+      len > UINTPTR_MAX - at || at + len - lo > (uintptr_t)(INT64_MAX / 2))
+    return false;
+  *out = (struct funnel__parts_scan){.bytes = (int64_t)(at + len - lo), .first = (int64_t)f,
+                                     .lo = lo, .hi = at + len, .back_to_back = true};
+  return true;
+}
+
+bool funnel__guess_held(const struct funnel__parts_scan *guess,
+                        const struct funnel__parts_scan *scan) {
+  return !scan->bad && scan->back_to_back && scan->first == guess->first &&
+         scan->lo == guess->lo && scan->hi == guess->hi;
+}
+
+int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
+  (void)error;
+  /* the copies may still run: their memory goes with the read's inputs,
+   * once its work is over (a wait here would cost the read a sync) */
+  t->guess_scratch = t->scratch;
+  t->scratch = t->reserved = 0;
+  t->early_in = NULL;
+  t->early_base = 0;
+  t->reserve = 0;
+  t->aux = NULL;
+  t->n_overlap = 0;
+  t->overlap_part = t->overlap_byte = NULL;
+  t->overlap_ev = NULL; /* none taken: the device path takes them */
+  return FUNNEL_OK;
+}
+
 /* The parts of a read of the device path that it parses while the rest
  * is copied (table.h, t->n_overlap; tuning.h, FUNNEL__OVERLAP_*), when the
  * read has a second stream for it (t->aux) and enough partitions and

@@ -81,17 +81,25 @@
  * a stream of its own, runs as soon as its bytes are there, and the next
  * part's bytes are copied meanwhile. Only for reads of OVERLAP_MIN_PARTS
  * partitions and OVERLAP_MIN_BYTES bytes and more: below, the parse is too
- * short to pay for the parts' waits, and the first half's copy too short
+ * short to pay for the parts' waits, or the first half's copy too short
  * to cover the host's work on the table, while which the link then idles
- * (H100, pinned, mixed and strings, ms before -> after: 50000x10x27 mixed
- * 3.52 -> 3.19, strings 8.17 -> 7.74, 50000x4x10 mixed 1.19 -> 1.15,
- * 10000x10x10 mixed 0.526 -> 0.519, 10000x4x10 strings (15 MB) 0.441 ->
- * 0.409; but 10000x4x10 mixed (8 MB) 0.270 -> 0.283, 10000x4x1 mixed (7 MB)
- * 0.230 -> 0.229, 1000x10x100 mixed (7 MB) 0.20 -> 0.24, 1000x10x10 mixed
- * 0.095 -> 0.105: bench/RESULTS.md, session 32). */
+ * (H100, pinned, ms without -> with, the copy started before the pass
+ * over the partitions: 10000x4x1 mixed (7 MB) 0.209 -> 0.196, 10000x4x10
+ * mixed 0.252 -> 0.239, 10000x10x1 mixed 0.358 -> 0.349; but 1000x10x10
+ * mixed 0.091 -> 0.114, 1000x10x100 mixed 0.201 -> 0.246, 1000x4x100
+ * strings 0.245 -> 0.251; from 12 MiB, before the copy went first:
+ * 50000x10x27 mixed 3.52 -> 3.19, strings 8.17 -> 7.74, 10000x10x10 mixed
+ * 0.526 -> 0.519: bench/RESULTS.md, session 32). */
 #define FUNNEL__OVERLAP_MIN_PARTS 4096
-#define FUNNEL__OVERLAP_MIN_BYTES ((int64_t)12 << 20)
+#define FUNNEL__OVERLAP_MIN_BYTES ((int64_t)4 << 20)
 #define FUNNEL__OVERLAP_PIECES 4
+
+/* A read of this many partitions or more starts the copy of their span
+ * before its pass over them (reader.c; transfer.c, funnel__guess_scan):
+ * the pass takes 2 to 3 ns a partition on the H100 host (22 us for
+ * 10,000, 164 us for 50,000), with the link idle meanwhile. Below, the
+ * pass costs less than a guess gone wrong would. */
+#define FUNNEL__GUESS_MIN_PARTS 2048
 
 /* A batch of at most this many rows is bound by the cuda parse a lane a
  * column (dpath.h, dp_batch_values), not a column at a time by the whole

@@ -102,6 +102,11 @@ struct parity_shape {
    * (a pinned `transfer`); with the partitions around the middle, where
    * the first part ends, empty */
   int overlap;
+  /* a pinned `transfer` whose partitions do not all lie back to back
+   * between the first and the last, as a read of many guesses they do
+   * (reader.c): 1, the one a third of the way in lies in pageable memory;
+   * 2, 4 KiB of the block lie unused before it */
+  int twist;
 };
 
 static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, uint64_t *rng,
@@ -140,6 +145,7 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
   size_t block_size = 0;
   if (transfer >= 0) {
     for (int p = 0; p < n_parts; p++) block_size += (parts[p].length + 7) / 8 * 8;
+    block_size += sh.twist == 2 ? 4096 : 0;
     struct funnel_error err;
     if (!CHECK_OK(funnel_device_pinned_alloc(dut, block_size, (void **)&block, &err), &err))
       transfer = -1;
@@ -148,6 +154,11 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
     dut_parts = calloc((size_t)n_parts, sizeof(*dut_parts));
     size_t at = 0;
     for (int p = 0; p < n_parts; p++) {
+      if (sh.twist == 1 && p == n_parts / 3 && parts[p].length > 0) {
+        dut_parts[p] = parts[p]; /* where it was written */
+        continue;
+      }
+      if (sh.twist == 2 && p == n_parts / 3) at += 4096;
       if (parts[p].length > 0) memcpy(block + at, parts[p].data, parts[p].length);
       dut_parts[p] = (struct funnel_partition){block + at, parts[p].length};
       at += (parts[p].length + 7) / 8 * 8;
@@ -212,7 +223,7 @@ static void parity_random_tables_every_type(void) {
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
       /* from pageable memory, then from pinned: copied (merged), read in place */
       parity_case(cpu, dut, &rng,
-                  (struct parity_shape){shapes[i][0], shapes[i][1], 3, FUNNEL_PARSE_AUTO, 0, 0}, NULL,
+                  (struct parity_shape){shapes[i][0], shapes[i][1], 3, FUNNEL_PARSE_AUTO, 0, 0, 0}, NULL,
                   (int)((round + i) % 3) - 1);
   /* pieces cut into many small segments, at odd byte and bit positions,
    * by a device opened with FUNNEL_SEGMENT_CHUNK_BYTES set */
@@ -223,9 +234,9 @@ static void parity_random_tables_every_type(void) {
     const int opened = CHECK_OK(check_device_open(&cut, &err), &err);
     unsetenv("FUNNEL_SEGMENT_CHUNK_BYTES");
     if (!opened) break;
-    parity_case(cpu, cut, &rng, (struct parity_shape){3, 5000, 3, FUNNEL_PARSE_HOST, 0, 0}, chunks[k],
+    parity_case(cpu, cut, &rng, (struct parity_shape){3, 5000, 3, FUNNEL_PARSE_HOST, 0, 0, 0}, chunks[k],
                 (int)k - 1);
-    parity_case(cpu, cut, &rng, (struct parity_shape){200, 40, 3, FUNNEL_PARSE_HOST, 0, 0},
+    parity_case(cpu, cut, &rng, (struct parity_shape){200, 40, 3, FUNNEL_PARSE_HOST, 0, 0, 0},
                 chunks[k], 2 - (int)k);
     funnel_device_close(cut);
   }
@@ -253,9 +264,9 @@ static void parity_device_path_every_type(void) {
   for (int round = 0; round < (quick ? 1 : 3); round++)
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
       parity_case(cpu, dut, &rng,
-                  (struct parity_shape){shapes[i][0], shapes[i][1], 1, FUNNEL_PARSE_DEVICE, 1, 0}, NULL,
+                  (struct parity_shape){shapes[i][0], shapes[i][1], 1, FUNNEL_PARSE_DEVICE, 1, 0, 0}, NULL,
                   (int)((round + i) % 4) - 1);
-  parity_case(cpu, dut, &rng, (struct parity_shape){quick ? 5000 : 50000, 2, 1, FUNNEL_PARSE_DEVICE, 1, 0},
+  parity_case(cpu, dut, &rng, (struct parity_shape){quick ? 5000 : 50000, 2, 1, FUNNEL_PARSE_DEVICE, 1, 0, 0},
               NULL, -1); /* more than the pinned pool holds */
   /* parsed in parts while the later parts are copied, by a device opened
    * to do so from reads of any size: from one pinned block, with a run of
@@ -270,16 +281,26 @@ static void parity_device_path_every_type(void) {
   unsetenv("FUNNEL_OVERLAP_MIN_PARTS");
   for (int round = 0; round < (quick ? 1 : 2) && opened; round++) {
     parity_case(cpu, ov, &rng,
-                (struct parity_shape){2000 + 700 * round, 12, 1, FUNNEL_PARSE_DEVICE, 1, 1}, NULL,
-                round == 0 ? FUNNEL_TRANSFER_COPY : FUNNEL_TRANSFER_AUTO);
+                (struct parity_shape){2100 + 700 * round, 12, 1, FUNNEL_PARSE_DEVICE, 1, 1, 0},
+                NULL, round == 0 ? FUNNEL_TRANSFER_COPY : FUNNEL_TRANSFER_AUTO);
     parity_case(cpu, ov, &rng,
-                (struct parity_shape){1500 + 300 * round, 12, 3, FUNNEL_PARSE_DEVICE, 0, 1}, NULL,
+                (struct parity_shape){1500 + 800 * round, 12, 3, FUNNEL_PARSE_DEVICE, 0, 1, 0},
+                NULL, FUNNEL_TRANSFER_COPY);
+  }
+  /* a read of many partitions copies the span of its first and last
+   * before it looks at the others: one elsewhere, or a gap, and it begins
+   * again from its pass over them (each way, by both paths) */
+  for (int twist = 1; twist <= 2 && opened; twist++) {
+    parity_case(cpu, ov, &rng,
+                (struct parity_shape){2500, 12, 1, FUNNEL_PARSE_DEVICE, 1, 0, twist}, NULL,
                 FUNNEL_TRANSFER_COPY);
+    parity_case(cpu, ov, &rng, (struct parity_shape){2500, 12, 1, FUNNEL_PARSE_HOST, 0, 0, twist},
+                NULL, FUNNEL_TRANSFER_COPY);
   }
   funnel_device_close(ov);
   /* several batches: left to the host, the same table */
-  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0, 0}, NULL, -1);
-  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0, 0}, NULL,
+  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0, 0, 0}, NULL, -1);
+  parity_case(cpu, dut, &rng, (struct parity_shape){300, 20, 3, FUNNEL_PARSE_DEVICE, 0, 0, 0}, NULL,
               FUNNEL_TRANSFER_COPY);
   funnel_device_close(dut);
   funnel_device_close(cpu);
