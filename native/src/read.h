@@ -127,10 +127,11 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
                         struct funnel__parts_scan *out);
 /* A read of FUNNEL__GUESS_MIN_PARTS partitions or more: what the pass
  * would say if they lay back to back and in order, from the first and last
- * non-empty ones alone (within 64 of either end), so that the copy of
- * their span starts before the pass (tuning.h). False when the read is
- * smaller or the ends say nothing. The bytes guessed are the span's, at
- * least the partitions' when the guess holds. */
+ * non-empty ones (within 64 of either end) and a few pairs of neighbours
+ * between, so that the copy of their span starts before the pass
+ * (tuning.h). False when the read is smaller, the ends say nothing or a
+ * pair lies apart. The bytes guessed are the span's, at least the
+ * partitions' when the guess holds. */
 bool funnel__guess_scan(const struct funnel_partition *parts, size_t count,
                         struct funnel__parts_scan *out);
 /* Whether the pass (`scan`) says what the guess said: the same span and

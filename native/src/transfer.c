@@ -78,6 +78,21 @@ bool funnel__guess_scan(const struct funnel_partition *parts, size_t count,
   if (parts[f].length == 0 || len == 0 || f >= l || lo == 0 || at < lo ||
       len > UINTPTR_MAX - at || at + len - lo > (uintptr_t)(INT64_MAX / 2))
     return false;
+  /* a few pairs of neighbours on the way must follow each other, in
+   * order, inside the span: partitions that lie apart (a block each, or
+   * gaps) send the read to the pass at once, and their span, mostly gaps,
+   * is not copied for nothing */
+  uintptr_t before = lo;
+  for (size_t k = 1; k <= FUNNEL__GUESS_SAMPLES; k++) {
+    const size_t p = f + (l - f) * k / (FUNNEL__GUESS_SAMPLES + 1);
+    if (p + 1 > l || parts[p].length == 0 || parts[p + 1].length == 0) continue;
+    const uintptr_t a = (uintptr_t)parts[p].data, b = (uintptr_t)parts[p + 1].data;
+    const size_t n = parts[p].length;
+    if (a < before || n > at + len - a || b < a + n || b - (a + n) >= (uintptr_t)FUNNEL__MERGE_GAP ||
+        parts[p + 1].length > at + len - b)
+      return false;
+    before = b;
+  }
   *out = (struct funnel__parts_scan){.bytes = (int64_t)(at + len - lo), .first = (int64_t)f,
                                      .lo = lo, .hi = at + len, .back_to_back = true};
   return true;

@@ -100,6 +100,8 @@
  * 10,000, 164 us for 50,000), with the link idle meanwhile. Below, the
  * pass costs less than a guess gone wrong would. */
 #define FUNNEL__GUESS_MIN_PARTS 2048
+/* the pairs of neighbours the guess checks on the way */
+#define FUNNEL__GUESS_SAMPLES 8
 
 /* A batch of at most this many rows is bound by the cuda parse a lane a
  * column (dpath.h, dp_batch_values), not a column at a time by the whole

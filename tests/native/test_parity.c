@@ -104,8 +104,9 @@ struct parity_shape {
   int overlap;
   /* a pinned `transfer` whose partitions do not all lie back to back
    * between the first and the last, as a read of many guesses they do
-   * (reader.c): 1, the one a third of the way in lies in pageable memory;
-   * 2, 4 KiB of the block lie unused before it */
+   * (reader.c, from them and a few pairs of neighbours): 1, one a third of
+   * the way in (not one of those pairs) lies in pageable memory; 2, 4 KiB
+   * of the block lie unused before it */
   int twist;
 };
 
@@ -154,11 +155,11 @@ static void parity_case(struct funnel_device *cpu, struct funnel_device *dut, ui
     dut_parts = calloc((size_t)n_parts, sizeof(*dut_parts));
     size_t at = 0;
     for (int p = 0; p < n_parts; p++) {
-      if (sh.twist == 1 && p == n_parts / 3 && parts[p].length > 0) {
+      if (sh.twist == 1 && p == n_parts / 3 + 5 && parts[p].length > 0) {
         dut_parts[p] = parts[p]; /* where it was written */
         continue;
       }
-      if (sh.twist == 2 && p == n_parts / 3) at += 4096;
+      if (sh.twist == 2 && p == n_parts / 3 + 5) at += 4096;
       if (parts[p].length > 0) memcpy(block + at, parts[p].data, parts[p].length);
       dut_parts[p] = (struct funnel_partition){block + at, parts[p].length};
       at += (parts[p].length + 7) / 8 * 8;
