@@ -278,9 +278,9 @@ static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
  * `stream` is made to wait for what the second stream was given (or the
  * host waits for it), so the read's event still follows all of its work;
  * *lost when neither could be done. */
-static int parse_overlapped(struct funnel_table *t, struct funnel__work *w, const struct dp_layout *l,
-                            const uint8_t *host, int nested, void *stream, bool *lost,
-                            struct funnel_error *error) {
+static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
+                            const struct dp_layout *l, const uint8_t *host, int nested,
+                            void *stream, bool *lost, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   const int m = t->n_overlap;
   const int64_t *part = t->overlap_part, *byte = t->overlap_byte;
@@ -290,11 +290,10 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w, cons
                                                                (size_t)l->head, stream, error));
   for (int j = 0; j < m && st == FUNNEL_OK; j++) {
     const int64_t from = byte[j], len = byte[j + 1] - byte[j];
+    const void *src = (const void *)(t->early_base + (uintptr_t)from);
     if (j > 0 && len > 0)
-      st = funnel__work_enqueued(
-          w, funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)from,
-                                        (const void *)(t->early_base + (uintptr_t)from), (size_t)len,
-                                        stream, error));
+      st = funnel__work_enqueued(w, funnel__dev_copy_h2d_async(be, t->scratch + (uint64_t)from, src,
+                                                               (size_t)len, stream, error));
     if (st == FUNNEL_OK && ev[j] == NULL) st = funnel__dev_event_take(be, &ev[j], error);
     if (st == FUNNEL_OK) st = funnel__dev_event_record(be, ev[j], stream, error);
   }
@@ -347,7 +346,8 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   /* the parse while the partitions are copied (the head goes up there) */
   const bool overlapped = !decoded && t->n_overlap > 0;
   bool lost = false;
-  if (st == FUNNEL_OK && overlapped) st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
+  if (st == FUNNEL_OK && overlapped)
+    st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
   if (st == FUNNEL_OK && !decoded && !overlapped)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));

@@ -88,7 +88,8 @@ bool funnel__guess_scan(const struct funnel_partition *parts, size_t count,
     if (p + 1 > l || parts[p].length == 0 || parts[p + 1].length == 0) continue;
     const uintptr_t a = (uintptr_t)parts[p].data, b = (uintptr_t)parts[p + 1].data;
     const size_t n = parts[p].length;
-    if (a < before || n > at + len - a || b < a + n || b - (a + n) >= (uintptr_t)FUNNEL__MERGE_GAP ||
+    const uintptr_t gap = (uintptr_t)FUNNEL__MERGE_GAP;
+    if (a < before || n > at + len - a || b < a + n || b - (a + n) >= gap ||
         parts[p + 1].length > at + len - b)
       return false;
     before = b;
@@ -185,7 +186,8 @@ static int early_mirror(struct funnel_table *t, const struct funnel_partition *p
   const size_t first = t->n_overlap > 0 ? (size_t)t->overlap_byte[1] : size;
   if (st == FUNNEL_OK && first > 0)
     st = funnel__work_enqueued(
-        &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, first, stream, error));
+        &w, funnel__dev_copy_h2d_async(be, t->scratch, (const void *)scan->lo, first, stream,
+                                       error));
   bool abandoned;
   st = funnel__work_finish(&w, st, false, &abandoned, error);
   if (abandoned) funnel__table_abandon(t);

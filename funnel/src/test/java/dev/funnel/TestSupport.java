@@ -416,7 +416,9 @@ final class TestSupport {
     // the device path's parse: one launch, or one a part when it overlapped the copies
     long parses = Math.max(1, s.overlapParts());
     long launches =
-        onDevice ? (unpacked ? 4 : 2) + parses : s.columnSets() + (attempt ? 2 + parses : 0) + decoder;
+        onDevice
+            ? (unpacked ? 4 : 2) + parses
+            : s.columnSets() + (attempt ? 2 + parses : 0) + decoder;
     long base = (onDevice ? (unpacked ? 2 : 1) : attempt ? 2 : 0) + decoder;
     // compressed partitions after an uncompressed first one: the early copies are dropped
     long syncs =
