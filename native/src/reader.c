@@ -1,15 +1,21 @@
 /* reader.c: a reader (funnel.h, "reader"), and a read: its phases run in
  * order (read.h), each timed and its device calls counted for the stats. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpath.h"
 #include "read.h"
 #include "stream.h"
 
 struct funnel_reader {
   struct funnel_device *dev;
   void *stream;
-  void *aux; /* the device path's parse while its partitions are copied (dread.c) */
+  /* the device path's parse while its partitions are copied (dread.c): a
+   * second stream, made by the first read that parses so, shared by the
+   * reads after it (their parts queue there as their copies queue on the
+   * one copy engine) */
+  _Atomic(void *) aux;
   struct funnel__shared_schema *schema; /* NULL when not given */
   struct funnel__read_options options;
   struct funnel__inflight reads; /* which funnel_reader_free waits for */
@@ -51,8 +57,6 @@ funnel_status funnel_reader_create(struct funnel_device *dev, const void *schema
   int st = FUNNEL_OK;
   if (schema_length > 0) st = parse_schema(schema, schema_length, &r->schema, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_create(&dev->be, &r->stream, error);
-  if (st == FUNNEL_OK && dev->be.stream_wait != NULL && dev->be.launch_dpath != NULL)
-    st = funnel__dev_stream_create(&dev->be, &r->aux, error);
   if (st != FUNNEL_OK) {
     funnel_reader_free(r);
     return st;
@@ -67,7 +71,7 @@ void funnel_reader_free(struct funnel_reader *reader) {
   funnel__inflight_wait_idle(&reader->reads);
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
-  funnel__dev_stream_destroy(&reader->dev->be, reader->aux);
+  funnel__dev_stream_destroy(&reader->dev->be, atomic_load(&reader->aux));
   funnel__shared_schema_unref(reader->schema);
   funnel__device_unref(reader->dev);
   funnel__inflight_destroy(&reader->reads);
@@ -173,6 +177,24 @@ static void count_stats(struct funnel_table *t, const struct mark m[5]) {
   s->submit_ns = (m[4].ns - m[3].ns) + (m[1].ns - m[0].ns);
 }
 
+/* The reader's second stream, made the first time a read may parse while
+ * it copies (a read of enough partitions by the device path); NULL when it
+ * cannot be made (the read then parses after its copies). */
+static void *reader_aux(struct funnel_reader *reader, size_t count) {
+  struct funnel_backend *be = &reader->dev->be;
+  if (be->stream_wait == NULL || FUNNEL__DP_PARSE_SCANS((int64_t)count) ||
+      (int64_t)count < reader->dev->config.overlap_min_parts)
+    return NULL;
+  void *aux = atomic_load(&reader->aux);
+  if (aux != NULL) return aux;
+  struct funnel_error e;
+  if (funnel__dev_stream_create(be, &aux, &e) != FUNNEL_OK) return NULL;
+  void *none = NULL;
+  if (atomic_compare_exchange_strong(&reader->aux, &none, aux)) return aux;
+  funnel__dev_stream_destroy(be, aux); /* another read made it first */
+  return none;
+}
+
 /* What a read decides before it parses, from `scan` (a pass over the
  * partitions, or the guess of one): the caller's pinned blocks it holds
  * until its work is over, the codec of the first batch, the device path
@@ -199,7 +221,7 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
           funnel__dpath_wanted(t, o, parts, count, scan, *codec, schema, on_device);
   if (*want && !compressed) {
     t->reserve = funnel__dpath_reserve(o, count, scan->bytes, *on_device);
-    t->aux = reader->aux; /* the early copies say whether the parse overlaps them */
+    t->aux = reader_aux(reader, count); /* the early copies say whether the parse overlaps them */
   }
   if (st == FUNNEL_OK && (!compressed || *want))
     st = funnel__early_copies(t, parts, count, scan, o->transfer, stream, error);
