@@ -138,6 +138,12 @@ bool funnel__guess_scan(const struct funnel_partition *parts, size_t count,
  * first partition, back to back, nothing bad. */
 bool funnel__guess_held(const struct funnel__parts_scan *guess,
                         const struct funnel__parts_scan *scan);
+/* Whether a read of the device path of `count` partitions spanning
+ * `scan`'s range is large enough to parse while it copies (the device's
+ * config: FUNNEL_OVERLAP_MIN_BYTES and _PARTS; tuning.h) and the backend
+ * can order a second stream after the first. */
+bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
+                          const struct funnel__parts_scan *scan);
 /* A guess that did not hold: the early copies made from it are freed with
  * the read's inputs (after its work, which follows them on the stream),
  * and what was decided from it is forgotten, so the read begins again

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpath.h"
 #include "read.h"
 #include "stream.h"
 
@@ -177,14 +176,11 @@ static void count_stats(struct funnel_table *t, const struct mark m[5]) {
   s->submit_ns = (m[4].ns - m[3].ns) + (m[1].ns - m[0].ns);
 }
 
-/* The reader's second stream, made the first time a read may parse while
- * it copies (a read of enough partitions by the device path); NULL when it
- * cannot be made (the read then parses after its copies). */
-static void *reader_aux(struct funnel_reader *reader, size_t count) {
+/* The reader's second stream, made the first time a read parses while it
+ * copies; NULL when it cannot be made (the read then parses after its
+ * copies). */
+static void *reader_aux(struct funnel_reader *reader) {
   struct funnel_backend *be = &reader->dev->be;
-  if (be->stream_wait == NULL || FUNNEL__DP_PARSE_SCANS((int64_t)count) ||
-      (int64_t)count < reader->dev->config.overlap_min_parts)
-    return NULL;
   void *aux = atomic_load(&reader->aux);
   if (aux != NULL) return aux;
   struct funnel_error e;
@@ -221,7 +217,9 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
           funnel__dpath_wanted(t, o, parts, count, scan, *codec, schema, on_device);
   if (*want && !compressed) {
     t->reserve = funnel__dpath_reserve(o, count, scan->bytes, *on_device);
-    t->aux = reader_aux(reader, count); /* the early copies say whether the parse overlaps them */
+    /* a read that may parse while it copies: the early copies say whether
+     * it does (their span back to back in the pinned pool) */
+    if (funnel__overlap_fits(t->dev, count, scan)) t->aux = reader_aux(reader);
   }
   if (st == FUNNEL_OK && (!compressed || *want))
     st = funnel__early_copies(t, parts, count, scan, o->transfer, stream, error);

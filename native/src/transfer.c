@@ -123,21 +123,26 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
 
 /* The parts of a read of the device path that it parses while the rest
  * is copied (table.h, t->n_overlap; tuning.h, FUNNEL__OVERLAP_*), when the
- * read has a second stream for it (t->aux) and enough partitions and
- * bytes (the device's config): the first half of the partitions, then
+ * read has a second stream for it (t->aux, given when
+ * funnel__overlap_fits): the first half of the partitions, then
  * OVERLAP_PIECES pieces of the rest, each part from a multiple of the
  * parse's tile (the parse sums a tile a block). A part's bytes start where
  * its first non-empty partition's do (their addresses rise: the span is
  * back to back), the first part's at 0, and the last part's end at the
  * span's. */
+bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
+                          const struct funnel__parts_scan *scan) {
+  const struct funnel__config *c = &dev->config;
+  const int64_t n = (int64_t)count;
+  return dev->be.stream_wait != NULL && !scan->bad && n >= c->overlap_min_parts &&
+         !FUNNEL__DP_PARSE_SCANS(n) && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
+}
+
 static int plan_overlap(struct funnel_table *t, const struct funnel_partition *parts,
                         size_t count, const struct funnel__parts_scan *scan,
                         struct funnel_error *error) {
+  if (t->aux == NULL) return FUNNEL_OK; /* funnel__overlap_fits said no */
   const int64_t n = (int64_t)count, size = (int64_t)(scan->hi - scan->lo);
-  const struct funnel__config *c = &t->dev->config;
-  if (t->aux == NULL || size < c->overlap_min_bytes || n < c->overlap_min_parts ||
-      FUNNEL__DP_PARSE_SCANS(n))
-    return FUNNEL_OK;
   const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
   const int64_t pieces = FUNNEL__OVERLAP_PIECES;
   int64_t *part = funnel__arena_alloc(&t->arena, (size_t)(pieces + 2) * sizeof(int64_t));

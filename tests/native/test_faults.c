@@ -22,10 +22,10 @@ static const struct iw_field FIELDS[] = {
     {.type = FUNNEL_TYPE_BOOL, .name = "b", .nullable = 0},
 };
 static const struct iw_schema SCHEMA = {3, FIELDS, 0};
-enum { N_COLS = 3, P_MAX = 320, ROWS = 40 };
-/* the partitions a read takes: 24, or for a device path that parses while
- * it copies (overlapped_parse_faults_fail_cleanly) more than a tile */
-static int P = 24;
+enum { N_COLS = 3, P_FEW = 24, P_MAX = 320, ROWS = 40 };
+/* the partitions a read takes: P_FEW, or for a device path that parses
+ * while it copies (overlapped_parse_faults_fail_cleanly) more than a tile */
+static int P = P_FEW;
 
 static const char *const KIND_NAMES[FUNNEL__N_FAULTS] = {"ALLOC", "PINNED", "COPY", "LAUNCH",
                                                         "EVENT"};
@@ -76,7 +76,7 @@ static int layout_make(struct funnel_device *dev, const struct input *in, int ki
   memset(l, 0, sizeof(*l));
   /* the many partitions of an overlapped parse lie back to back (8-byte
    * aligned), so they go up as one copy of their span, in parts */
-  const int packed = P > 24;
+  const int packed = P > P_FEW;
   const size_t stride = kind == MIXED_STAGED ? (size_t)96 << 10 : 4096;
   l->block_size = stride * P;
   struct funnel_error err;
@@ -265,7 +265,7 @@ static void overlapped_parse_faults_fail_cleanly(void) {
   int64_t injected[FUNNEL__N_FAULTS] = {0}, survived[FUNNEL__N_FAULTS] = {0};
   P = P_MAX;
   faults_in_layout(ALL_PINNED, FUNNEL_PARSE_DEVICE, 0, injected, survived);
-  P = 24;
+  P = P_FEW;
   for (int k = 0; k < FUNNEL__N_FAULTS; k++)
     printf("    %-6s %lld faults injected (%lld worked around)\n", KIND_NAMES[k],
            (long long)injected[k], (long long)survived[k]);
