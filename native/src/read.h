@@ -115,6 +115,7 @@ struct funnel__stage_plan {
  * the choice of path decide from. */
 struct funnel__parts_scan {
   int64_t bytes; /* of the non-empty partitions */
+  int64_t aligned; /* the same, each rounded up to FUNNEL__ALIGN: staged back to back */
   int64_t empty; /* zero-length partitions (empty shuffle blocks) */
   int64_t first; /* the first non-empty partition; -1 when none is */
   uintptr_t lo, hi; /* the address range the non-empty partitions span */

@@ -266,6 +266,11 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
     }
   }
   t->stats.empty_partitions = scan.empty;
+  if (!scan.bad && scan.first >= 0) {
+    t->parts_lo = scan.lo;
+    t->parts_hi = scan.hi;
+    t->parts_aligned = scan.aligned;
+  }
   m[1] = mark_now();
   if (want && st == FUNNEL_OK)
     st = funnel__dpath_parse(t, o, parts, count, scan.bytes, codec, on_device, stream, &d, error);

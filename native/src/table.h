@@ -60,6 +60,11 @@ struct funnel_table {
                         or when the copy mirrors the partitions' span: */
   uintptr_t early_base; /* then a partition's bytes lie at scratch + (data -
                            early_base); 0 when there is no such copy */
+  /* The pass over the caller's partitions (reader.c): the range their
+   * non-empty ones span and their bytes, each rounded up to FUNNEL__ALIGN
+   * (as staging lays them out); hi == lo when there is no such pass. */
+  uintptr_t parts_lo, parts_hi;
+  int64_t parts_aligned;
   uint64_t guess_scratch; /* the early copies of a guess that did not hold
                              (funnel__drop_guess): freed with the inputs */
   void *event;      /* NULL when nothing was enqueued; kept until the table

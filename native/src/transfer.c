@@ -53,6 +53,7 @@ void funnel__scan_parts(const struct funnel_partition *parts, size_t count,
       continue;
     }
     s.bytes += (int64_t)len;
+    s.aligned += funnel__align_up((int64_t)len, FUNNEL__ALIGN);
     if (s.first < 0) {
       s.first = (int64_t)i;
       s.lo = at;
@@ -377,6 +378,15 @@ static bool *find_pinned(struct funnel_table *t, int64_t *pinned_bytes, int64_t 
   if (pinned == NULL) return NULL;
   *pinned_bytes = *stage_bytes = 0;
   const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
+  /* the device path's partitions (the caller's) all outside the pool, as
+   * the pass over them says: all pageable, and no second pass (50,000
+   * partitions took 0.1 to 0.17 ms through the loop below on the H100 host) */
+  const uintptr_t base = (uintptr_t)span.base;
+  if (plan->raw != NULL && t->parts_hi > t->parts_lo &&
+      (span.base == NULL || t->parts_hi <= base || t->parts_lo >= base + (uintptr_t)span.size)) {
+    *stage_bytes = t->parts_aligned;
+    return pinned;
+  }
   for (int64_t p = 0; p < n; p++) {
     if (!carried(plan, p) || in_dd_block(t, p)) continue;
     const int64_t len = part_length(plan, p);
@@ -447,16 +457,19 @@ static void place(struct layout *l, int64_t p, bool pinned) {
 static void stage_all(struct funnel_table *t, struct funnel__transfer *tr) {
   const struct funnel__plan *plan = &t->plan;
   struct funnel__stage_plan *sp = &tr->staging;
+  const int64_t base = tr->scratch_size; /* after the decoded block's */
   int64_t at = 0, end = 0;
   for (int64_t p = 0; p < plan->n_parts; p++) {
     if (in_dd_block(t, p)) continue; /* laid out with the block */
-    tr->in_scratch[p] = -1;
-    if (!carried(plan, p)) continue;
     const int64_t len = part_length(plan, p);
+    if (!carried(plan, p)) {
+      tr->in_scratch[p] = -1;
+      continue;
+    }
     sp->copies[sp->n++] =
         (struct funnel__stage_copy){sp->block + at, part_bytes(plan, p), len, sp->bytes};
     sp->bytes += len;
-    tr->in_scratch[p] = at;
+    tr->in_scratch[p] = base + at;
     end = at + len;
     at += funnel__align_up(len, FUNNEL__ALIGN);
   }
@@ -465,9 +478,6 @@ static void stage_all(struct funnel_table *t, struct funnel__transfer *tr) {
   t->stats.staged_partitions += sp->n;
   t->stats.bytes_staged += sp->bytes;
   if (sp->n == 0) return;
-  const int64_t base = tr->scratch_size; /* after the decoded block's */
-  for (int64_t p = 0; p < plan->n_parts; p++)
-    if (tr->in_scratch[p] >= 0 && !in_dd_block(t, p)) tr->in_scratch[p] += base;
   tr->runs[tr->n_runs++] = (struct funnel__run){sp->block, end, base, true};
   tr->scratch_size = funnel__align_up(base + end, FUNNEL__ALIGN);
 }
@@ -579,7 +589,10 @@ static int enqueue_staged_rounds(struct funnel_table *t, const struct funnel__tr
   int64_t rounds = sp->block_size / FUNNEL__STAGE_ROUND_MIN;
   if (rounds > FUNNEL__STAGE_ROUNDS) rounds = FUNNEL__STAGE_ROUNDS;
   if (rounds < 1) rounds = 1;
-  const int64_t per_round = (sp->tasks + rounds - 1) / rounds;
+  int64_t per_round = (sp->tasks + rounds - 1) / rounds;
+  /* a round keeps every host thread busy: its tasks a multiple of them */
+  const int64_t threads = sp->bytes > FUNNEL__STAGE_INLINE_BYTES ? funnel__host_threads() : 1;
+  if (threads > 1) per_round = (per_round + threads - 1) / threads * threads;
   int64_t r = 0; /* the next run to copy, of those in the block */
   const uint8_t *sent = lo;
   int st = FUNNEL_OK;
