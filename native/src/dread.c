@@ -26,6 +26,7 @@
 
 #include "dpath.h"
 #include "read.h"
+#include "workers.h"
 
 #define OUT_OF_MEMORY(error) FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory")
 
@@ -190,6 +191,32 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
 }
 
 /* The host block's head: what the parse reads. */
+/* The table of the partitions' device addresses and lengths, written in
+ * parts on the host threads when there are many (workers.h). */
+struct inputs_job {
+  const struct funnel_table *t;
+  const struct funnel__transfer *tr;
+  const struct funnel_partition *parts;
+  size_t count;
+  int64_t n;
+  struct funnel__dp_input *in;
+};
+
+static void inputs_task(void *ctx, int64_t i) {
+  const struct inputs_job *j = ctx;
+  const struct funnel__transfer *tr = j->tr;
+  const uint64_t scratch = j->t->scratch;
+  for (size_t p = funnel__pass_from(j->count, j->n, i); p < funnel__pass_from(j->count, j->n, i + 1); p++) {
+    const int64_t len = (int64_t)j->parts[p].length;
+    /* no in_scratch: the early copy mirrors the partitions' span */
+    const uint64_t at = len == 0                 ? 0
+                        : tr->in_scratch == NULL ? scratch + ((uintptr_t)j->parts[p].data - tr->mirror)
+                        : tr->in_scratch[p] >= 0 ? scratch + (uint64_t)tr->in_scratch[p]
+                                                 : tr->in_base[p];
+    j->in[p] = (struct funnel__dp_input){at, len};
+  }
+}
+
 static void write_head(const struct funnel_table *t, const struct funnel__transfer *tr,
                        const struct funnel_partition *parts, int64_t n,
                        const struct funnel__schema *schema, const struct dp_layout *l,
@@ -200,16 +227,9 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
   int n_var, n_buffers;
   funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
-  struct funnel__dp_input *in = (struct funnel__dp_input *)(host + l->inputs);
-  for (int64_t p = 0; p < n; p++) {
-    const int64_t len = (int64_t)parts[p].length;
-    /* no in_scratch: the early copy mirrors the partitions' span */
-    const uint64_t at = len == 0                 ? 0
-                        : tr->in_scratch == NULL ? t->scratch + ((uintptr_t)parts[p].data - tr->mirror)
-                        : tr->in_scratch[p] >= 0 ? t->scratch + (uint64_t)tr->in_scratch[p]
-                                                 : tr->in_base[p];
-    in[p] = (struct funnel__dp_input){at, len};
-  }
+  struct inputs_job j = {t, tr, parts, (size_t)n, funnel__pass_parts((size_t)n),
+                         (struct funnel__dp_input *)(host + l->inputs)};
+  funnel__parallel_for(j.n, inputs_task, &j);
   memcpy(host + l->schema, schema->ipc, (size_t)schema->ipc_length);
   struct funnel__dp_summary *s = (struct funnel__dp_summary *)(host + l->summary);
   memset(s, 0, (size_t)l->summary_bytes);

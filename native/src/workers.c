@@ -114,6 +114,14 @@ int funnel__host_threads(void) {
   return pool.threads + 1;
 }
 
+int64_t funnel__pass_parts(size_t count) {
+  const size_t by_size = count / FUNNEL__PASS_PART;
+  if (by_size < 2) return 1;
+  const int64_t threads = funnel__host_threads();
+  int64_t n = by_size < (size_t)threads ? (int64_t)by_size : threads;
+  return n < FUNNEL__PASS_PARTS_MAX ? n : FUNNEL__PASS_PARTS_MAX;
+}
+
 void funnel__parallel_for(int64_t n, funnel__task_fn fn, void *ctx) {
   if (n <= 0) return;
   pthread_once(&pool.once, start);

@@ -5,6 +5,7 @@
  * walk of each message finds (rows, pieces, null counts, string bytes, the
  * output's layout) or refuse what the walk refuses. The walk itself is
  * held to the host parser by test_parity and the fuzz harness. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@
 #include "format.h"
 #include "internal.h"
 #include "ipc_writer.h"
+#include "read.h"
+#include "workers.h"
 #include "tables.h"
 
 #define MAX_PARTS 64
@@ -305,6 +308,96 @@ static void template_refuses_values_over_structure(void) {
   table_src_free(&src);
 }
 
+/* What one plain pass over the partitions says (read.h, struct
+ * funnel__parts_scan), written here apart from transfer.c's. */
+static struct funnel__parts_scan scan_by_loop(const struct funnel_partition *parts, size_t n) {
+  struct funnel__parts_scan s = {.first = -1, .back_to_back = true};
+  uintptr_t end = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uintptr_t at = (uintptr_t)parts[i].data;
+    const int64_t len = (int64_t)parts[i].length;
+    if (len == 0) {
+      s.empty++;
+    } else if (at == 0) {
+      s.bad = true;
+    } else {
+      s.bytes += len;
+      s.aligned += (len + FUNNEL__ALIGN - 1) / FUNNEL__ALIGN * FUNNEL__ALIGN;
+      if (s.first < 0) {
+        s.first = (int64_t)i;
+        s.lo = at;
+        s.hi = at + (uintptr_t)len;
+      } else {
+        if (at < end || at - end >= FUNNEL__MERGE_GAP) s.back_to_back = false;
+        if (at < s.lo) s.lo = at;
+        if (at + (uintptr_t)len > s.hi) s.hi = at + (uintptr_t)len;
+      }
+      end = at + (uintptr_t)len;
+    }
+  }
+  return s;
+}
+
+/* A read of many partitions passes over them in parts on the host
+ * threads (workers.h); joined, the parts say what one pass says, whatever
+ * happens where a part ends: a gap of FUNNEL__MERGE_GAP bytes, one a byte
+ * shorter, a partition out of order, empty partitions (a whole part of
+ * them), one with no data. */
+static void scan_in_parts_says_what_one_pass_says(void) {
+  const size_t n = 20000;
+  const int64_t parts_n = funnel__pass_parts(n);
+  printf("scan: %lld parts of %zu partitions\n", (long long)parts_n, n);
+  struct funnel_partition *parts = calloc(n, sizeof(*parts));
+  uint8_t *block = malloc(n * 200 + 64 * 1024);
+  /* where parts of 2 to 16 begin, and one partition on either side */
+  size_t marks[3 * 15 * 2];
+  int n_marks = 0;
+  for (int64_t k = 2; k <= 16; k++)
+    for (int64_t i = 1; i < k && n_marks + 3 <= (int)(sizeof(marks) / sizeof(marks[0])); i += k / 2) {
+      const size_t b = funnel__pass_from(n, k, i);
+      marks[n_marks++] = b - 1;
+      marks[n_marks++] = b;
+      marks[n_marks++] = b + 1;
+    }
+  for (int twist = 0; twist < 7; twist++) {
+    for (int m = 0; m < n_marks; m++) {
+      uint64_t rng = 7 + (uint64_t)twist * 1000 + (uint64_t)m;
+      size_t at = 0;
+      for (size_t i = 0; i < n; i++) {
+        const size_t len = 1 + check_rand_below(&rng, 150);
+        const bool here = i == marks[m];
+        if (twist == 1 && here) at += FUNNEL__MERGE_GAP;      /* no longer one run */
+        if (twist == 2 && here) at += FUNNEL__MERGE_GAP - 1;  /* still one run */
+        parts[i] = (struct funnel_partition){block + at, len};
+        at += len;
+        if (twist == 3 && here && i > 0) { /* before the one before it */
+          parts[i].data = (const uint8_t *)parts[i - 1].data - 1;
+        }
+        if (twist == 4 && i >= marks[m] && i < marks[m] + 3000) parts[i].length = 0;
+        if (twist == 5 && here) parts[i].data = NULL;
+        if (twist == 6 && (here || i == 0)) parts[i].length = 0;
+      }
+      const struct funnel__parts_scan w = scan_by_loop(parts, n);
+      struct funnel__parts_scan g;
+      funnel__scan_parts(parts, n, &g);
+      check_context("twist %d at partition %zu", twist, marks[m]);
+      CHECK_EQ_I64(g.bytes, w.bytes);
+      CHECK_EQ_I64(g.aligned, w.aligned);
+      CHECK_EQ_I64(g.empty, w.empty);
+      CHECK_EQ_I64(g.first, w.first);
+      CHECK_EQ_I64((int64_t)g.bad, (int64_t)w.bad);
+      if (!w.bad) {
+        CHECK_EQ_I64((int64_t)(g.lo - (uintptr_t)block), (int64_t)(w.lo - (uintptr_t)block));
+        CHECK_EQ_I64((int64_t)(g.hi - (uintptr_t)block), (int64_t)(w.hi - (uintptr_t)block));
+        CHECK_EQ_I64((int64_t)g.back_to_back, (int64_t)w.back_to_back);
+      }
+      check_context("%s", "");
+    }
+  }
+  free(block);
+  free(parts);
+}
+
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(template_reads_one_writers_partitions),
@@ -312,6 +405,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(template_checks_the_values),
       CHECK_TEST(template_from_a_partition_that_gives_one),
       CHECK_TEST(template_refuses_values_over_structure),
+      CHECK_TEST(scan_in_parts_says_what_one_pass_says),
   };
   return CHECK_MAIN(argc, argv, tests);
 }

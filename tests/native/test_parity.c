@@ -269,6 +269,17 @@ static void parity_device_path_every_type(void) {
                   (int)((round + i) % 4) - 1);
   parity_case(cpu, dut, &rng, (struct parity_shape){quick ? 5000 : 50000, 2, 1, FUNNEL_PARSE_DEVICE, 1, 0, 0},
               NULL, -1); /* more than the pinned pool holds */
+  /* pageable, staged into one block (as cuda does, and the cpu backend
+   * when asked): laid out, and the device's table written, in parts on the
+   * host threads (workers.h) */
+  struct funnel_device *staging = NULL;
+  setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
+  if (CHECK_OK(check_device_open(&staging, &err), &err)) {
+    parity_case(cpu, staging, &rng, (struct parity_shape){9000, 3, 1, FUNNEL_PARSE_DEVICE, 1, 0, 0},
+                NULL, -1);
+    funnel_device_close(staging);
+  }
+  unsetenv("FUNNEL_STAGE_PAGEABLE");
   /* parsed in parts while the later parts are copied, by a device opened
    * to do so from reads of any size: from one pinned block, with a run of
    * empty partitions where the first part ends; then partitions of
