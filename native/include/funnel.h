@@ -207,8 +207,11 @@ struct funnel_device;
  * FUNNEL_PARSE=host|device (FUNNEL_OPTION_PARSE's default, else AUTO),
  * FUNNEL_STAGE_PAGEABLE, FUNNEL_SEGMENT_CHUNK_BYTES, FUNNEL_BATCH_COPY,
  * FUNNEL_OVERLAP_MIN_BYTES and FUNNEL_OVERLAP_MIN_PARTS (the smallest read
- * parsed on the device while its partitions are copied: for tests and
- * benchmarks). The device is thread-safe. */
+ * parsed on the device while its partitions are copied),
+ * FUNNEL_STAGE_TASK_BYTES and FUNNEL_STAGE_ROUND_BYTES (the bytes a host
+ * thread stages at a time, and the least a round of staging pageable
+ * partitions stages): for tests and benchmarks. The device is
+ * thread-safe. */
 FUNNEL_API funnel_status funnel_device_open(const char *kind,
                                             struct funnel_device **out,
                                             struct funnel_error *error);

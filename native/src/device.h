@@ -26,6 +26,9 @@ struct funnel__config {
   /* FUNNEL_OVERLAP_MIN_BYTES and FUNNEL_OVERLAP_MIN_PARTS, else tuning.h's:
    * the least a read of the device path parses while it is copied */
   int64_t overlap_min_bytes, overlap_min_parts;
+  /* FUNNEL__STAGE_TASK and FUNNEL__STAGE_ROUND_MIN, or FUNNEL_STAGE_TASK_BYTES
+   * and FUNNEL_STAGE_ROUND_BYTES */
+  int64_t stage_task_bytes, stage_round_bytes;
   /* FUNNEL_BATCH_COPY=1: a read may put its copies in one batched call.
    * Off by default: on an H100 with driver 580.159.04, a cuMemcpyBatchAsync
    * of thousands of host-to-device copies of mixed sizes failed now and

@@ -288,6 +288,26 @@ static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
   return st;
 }
 
+/* `stream` joins the second stream's work: an event recorded there, which
+ * `stream` waits for; if that cannot be enqueued, the host waits for it
+ * (*lost when neither could be done). Returns st, else the join's error. */
+static int join_aux(struct funnel_table *t, void **join, void *stream, int st, bool *lost,
+                    struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel_error e;
+  struct funnel_error *err = st == FUNNEL_OK ? error : &e;
+  int js = *join == NULL ? funnel__dev_event_take(be, join, err) : FUNNEL_OK;
+  if (js == FUNNEL_OK) js = funnel__dev_event_record(be, *join, t->aux, err);
+  if (js == FUNNEL_OK) js = funnel__dev_stream_wait(be, stream, *join, err);
+  if (js == FUNNEL_OK) return st;
+  if (st == FUNNEL_OK) st = js;
+  /* once more, and the host waits for the second stream's work itself */
+  *lost = (*join == NULL && funnel__dev_event_take(be, join, &e) != FUNNEL_OK) ||
+          funnel__dev_event_record(be, *join, t->aux, &e) != FUNNEL_OK ||
+          funnel__dev_event_wait(be, *join, &e) != FUNNEL_OK;
+  return st;
+}
+
 /* The parse of a read's partitions while they are copied (t->n_overlap
  * parts; transfer.c, plan_overlap): on `stream`, after the first part's
  * bytes (the early copy), the head, then the other parts' bytes, an
@@ -326,22 +346,90 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
     aux_used |= st == FUNNEL_OK;
   }
   if (st == FUNNEL_OK) t->stats.overlap_parts = m;
-  if (!aux_used) return st;
-  /* the join: `stream` waits for the parses; if that cannot be enqueued,
-   * the host waits for them */
-  void **join = &ev[m];
-  struct funnel_error e;
-  struct funnel_error *err = st == FUNNEL_OK ? error : &e;
-  int js = *join == NULL ? funnel__dev_event_take(be, join, err) : FUNNEL_OK;
-  if (js == FUNNEL_OK) js = funnel__dev_event_record(be, *join, t->aux, err);
-  if (js == FUNNEL_OK) js = funnel__dev_stream_wait(be, stream, *join, err);
-  if (js == FUNNEL_OK) return st;
-  if (st == FUNNEL_OK) st = js;
-  /* once more, and the host waits for the second stream's work itself */
-  *lost = (*join == NULL && funnel__dev_event_take(be, join, &e) != FUNNEL_OK) ||
-          funnel__dev_event_record(be, *join, t->aux, &e) != FUNNEL_OK ||
-          funnel__dev_event_wait(be, *join, &e) != FUNNEL_OK;
+  return aux_used ? join_aux(t, &ev[m], stream, st, lost, error) : st;
+}
+
+/* The parse of a read staged round by round (transfer.c) while its later
+ * rounds are staged and copied: its partitions in parts of about equal
+ * count (from multiples of the parse's tile), as many as the rounds up to
+ * FUNNEL__STAGED_PARSE_PARTS, each launched on the reader's second stream
+ * once the copy of the round that completes its bytes is enqueued, after
+ * an event there. */
+struct staged_parse {
+  struct funnel_table *t;
+  const struct dp_layout *l;
+  int nested;
+  void *stream;
+  int m, next;   /* the parts; the next to launch */
+  int64_t *part; /* m + 1 bounds */
+  int64_t *end;  /* per part: where its bytes end in the staging block */
+  bool aux_used; /* a parse was enqueued there */
+};
+
+static int launch_staged_part(struct staged_parse *sp, int j, struct funnel_error *error) {
+  struct funnel_table *t = sp->t;
+  struct funnel_backend *be = &t->dev->be;
+  void **ev = &t->overlap_ev[j];
+  int st = *ev == NULL ? funnel__dev_event_take(be, ev, error) : FUNNEL_OK;
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *ev, sp->stream, error);
+  if (st == FUNNEL_OK) st = funnel__dev_stream_wait(be, t->aux, *ev, error);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_launch_dpath_from(be, FUNNEL_DP_PARSE | sp->nested, t->dp_scratch, sp->part[j],
+                                       sp->part[j + 1] - sp->part[j], sp->l->parse_lanes, t->aux,
+                                       error);
+  sp->aux_used |= st == FUNNEL_OK;
   return st;
+}
+
+/* transfer.c's on_round: the parts whose bytes are all sent */
+static int staged_round(void *ctx, int64_t sent, struct funnel_error *error) {
+  struct staged_parse *sp = ctx;
+  int st = FUNNEL_OK;
+  while (st == FUNNEL_OK && sp->next < sp->m && sp->end[sp->next] <= sent)
+    st = launch_staged_part(sp, sp->next++, error);
+  return st;
+}
+
+/* Whether the read parses while it is staged (t->aux given by
+ * funnel__overlap_fits, every partition staged into one block: one run),
+ * and its parts if so (t->n_overlap, t->overlap_ev). */
+static bool plan_staged_parse(struct funnel_table *t, const struct funnel__transfer *tr,
+                              const struct dp_layout *l, const uint8_t *host, int nested,
+                              void *stream, struct staged_parse *sp) {
+  const struct funnel__stage_plan *stg = &tr->staging;
+  if (t->aux == NULL || tr->early || stg->tasks == 0 || stg->block == NULL || tr->n_runs != 1 ||
+      tr->runs[0].src != stg->block)
+    return false;
+  const int64_t n = t->plan.n_parts, base = tr->runs[0].scratch;
+  const struct funnel__dp_input *in = (const struct funnel__dp_input *)(host + l->inputs);
+  const int64_t tile = FUNNEL__DPATH_THREADS / l->parse_lanes;
+  /* a part a round, about: each round's copy is followed by its part's parse */
+  const int64_t rounds = funnel__stage_rounds(stg);
+  const int pieces = rounds < FUNNEL__STAGED_PARSE_PARTS ? (int)rounds : FUNNEL__STAGED_PARSE_PARTS;
+  if (pieces < 2) return false;
+  int64_t *part = funnel__arena_alloc(&t->arena, (size_t)(pieces + 1) * sizeof(int64_t));
+  int64_t *end = funnel__arena_alloc(&t->arena, (size_t)pieces * sizeof(int64_t));
+  void **ev = funnel__arena_calloc(&t->arena, (size_t)(pieces + 1), sizeof(void *));
+  if (part == NULL || end == NULL || ev == NULL) return false; /* parsed after the copies */
+  int m = 0;
+  part[0] = 0;
+  for (int64_t j = 1; j < pieces; j++) {
+    const int64_t p = n * j / pieces / tile * tile;
+    if (p > part[m]) part[++m] = p;
+  }
+  if (n > part[m]) part[++m] = n;
+  if (m < 2) return false;
+  for (int j = 0; j < m; j++) { /* its last partition with bytes, else the part before's end */
+    int64_t p = part[j + 1] - 1;
+    while (p >= part[j] && tr->in_scratch[p] < 0) p--;
+    end[j] = p >= part[j] ? tr->in_scratch[p] - base + (int64_t)in[p].length
+                          : (j > 0 ? end[j - 1] : 0);
+  }
+  *sp = (struct staged_parse){t, l, nested, stream, m, 0, part, end, false};
+  t->n_overlap = m;
+  t->overlap_part = t->overlap_byte = NULL;
+  t->overlap_ev = ev;
+  return true;
 }
 
 /* Enqueues the whole read: the copies, the upload, the parse, the scan
@@ -362,15 +450,30 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0; /* its kernels */
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
   const bool decoded = a->zmode == FUNNEL_DP_DECODED;
-  int st = tr->early || decoded ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
-  /* the parse while the partitions are copied (the head goes up there) */
+  /* the parse while the partitions are copied: pinned ones, the early
+   * copy's parts (the head goes up there), or staged ones, a part after
+   * each round that completes it (the head goes up first) */
   const bool overlapped = !decoded && t->n_overlap > 0;
-  bool lost = false;
-  if (st == FUNNEL_OK && overlapped)
-    st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
-  if (st == FUNNEL_OK && !decoded && !overlapped)
+  struct staged_parse sp;
+  const bool staged = !decoded && !overlapped && plan_staged_parse(t, tr, l, host, nested, stream, &sp);
+  int st = FUNNEL_OK;
+  if (!decoded && (staged || !overlapped))
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));
+  if (staged) {
+    tr->on_round = staged_round;
+    tr->round_ctx = &sp;
+  }
+  if (st == FUNNEL_OK && !tr->early && !decoded) st = funnel__enqueue_transfer(t, tr, &w, error);
+  tr->on_round = NULL;
+  bool lost = false;
+  if (staged) {
+    while (st == FUNNEL_OK && sp.next < sp.m) st = launch_staged_part(&sp, sp.next++, error);
+    if (st == FUNNEL_OK) t->stats.overlap_parts = sp.m;
+    if (sp.aux_used) st = join_aux(t, &t->overlap_ev[sp.m], stream, st, &lost, error);
+  }
+  if (st == FUNNEL_OK && overlapped)
+    st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
   if (st == FUNNEL_OK && decoded) {
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->args, host + l->args,
@@ -386,7 +489,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
           &w, funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, t->dp_scratch + (uint64_t)l->zjobs,
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
-  if (st == FUNNEL_OK && !overlapped)
+  if (st == FUNNEL_OK && !overlapped && !staged)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
                                                             l->parse_lanes, stream, error));
   if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))

@@ -91,7 +91,7 @@ struct funnel__run {
 };
 
 /* Pageable partitions to copy into the pinned staging block, in tasks of
- * FUNNEL__STAGE_TASK bytes: a task copies that many bytes of the copies
+ * the plan's task_bytes: a task copies that many bytes of the copies
  * taken one after the other, so small partitions share a task. */
 struct funnel__stage_copy {
   uint8_t *dst;
@@ -104,10 +104,13 @@ struct funnel__stage_plan {
   struct funnel__stage_copy *copies;
   int64_t n;
   int64_t bytes;  /* of every copy */
-  int64_t tasks;  /* FUNNEL__STAGE_TASK bytes each (the last fewer), in the order of the bytes */
+  int64_t tasks;  /* task_bytes each (the last fewer), in the order of the bytes */
   int64_t first;  /* the first task of the range that runs */
   uint8_t *block; /* the pinned block the pageable partitions go to, or NULL */
   int64_t block_size;
+  /* a task's bytes and the least a round stages (the device's config:
+   * FUNNEL__STAGE_TASK, FUNNEL__STAGE_ROUND_MIN) */
+  int64_t task_bytes, round_bytes;
 };
 
 /* What one pass over the caller's partitions finds, before anything is
@@ -165,7 +168,15 @@ struct funnel__transfer {
   bool direct;          /* pinned partitions are read in place by the kernel */
   bool early;           /* the partitions went up before parsing */
   struct funnel__stage_plan staging;
+  /* when set, called after each staging round's copies are enqueued with
+   * the bytes of the staging block sent so far (the device path parses
+   * those partitions while the next round is staged) */
+  int (*on_round)(void *ctx, int64_t sent, struct funnel_error *error);
+  void *round_ctx;
 };
+
+/* The rounds a staging plan's block is staged in (transfer.c). */
+int64_t funnel__stage_rounds(const struct funnel__stage_plan *sp);
 
 /* Before parsing: when every partition lies in the pinned pool, enqueues
  * their copies at once, so they fly while the host parses and plans

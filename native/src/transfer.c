@@ -367,8 +367,8 @@ static const struct funnel__stage_copy *copy_of_byte(const struct funnel__stage_
 
 static void stage_task(void *ctx, int64_t i) {
   const struct funnel__stage_plan *sp = ctx;
-  int64_t pos = (sp->first + i) * FUNNEL__STAGE_TASK;
-  const int64_t end = pos + FUNNEL__STAGE_TASK < sp->bytes ? pos + FUNNEL__STAGE_TASK : sp->bytes;
+  int64_t pos = (sp->first + i) * sp->task_bytes;
+  const int64_t end = pos + sp->task_bytes < sp->bytes ? pos + sp->task_bytes : sp->bytes;
   for (const struct funnel__stage_copy *c = copy_of_byte(sp, pos); pos < end; c++) {
     const int64_t at = pos - c->first_byte;
     const int64_t len = c->length - at < end - pos ? c->length - at : end - pos;
@@ -393,7 +393,7 @@ static void stage_tasks(const struct funnel__stage_plan *sp, int64_t n) {
  * have written (the gaps between partitions come along in the copies). */
 static const uint8_t *staged_upto(const struct funnel__stage_plan *sp, int64_t end_task) {
   if (end_task >= sp->tasks) return sp->block + sp->block_size;
-  const int64_t pos = end_task * FUNNEL__STAGE_TASK;
+  const int64_t pos = end_task * sp->task_bytes;
   const struct funnel__stage_copy *c = copy_of_byte(sp, pos);
   return c->dst + (pos - c->first_byte);
 }
@@ -492,7 +492,7 @@ static void place(struct layout *l, int64_t p, bool pinned) {
     struct funnel__stage_plan *sp = &tr->staging;
     sp->copies[sp->n++] = (struct funnel__stage_copy){to, src, len, sp->bytes};
     sp->bytes += len;
-    sp->tasks = (sp->bytes + FUNNEL__STAGE_TASK - 1) / FUNNEL__STAGE_TASK;
+    sp->tasks = (sp->bytes + sp->task_bytes - 1) / sp->task_bytes;
     t->stats.staged_partitions++;
     t->stats.bytes_staged += len;
     src = to;
@@ -604,7 +604,7 @@ static void stage_all(struct funnel_table *t, struct funnel__transfer *tr) {
   t->stats.bytes_staged += j->bytes_end[j->parts - 1] - sp->bytes;
   sp->bytes = j->bytes_end[j->parts - 1];
   sp->block_size = j->at_end[j->parts - 1];
-  sp->tasks = (sp->bytes + FUNNEL__STAGE_TASK - 1) / FUNNEL__STAGE_TASK;
+  sp->tasks = (sp->bytes + sp->task_bytes - 1) / sp->task_bytes;
   t->stats.staged_partitions += added;
   if (end < 0) return;
   tr->runs[tr->n_runs++] = (struct funnel__run){sp->block, end, j->base, true};
@@ -676,6 +676,8 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
   int64_t pinned_bytes, stage_bytes;
   const bool *pinned = find_pinned(t, &pinned_bytes, &stage_bytes);
   tr.staging.copies = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(*tr.staging.copies));
+  tr.staging.task_bytes = t->dev->config.stage_task_bytes;
+  tr.staging.round_bytes = t->dev->config.stage_round_bytes;
   if (pinned == NULL || tr.staging.copies == NULL) return OUT_OF_MEMORY(error);
   struct funnel__pool *pool = &t->dev->pool;
   tr.direct = pinned_bytes > 0 && t->dd.n == 0 &&
@@ -709,19 +711,29 @@ int funnel__layout_transfer(struct funnel_table *t, const struct funnel__read_op
 
 /* ----------------------------------------------------------------- copies */
 
-/* Staging proceeds round by round: the host threads stage the tasks of a
- * round, then the bytes of the runs that round completed go up. */
-static int enqueue_staged_rounds(struct funnel_table *t, const struct funnel__transfer *tr,
-                                 struct funnel__stage_plan *sp, struct funnel__work *w,
-                                 struct funnel_error *error) {
-  const uint8_t *lo = sp->block, *hi = sp->block + sp->block_size;
-  int64_t rounds = sp->block_size / FUNNEL__STAGE_ROUND_MIN;
+/* The tasks of a round of staging (tuning.h, FUNNEL__STAGE_ROUNDS). */
+static int64_t round_tasks(const struct funnel__stage_plan *sp) {
+  int64_t rounds = sp->block_size / sp->round_bytes;
   if (rounds > FUNNEL__STAGE_ROUNDS) rounds = FUNNEL__STAGE_ROUNDS;
   if (rounds < 1) rounds = 1;
   int64_t per_round = (sp->tasks + rounds - 1) / rounds;
   /* a round keeps every host thread busy: its tasks a multiple of them */
   const int64_t threads = sp->bytes > FUNNEL__STAGE_INLINE_BYTES ? funnel__host_threads() : 1;
   if (threads > 1) per_round = (per_round + threads - 1) / threads * threads;
+  return per_round;
+}
+
+int64_t funnel__stage_rounds(const struct funnel__stage_plan *sp) {
+  return sp->tasks > 0 ? (sp->tasks + round_tasks(sp) - 1) / round_tasks(sp) : 0;
+}
+
+/* Staging proceeds round by round: the host threads stage the tasks of a
+ * round, then the bytes of the runs that round completed go up. */
+static int enqueue_staged_rounds(struct funnel_table *t, const struct funnel__transfer *tr,
+                                 struct funnel__stage_plan *sp, struct funnel__work *w,
+                                 struct funnel_error *error) {
+  const uint8_t *lo = sp->block, *hi = sp->block + sp->block_size;
+  const int64_t per_round = round_tasks(sp);
   int64_t r = 0; /* the next run to copy, of those in the block */
   const uint8_t *sent = lo;
   int st = FUNNEL_OK;
@@ -746,6 +758,7 @@ static int enqueue_staged_rounds(struct funnel_table *t, const struct funnel__tr
       sent = to;
       if (to == run->src + run->length) r++;
     }
+    if (st == FUNNEL_OK && tr->on_round != NULL) st = tr->on_round(tr->round_ctx, sent - lo, error);
   }
   return st;
 }

@@ -93,6 +93,11 @@
 #define FUNNEL__OVERLAP_MIN_PARTS 4096
 #define FUNNEL__OVERLAP_MIN_BYTES ((int64_t)4 << 20)
 #define FUNNEL__OVERLAP_PIECES 4
+/* ... and, as large, while they are staged (pageable, into one pinned
+ * block: transfer.c's rounds), in a part a round up to this many parts of
+ * about as many partitions each, a part launched once the round that
+ * completes it is copied (dread.c). */
+#define FUNNEL__STAGED_PARSE_PARTS 8
 
 /* A read of this many partitions or more starts the copy of their span
  * before its pass over them (reader.c; transfer.c, funnel__guess_scan):

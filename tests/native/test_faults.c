@@ -59,10 +59,11 @@ static void input_free(struct input *in) {
 
 /* The ways a read moves its bytes: all pinned and back to back (copied
  * before planning), pinned far apart and pageable mixed (staged, one copy
- * a run), and pinned read in place by the kernel. */
-enum { ALL_PINNED, MIXED_STAGED, DIRECT, N_LAYOUTS };
+ * a run), pinned read in place by the kernel, and all pageable (staged
+ * into one block, round by round). */
+enum { ALL_PINNED, MIXED_STAGED, DIRECT, ALL_PAGEABLE, N_LAYOUTS };
 static const char *const LAYOUT_NAMES[N_LAYOUTS] = {"all pinned", "pinned and pageable, staged",
-                                                    "direct"};
+                                                    "direct", "all pageable, staged"};
 
 struct layout {
   struct funnel_partition parts[P_MAX];
@@ -84,7 +85,7 @@ static int layout_make(struct funnel_device *dev, const struct input *in, int ki
     return 0;
   for (int p = 0; p < P; p++) {
     CHECK(in->bytes[p].len <= stride);
-    const int pageable = kind == MIXED_STAGED && p % 3 == 1;
+    const int pageable = (kind == MIXED_STAGED && p % 3 == 1) || kind == ALL_PAGEABLE;
     if (pageable) {
       l->parts[p] = (struct funnel_partition){in->bytes[p].data, in->bytes[p].len};
     } else {
@@ -154,11 +155,16 @@ static int same_live(struct funnel__live a, struct funnel__live b) {
  * was injected. */
 static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t injected[FUNNEL__N_FAULTS],
                              int64_t survived[FUNNEL__N_FAULTS]) {
-  if (layout_kind == MIXED_STAGED) setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
+  if (layout_kind == MIXED_STAGED || layout_kind == ALL_PAGEABLE)
+    setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
   const int overlap = P > FUNNEL__DPATH_THREADS; /* parsed while copied, whatever the size */
   if (overlap) {
     setenv("FUNNEL_OVERLAP_MIN_BYTES", "1", 1);
     setenv("FUNNEL_OVERLAP_MIN_PARTS", "0", 1);
+    /* staged in rounds of a few pages, each round's part parsed while the
+     * next is staged */
+    setenv("FUNNEL_STAGE_TASK_BYTES", "4096", 1);
+    setenv("FUNNEL_STAGE_ROUND_BYTES", "16384", 1);
   }
   struct funnel_device *dev = NULL;
   struct funnel_reader *rd = NULL;
@@ -167,6 +173,8 @@ static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t inject
   unsetenv("FUNNEL_STAGE_PAGEABLE");
   unsetenv("FUNNEL_OVERLAP_MIN_BYTES");
   unsetenv("FUNNEL_OVERLAP_MIN_PARTS");
+  unsetenv("FUNNEL_STAGE_TASK_BYTES");
+  unsetenv("FUNNEL_STAGE_ROUND_BYTES");
   if (!opened) return;
   struct input in;
   input_make(&in, 100 + (uint64_t)layout_kind, lz4);
@@ -259,12 +267,14 @@ static void every_fault_a_read_reaches_fails_cleanly(void) {
 }
 
 /* The same for a read of the device path that parses its partitions while
- * they are copied (a second stream, an event a part): every fault on the
- * way fails the read cleanly, or is worked around, and leaves nothing. */
+ * they are copied (a second stream, an event a part), pinned ones or
+ * staged ones: every fault on the way fails the read cleanly, or is
+ * worked around, and leaves nothing. */
 static void overlapped_parse_faults_fail_cleanly(void) {
   int64_t injected[FUNNEL__N_FAULTS] = {0}, survived[FUNNEL__N_FAULTS] = {0};
   P = P_MAX;
   faults_in_layout(ALL_PINNED, FUNNEL_PARSE_DEVICE, 0, injected, survived);
+  faults_in_layout(ALL_PAGEABLE, FUNNEL_PARSE_DEVICE, 0, injected, survived);
   P = P_FEW;
   for (int k = 0; k < FUNNEL__N_FAULTS; k++)
     printf("    %-6s %lld faults injected (%lld worked around)\n", KIND_NAMES[k],

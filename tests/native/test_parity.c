@@ -99,8 +99,8 @@ struct parity_shape {
   int n_parts, max_rows, max_batches;
   int parse, on_device; /* read_all's */
   /* the device path must parse in parts while the partitions are copied
-   * (a pinned `transfer`); with the partitions around the middle, where
-   * the first part ends, empty */
+   * (a pinned `transfer`, or staged pageable partitions); with the
+   * partitions around the middle, where the first part ends, empty */
   int overlap;
   /* a pinned `transfer` whose partitions do not all lie back to back
    * between the first and the last, as a read of many guesses they do
@@ -271,11 +271,12 @@ static void parity_device_path_every_type(void) {
               NULL, -1); /* more than the pinned pool holds */
   /* pageable, staged into one block (as cuda does, and the cpu backend
    * when asked): laid out, and the device's table written, in parts on the
-   * host threads (workers.h) */
+   * host threads (workers.h); then parsed in parts, each once the round
+   * of staging that completes it is copied (dread.c) */
   struct funnel_device *staging = NULL;
   setenv("FUNNEL_STAGE_PAGEABLE", "1", 1);
   if (CHECK_OK(check_device_open(&staging, &err), &err)) {
-    parity_case(cpu, staging, &rng, (struct parity_shape){9000, 3, 1, FUNNEL_PARSE_DEVICE, 1, 0, 0},
+    parity_case(cpu, staging, &rng, (struct parity_shape){9000, 3, 1, FUNNEL_PARSE_DEVICE, 1, 1, 0},
                 NULL, -1);
     funnel_device_close(staging);
   }
