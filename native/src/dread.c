@@ -457,7 +457,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   struct staged_parse sp;
   const bool staged = !decoded && !overlapped && plan_staged_parse(t, tr, l, host, nested, stream, &sp);
   int st = FUNNEL_OK;
-  if (!decoded && (staged || !overlapped))
+  if (!decoded && !overlapped)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));
   if (staged) {

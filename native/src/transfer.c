@@ -74,7 +74,7 @@ static void scan_range(const struct funnel_partition *parts, size_t from, size_t
 }
 
 /* A pass over many partitions runs in parts on the host threads, each
- * part a range of them (passes.h: FUNNEL__PASS_PART). */
+ * part a range of them (workers.h, funnel__pass_parts). */
 struct scan_job {
   const struct funnel_partition *parts;
   size_t count;
@@ -724,7 +724,9 @@ static int64_t round_tasks(const struct funnel__stage_plan *sp) {
 }
 
 int64_t funnel__stage_rounds(const struct funnel__stage_plan *sp) {
-  return sp->tasks > 0 ? (sp->tasks + round_tasks(sp) - 1) / round_tasks(sp) : 0;
+  if (sp->tasks == 0) return 0;
+  const int64_t per_round = round_tasks(sp);
+  return (sp->tasks + per_round - 1) / per_round;
 }
 
 /* Staging proceeds round by round: the host threads stage the tasks of a

@@ -1,6 +1,7 @@
 /* workers.h: a few host threads shared by every read of the process, for
- * the host work that scales with the bytes rather than the partitions:
- * checking string offsets and staging pageable partitions.
+ * the host work that scales with the bytes (checking string offsets,
+ * staging pageable partitions) or with many partitions (the passes over
+ * them).
  *
  * One loop at a time runs on the workers; a caller that finds them busy
  * (another read on another thread) runs its loop alone, so no read ever
