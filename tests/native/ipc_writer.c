@@ -99,9 +99,11 @@ uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, 
     lz4f_preferences p;
     memset(&p, 0, sizeof(p));
     const int java = lz4_style == IW_LZ4_JAVA, sums = lz4_style == IW_LZ4_SUMS;
+    const int sized = lz4_style == IW_LZ4_SIZED;
     p.frame_info.block_size_id = java ? 7 : 4; /* max4MB, max64KB */
     p.frame_info.block_mode = lz4_style == IW_LZ4_CPP || sums ? 0 : 1; /* linked, independent */
-    p.frame_info.content_checksum = java || sums;
+    p.frame_info.content_checksum = java || sums || sized;
+    p.frame_info.content_size = sized ? (unsigned long long)n : 0;
     p.frame_info.block_checksum = sums;
     cap = codecs.lz4f_bound(n, &p);
     dst = xrealloc(NULL, cap);

@@ -106,8 +106,10 @@ enum {
   IW_LZ4_CPP = 1,  /* Arrow C++ / pyarrow: 64 KiB linked blocks, no checksum */
   IW_LZ4_SPARK = 2, /* funnel-spark's lz4-java frames: 64 KiB independent blocks,
                        no checksum */
-  IW_LZ4_SUMS = 3   /* no Arrow writer's: 64 KiB linked blocks, each with a block
+  IW_LZ4_SUMS = 3,  /* no Arrow writer's: 64 KiB linked blocks, each with a block
                        checksum, and a content checksum (what liblz4 can write) */
+  IW_LZ4_SIZED = 4  /* no Arrow writer's: 64 KiB independent blocks, the content
+                       size in the header and a content checksum */
 };
 
 struct iw_options {

@@ -483,6 +483,60 @@ static void bad_compressed_buffers_name_their_place(void) {
 /* A compressed batch that decodes well to bad values (string offsets that
  * fall): the plan's error names the compressed buffer's offset in the
  * partition as given, not one in the decoded image. */
+/* A frame that fails part way leaves nothing behind for the next read:
+ * liblz4 1.9.4's context reset keeps a failed frame's remaining content
+ * size, and a context pooled after one failed the next frame without a
+ * content size ("ERROR_frameSize_wrong"), a good one (the fuzz harness,
+ * in CI, on partitions that read alone). A frame with its content size,
+ * corrupt in a block, then Arrow Java's frames, a few times over. */
+static void lz4_frame_after_a_failed_one_reads_as_new(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  decode_where = FUNNEL_DECODE_HOST;
+  parse_where = FUNNEL_PARSE_HOST;
+  write_codec = 1;
+  struct table_src src = table_random(&BAD_SCHEMA, 800, 100, 5);
+  make_compressible(&src);
+  static const struct iw_options java = {.compression = 1, .lz4_style = IW_LZ4_JAVA};
+  struct parts good = cut(&src, 8, 1, &java, 0, NULL);
+  for (int round = 0; round < 3; round++) {
+    struct table_src bad_src;
+    struct iw_layout l;
+    struct parts bad = eight(1, &bad_src, &l);
+    /* partition 5 again, its frames with their content size */
+    const struct iw_options sized = {.compression = 1, .lz4_style = IW_LZ4_SIZED, .empty_prefix = 1};
+    struct iw_buf b = {0};
+    iw_schema_message(&b, bad_src.schema, &sized, NULL);
+    struct iw_encode e = {.layout = &l};
+    iw_batch_from_cols(&b, bad_src.schema, bad_src.cols, 500, 600, &e, &sized);
+    iw_eos(&b, &sized);
+    free((void *)bad.p[5].data);
+    bad.p[5] = (struct funnel_partition){iw_dup(b.data, b.len), b.len};
+    iw_buf_free(&b);
+    uint8_t *p5 = (uint8_t *)bad.p[5].data;
+    int64_t off, len;
+    buffer_at(p5, &l, 4, &off, &len);
+    const int64_t at = (int64_t)l.body + off;
+    CHECK(len > 40);
+    p5[at + 8 + len / 2] ^= 0x5a; /* in its block: the header went by */
+    p5[at + 8 + len / 2 + 1] ^= 0xa5;
+    check_context("round %d: the corrupt frame", round);
+    expect_failure(dev, &bad, FUNNEL_ERR_MALFORMED, 1, at, "LZ4");
+    check_context("round %d: Arrow Java's frames after it", round);
+    read_and_check(dev, &good, &src, 8);
+    parts_free(&bad);
+    table_src_free(&bad_src);
+  }
+  check_context("%s", "");
+  parts_free(&good);
+  table_src_free(&src);
+  write_codec = 0;
+  decode_where = FUNNEL_DECODE_AUTO;
+  parse_where = FUNNEL_PARSE_AUTO;
+  funnel_device_close(dev);
+}
+
 static void bad_values_in_a_compressed_batch(void) {
   struct funnel_device *dev = NULL;
   struct funnel_error err;
@@ -693,6 +747,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(large_compressed_partition),
       CHECK_TEST(compressed_batches_without_bytes),
       CHECK_TEST(bad_compressed_buffers_name_their_place),
+      CHECK_TEST(lz4_frame_after_a_failed_one_reads_as_new),
       CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(device_decoder_reads_what_liblz4_writes),
       CHECK_TEST(missing_library_is_named),
