@@ -308,6 +308,20 @@ static int join_aux(struct funnel_table *t, void **join, void *stream, int st, b
   return st;
 }
 
+/* Part j's parse (partitions t->overlap_part[j] to [j + 1]) on the
+ * reader's second stream, once `ev`, recorded on the read's stream after
+ * the part's bytes, is there. */
+static int parse_part_after(struct funnel_table *t, int j, void *ev, int nested, int64_t lanes,
+                            struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const int64_t *part = t->overlap_part;
+  int st = funnel__dev_stream_wait(be, t->aux, ev, error);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_launch_dpath_from(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, part[j],
+                                       part[j + 1] - part[j], lanes, t->aux, error);
+  return st;
+}
+
 /* The parse of a read's partitions while they are copied (t->n_overlap
  * parts; transfer.c, plan_overlap): on `stream`, after the first part's
  * bytes (the early copy), the head, then the other parts' bytes, an
@@ -323,7 +337,7 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
                             void *stream, bool *lost, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   const int m = t->n_overlap;
-  const int64_t *part = t->overlap_part, *byte = t->overlap_byte;
+  const int64_t *byte = t->overlap_byte;
   void **ev = t->overlap_ev;
   *lost = false;
   int st = funnel__work_enqueued(w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
@@ -339,10 +353,7 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
   }
   bool aux_used = false;
   for (int j = 0; j < m && st == FUNNEL_OK; j++) {
-    st = funnel__dev_stream_wait(be, t->aux, ev[j], error);
-    if (st == FUNNEL_OK)
-      st = funnel__dev_launch_dpath_from(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, part[j],
-                                         part[j + 1] - part[j], l->parse_lanes, t->aux, error);
+    st = parse_part_after(t, j, ev[j], nested, l->parse_lanes, error);
     aux_used |= st == FUNNEL_OK;
   }
   if (st == FUNNEL_OK) t->stats.overlap_parts = m;
@@ -360,8 +371,7 @@ struct staged_parse {
   const struct dp_layout *l;
   int nested;
   void *stream;
-  int m, next;   /* the parts; the next to launch */
-  int64_t *part; /* m + 1 bounds */
+  int m, next;   /* the parts (t->overlap_part); the next to launch */
   int64_t *end;  /* per part: where its bytes end in the staging block */
   bool aux_used; /* a parse was enqueued there */
 };
@@ -372,11 +382,7 @@ static int launch_staged_part(struct staged_parse *sp, int j, struct funnel_erro
   void **ev = &t->overlap_ev[j];
   int st = *ev == NULL ? funnel__dev_event_take(be, ev, error) : FUNNEL_OK;
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *ev, sp->stream, error);
-  if (st == FUNNEL_OK) st = funnel__dev_stream_wait(be, t->aux, *ev, error);
-  if (st == FUNNEL_OK)
-    st = funnel__dev_launch_dpath_from(be, FUNNEL_DP_PARSE | sp->nested, t->dp_scratch, sp->part[j],
-                                       sp->part[j + 1] - sp->part[j], sp->l->parse_lanes, t->aux,
-                                       error);
+  if (st == FUNNEL_OK) st = parse_part_after(t, j, *ev, sp->nested, sp->l->parse_lanes, error);
   sp->aux_used |= st == FUNNEL_OK;
   return st;
 }
@@ -392,7 +398,7 @@ static int staged_round(void *ctx, int64_t sent, struct funnel_error *error) {
 
 /* Whether the read parses while it is staged (t->aux given by
  * funnel__overlap_fits, every partition staged into one block: one run),
- * and its parts if so (t->n_overlap, t->overlap_ev). */
+ * and its parts if so (t->n_overlap, t->overlap_part, t->overlap_ev). */
 static bool plan_staged_parse(struct funnel_table *t, const struct funnel__transfer *tr,
                               const struct dp_layout *l, const uint8_t *host, int nested,
                               void *stream, struct staged_parse *sp) {
@@ -425,9 +431,10 @@ static bool plan_staged_parse(struct funnel_table *t, const struct funnel__trans
     end[j] = p >= part[j] ? tr->in_scratch[p] - base + (int64_t)in[p].length
                           : (j > 0 ? end[j - 1] : 0);
   }
-  *sp = (struct staged_parse){t, l, nested, stream, m, 0, part, end, false};
+  *sp = (struct staged_parse){t, l, nested, stream, m, 0, end, false};
   t->n_overlap = m;
-  t->overlap_part = t->overlap_byte = NULL;
+  t->overlap_part = part;
+  t->overlap_byte = NULL;
   t->overlap_ev = ev;
   return true;
 }

@@ -78,7 +78,7 @@ struct funnel_table {
    * from overlap_byte[j] of the early copy (n_overlap + 1 each, the last
    * the ends), and the events after part j's bytes, then one after the
    * parses (overlap_ev, n_overlap + 1, NULL until taken). A read parsed
-   * while it is staged (dread.c) sets n_overlap and overlap_ev alone. */
+   * while it is staged (dread.c) sets them but overlap_byte (NULL). */
   void *aux;
   int n_overlap;
   int64_t *overlap_part, *overlap_byte;
