@@ -96,8 +96,9 @@ enum funnel__dp_kind {
 enum funnel__dp_stage {
   /* n partitions from the launch's first: parse each (funnel__dp_parse),
    * m lanes a partition (args.parse_lanes; the cuda kernel then sums the
-   * tiles of the scan's arrays); when FUNNEL__DP_PARSE_SCANS(args.n_parts)
-   * it parses them all, scans them too, and lays the output out. Several
+   * tiles of the scan's arrays); when FUNNEL__DP_PARSE_SCANS(args.n_parts,
+   * first, n) it parses them all, scans them too, and lays the output out.
+   * Several
    * launches may parse a read's partitions in parts (dread.c, while they
    * are copied), each from a multiple of the tile (FUNNEL__DPATH_THREADS /
    * m partitions). */
@@ -112,17 +113,20 @@ enum funnel__dp_stage {
   FUNNEL_DP_CONCAT = 2
 };
 
-/* Whether FUNNEL_DP_PARSE scans too: the partitions fit one tile of the
- * scan (FUNNEL__DPATH_THREADS, a block of the kernels), and no
- * FUNNEL_DP_SCAN follows. */
-#define FUNNEL__DP_PARSE_SCANS(n_parts) ((n_parts) <= FUNNEL__DPATH_THREADS)
+/* Whether a FUNNEL_DP_PARSE launch of `count` partitions from `first`
+ * scans too, and no FUNNEL_DP_SCAN follows: it parses the whole read, of at
+ * most FUNNEL__DP_PARSE_SCAN_MAX partitions (tuning.h), so its last block
+ * to finish sees every partition's sums. A read parsed in parts (while it
+ * is copied) is scanned after them. */
+#define FUNNEL__DP_PARSE_SCANS(n_parts, first, count) \
+  ((first) == 0 && (count) == (n_parts) && (n_parts) <= FUNNEL__DP_PARSE_SCAN_MAX)
 
 /* Lanes a partition of the cuda parse of n partitions (tuning.h,
  * FUNNEL__DP_PARSE_THREADS): a warp for a few thousand, whose lanes
  * shorten a partition's chain of loads; fewer for more, so that the
  * groups fill the device. A block parses FUNNEL__DPATH_THREADS / lanes
  * partitions, the tile of its sums (the args' `tiles`), never more than a
- * tile of the scan, so the parse scans when FUNNEL__DP_PARSE_SCANS. */
+ * tile of the scan (which a block's sum carries into the next ones). */
 static inline int funnel__dp_parse_lanes(int64_t n_parts) {
   int lanes = 32;
   while (lanes > FUNNEL__DP_PARSE_MIN_LANES && n_parts > FUNNEL__DP_PARSE_THREADS / lanes) lanes /= 2;
@@ -810,9 +814,13 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
     batches++;
     pos = body + body_length;
   }
-  if (lane != 0) return;
   struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
   int64_t *null_sum = (int64_t *)(s + 1);
+  /* the null counts, a lane a column (each lane's own, when it bound them) */
+  if (ok && rows > 0 && a->zmode != FUNNEL_DP_UNPACK)
+    for (int c = lane; c < a->n_cols; c += lanes)
+      if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
+  if (lane != 0) return;
   if (!ok) {
     rows = 0;
     dp_add(&s->left, 1);
@@ -828,9 +836,6 @@ FUNNEL_DP_ONCE void funnel__dp_parse(const struct funnel__dp_args *a, int64_t p,
     return;
   }
   row_count[p] = rows;
-  if (ok && rows > 0)
-    for (int c = 0; c < a->n_cols; c++)
-      if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
   if (ok && batches > 0) dp_add(&s->batches, batches);
   if (by_template == 1) dp_add(&s->templated, 1);
 }

@@ -46,7 +46,7 @@ void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t first, int
         funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
       (void)m; /* one lane */
       /* as the kernel does: a read of so few partitions is parsed whole */
-      if (FUNNEL__DP_PARSE_SCANS(a->n_parts) && a->zmode != FUNNEL_DP_UNPACK) {
+      if (FUNNEL__DP_PARSE_SCANS(a->n_parts, first, n) && a->zmode != FUNNEL_DP_UNPACK) {
         scan_all(a, 1 + a->n_var);
         layout(a);
       }

@@ -499,7 +499,8 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   if (st == FUNNEL_OK && !overlapped && !staged)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
                                                             l->parse_lanes, stream, error));
-  if (st == FUNNEL_OK && !FUNNEL__DP_PARSE_SCANS(n))
+  /* a read parsed in parts, or of too many partitions, is scanned after */
+  if (st == FUNNEL_OK && (overlapped || staged || !FUNNEL__DP_PARSE_SCANS(n, 0, n)))
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
   /* the sums come back by a copy unless the kernel that lays the output

@@ -196,7 +196,7 @@ bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
   const struct funnel__config *c = &dev->config;
   const int64_t n = (int64_t)count;
   return dev->be.stream_wait != NULL && !scan->bad && n >= c->overlap_min_parts &&
-         !FUNNEL__DP_PARSE_SCANS(n) && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
+         n > FUNNEL__DPATH_THREADS && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
 }
 
 static int plan_overlap(struct funnel_table *t, const struct funnel_partition *parts,

@@ -71,6 +71,14 @@
  * 337, 295, 292, 302, 319, 352. */
 #define FUNNEL__DP_PARSE_THREADS ((int64_t)1 << 16)
 #define FUNNEL__DP_PARSE_MIN_LANES 8
+/* A parse of the whole read, of this many partitions or fewer, scans its
+ * sums and lays the output out in its last block to finish (each thread
+ * FUNNEL__DP_PARSE_SCAN_MAX / FUNNEL__DPATH_THREADS values at most),
+ * where a FUNNEL_DP_SCAN launch would follow. On the H100 (interleaved
+ * A/B, pinned, funnel_device): 1000x4x1 and 1000x10x10 mixed 4 to 6%
+ * faster; 2000x4x1 no different; 4000x4x1 strings 12% slower, its last
+ * block's scan of 16 values a thread against the scan's 16 blocks. */
+#define FUNNEL__DP_PARSE_SCAN_MAX 1024
 
 /* The device path parses a read's partitions while they are copied, when
  * they go up as one copy of their span from the pinned pool (transfer.c,

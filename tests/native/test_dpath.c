@@ -75,7 +75,7 @@ static void run(const struct funnel_partition *parts, int n, const struct funnel
       break;
   r->tmpl_length = a.tmpl.length;
   funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, 0, n, 1); /* one lane */
-  if (!FUNNEL__DP_PARSE_SCANS(n)) funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 0, 1 + n_var, n);
+  if (!FUNNEL__DP_PARSE_SCANS(n, 0, n)) funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 0, 1 + n_var, n);
   funnel__dp_run_cpu(FUNNEL_DP_CONCAT, &a, 0, n * n_cols + n_cols, 1);
   memcpy(r->out, out, OUT_BYTES);
   /* the columns' output addresses, from the output's start */

@@ -9,11 +9,12 @@ package dev.funnel;
  * deviceCallsParse == 0}, {@code deviceCallsPlan == 0}, {@code syncsInRead == 0}. A read the
  * device parsed ({@code deviceParsed > 0 && deviceLeft == 0}, {@link FunnelReader#setParse}):
  * {@code h2dCopies <= partitions + 1} (the partitions and one small table), {@code
- * concatLaunches <= 2 + max(1, overlapParts)} (parse, scan over 256 partitions, concat), {@code
- * syncsInRead == 1} (the wait for the parse's sums, which give the table's shape; the concat is
- * already enqueued behind them), {@code deviceCallsPlan == 0}. A large read of many partitions
- * back to back in the pinned pool is parsed in {@code overlapParts} parts (else 0), each while
- * the next part's bytes are copied: a parse launch and a copy a part.
+ * concatLaunches <= 2 + max(1, overlapParts)} (parse, scan over 4096 partitions or after a
+ * parse in parts, concat), {@code syncsInRead == 1} (the wait for the parse's sums, which give
+ * the table's shape; the concat is already enqueued behind them), {@code deviceCallsPlan == 0}. A
+ * large read of many partitions back to back in the pinned pool is parsed in {@code
+ * overlapParts} parts (else 0), each while the next part's bytes are copied: a parse launch and a
+ * copy a part.
  *
  * <p>{@code deviceParsed} partitions went up as raw bytes for the device to parse; {@code
  * deviceLeft} of them it left to the host (a schema written differently, several batches, a
