@@ -530,7 +530,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
       s->first_left = 0;
     }
   }
-  if (n_cols > 0 && a.zmode != FUNNEL_DP_UNPACK && !FUNNEL__DP_PARSE_SCANS(n)) /* as a read does */
+  /* as a read does: the parse of a whole read of few partitions scans */
+  if (n_cols > 0 && a.zmode != FUNNEL_DP_UNPACK && !FUNNEL__DP_PARSE_SCANS(n, 0, n))
     funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 0, 1 + n_var, n);
   const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;
   if (n_cols == 0) {
