@@ -538,21 +538,26 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   return st;
 }
 
-/* Lanes a piece of the concat, 1 to 32: about one per 16 bytes of a mean
- * piece, and more while the pieces' lanes would not fill the device
- * (FUNNEL__DP_PARSE_THREADS, as for the parse). A partition's body, shared
- * by its columns, stands for its pieces: with the read's template, a
- * partition's bytes but the template's (its messages' metadata, the same
- * in every partition it reads) and an end marker's; without one, all of
- * its bytes. (The bytes alone gave 16 lanes to pieces of one row in
- * partitions of 700 bytes, nearly all of them metadata: ncu, 50000x10x10
- * mixed, the concat 156 -> 76 us with 8.) */
-static int64_t concat_lanes(int64_t bytes, int64_t n, int n_cols, int64_t tmpl_length) {
+/* Lanes a piece of the concat, 1 to 32: about one per 32 bytes of a mean
+ * piece (16 in a read with string or list columns, whose pieces' bytes
+ * start and end at any byte and go one by one there), and more while the
+ * pieces' lanes would not fill the device (FUNNEL__DP_PARSE_THREADS, as
+ * for the parse). A partition's body, shared by its columns, stands for
+ * its pieces: with the read's template, a partition's bytes but the
+ * template's (its messages' metadata, the same in every partition it
+ * reads) and an end marker's; without one, all of its bytes. (The bytes
+ * alone gave 16 lanes to pieces of one row in partitions of 700 bytes,
+ * nearly all of them metadata: ncu, 50000x10x10 mixed, the concat 156 ->
+ * 76 us with 8.) The kernel alone on the H100, us for 16 and 32 bytes a
+ * lane: mixed 10000x10x27 47.6, 37.2; 50000x10x27 262, 199; 50000x10x10
+ * 76.5, 73.6; strings 50000x10x10 340, 285 but 50000x10x1 65, 76. */
+static int64_t concat_lanes(int64_t bytes, int64_t n, int n_cols, int n_var, int64_t tmpl_length) {
   int64_t body = bytes / (n > 0 ? n : 1);
   if (tmpl_length > 0) body = body > tmpl_length + 8 ? body - tmpl_length - 8 : 0;
-  const int64_t mean = body / n_cols, pieces = n * n_cols;
+  const int64_t mean = body / n_cols, pieces = n * n_cols, per_lane = n_var > 0 ? 16 : 32;
   int64_t lanes = 1;
-  while (lanes < 32 && (lanes * 16 < mean || pieces * lanes < FUNNEL__DP_PARSE_THREADS)) lanes *= 2;
+  while (lanes < 32 && (lanes * per_lane < mean || pieces * lanes < FUNNEL__DP_PARSE_THREADS))
+    lanes *= 2;
   return lanes;
 }
 
@@ -677,7 +682,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->stats.bytes_device_decoded = s->zframe_bytes;
   }
   FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var,
-                                     concat_lanes(bytes + zbytes, n, n_cols, a->tmpl.length),
+                                     concat_lanes(bytes + zbytes, n, n_cols, l->n_var, a->tmpl.length),
                                      stream, error));
   if (!s->laid_out) return leave_to_host(t, s, n, error);
   *out = d;
