@@ -98,10 +98,9 @@ enum funnel__dp_stage {
    * m lanes a partition (args.parse_lanes; the cuda kernel then sums the
    * tiles of the scan's arrays); when FUNNEL__DP_PARSE_SCANS(args.n_parts,
    * first, n) it parses them all, scans them too, and lays the output out.
-   * Several
-   * launches may parse a read's partitions in parts (dread.c, while they
-   * are copied), each from a multiple of the tile (FUNNEL__DPATH_THREADS /
-   * m partitions). */
+   * Several launches may parse a read's partitions in parts (dread.c,
+   * while they are copied), each from a multiple of the tile
+   * (FUNNEL__DPATH_THREADS / m partitions). */
   FUNNEL_DP_PARSE = 0,
   /* n arrays (rows, then string bytes per string column) of m values:
    * exclusive scan of each, totals into the summary; then the layout */

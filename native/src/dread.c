@@ -681,9 +681,8 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->stats.device_decoded = s->zframes;
     t->stats.bytes_device_decoded = s->zframe_bytes;
   }
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var,
-                                     concat_lanes(bytes + zbytes, n, n_cols, l->n_var, a->tmpl.length),
-                                     stream, error));
+  const int64_t lanes = concat_lanes(bytes + zbytes, n, n_cols, l->n_var, a->tmpl.length);
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, stream, error));
   if (!s->laid_out) return leave_to_host(t, s, n, error);
   *out = d;
   return FUNNEL_OK;

@@ -75,9 +75,10 @@
  * sums and lays the output out in its last block to finish (each thread
  * FUNNEL__DP_PARSE_SCAN_MAX / FUNNEL__DPATH_THREADS values at most),
  * where a FUNNEL_DP_SCAN launch would follow. On the H100 (interleaved
- * A/B, pinned, funnel_device): 1000x4x1 and 1000x10x10 mixed 4 to 6%
- * faster; 2000x4x1 no different; 4000x4x1 strings 12% slower, its last
- * block's scan of 16 values a thread against the scan's 16 blocks. */
+ * A/B, pinned, funnel_device, with a limit of 4,096): 1000x4x1 and
+ * 1000x10x10 mixed 4 to 6% faster; 2000x4x1 no different; 4000x4x1
+ * strings 12% slower, its last block's scan of 16 values a thread against
+ * the scan kernel's 16 blocks. */
 #define FUNNEL__DP_PARSE_SCAN_MAX 1024
 
 /* The device path parses a read's partitions while they are copied, when

@@ -79,7 +79,7 @@ int check_on_device(const struct funnel_read_stats *s);
  * planning, no wait, at most a copy a partition and the segment table's,
  * one concat launch a column set; the device path makes no device call
  * while planning, one wait (for the parse's sums), at most a copy a
- * partition and two uploads, three launches (parse, scan when over 4096
+ * partition and two uploads, three launches (parse, scan when over 1024
  * partitions or after a parse in parts, concat). */
 void check_read_invariants_at(const char *file, int line, const struct funnel_read_stats *s);
 #define CHECK_READ_INVARIANTS(s) check_read_invariants_at(__FILE__, __LINE__, (s))

@@ -155,10 +155,10 @@ static void check_stats(struct funnel_table *t, const struct parts *ps) {
   CHECK(s.batches <= ps->batches);
   CHECK_READ_INVARIANTS(&s);
   if (check_on_device(&s)) {
-    CHECK(s.concat_launches >= 2); /* parse (and scan over 4096 partitions), concat */
+    CHECK(s.concat_launches >= 2); /* parse (and scan over 1024 partitions), concat */
   } else if (s.segments > 0) {
     if (s.device_parsed > 0) /* after an attempt: its parse, its concat (which copied
-                                nothing), and scan when over 4096 partitions */
+                                nothing), and scan when over 1024 partitions */
       CHECK(s.concat_launches == 3 || s.concat_launches == 4);
     else
       CHECK_EQ_I64(s.concat_launches, 1);

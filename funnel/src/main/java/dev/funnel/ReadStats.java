@@ -9,7 +9,7 @@ package dev.funnel;
  * deviceCallsParse == 0}, {@code deviceCallsPlan == 0}, {@code syncsInRead == 0}. A read the
  * device parsed ({@code deviceParsed > 0 && deviceLeft == 0}, {@link FunnelReader#setParse}):
  * {@code h2dCopies <= partitions + 1} (the partitions and one small table), {@code
- * concatLaunches <= 2 + max(1, overlapParts)} (parse, scan over 4096 partitions or after a
+ * concatLaunches <= 2 + max(1, overlapParts)} (parse, scan over 1024 partitions or after a
  * parse in parts, concat), {@code syncsInRead == 1} (the wait for the parse's sums, which give
  * the table's shape; the concat is already enqueued behind them), {@code deviceCallsPlan == 0}. A
  * large read of many partitions back to back in the pinned pool is parsed in {@code

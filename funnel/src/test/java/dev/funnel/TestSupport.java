@@ -397,8 +397,9 @@ final class TestSupport {
   /**
    * The invariants of the design (ReadStats' javadoc), true of every successful read, by the path
    * it took: the host path; the device path; or the host path after a device-path attempt, with
-   * that attempt's copies (the partitions and a table), its launches (parse, scan over 4096
-   * partitions or after a parse in parts, a concat that copies nothing) and its two waits (the sums, then its work).
+   * that attempt's copies (the partitions and a table), its launches (parse, scan over 1024
+   * partitions or after a parse in parts, a concat that copies nothing) and its two waits (the
+   * sums, then its work).
    */
   static void assertStatsInvariants(ReadStats s, long partitions) {
     boolean attempt = s.deviceParsed() > 0;
