@@ -463,6 +463,9 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const bool overlapped = !decoded && t->n_overlap > 0;
   struct staged_parse sp;
   const bool staged = !decoded && !overlapped && plan_staged_parse(t, tr, l, host, nested, stream, &sp);
+  /* else one launch parses them all, and scans them too when they are few
+   * (FUNNEL__DP_PARSE_SCANS); a read parsed in parts is scanned after */
+  const bool whole = !overlapped && !staged;
   int st = FUNNEL_OK;
   if (!decoded && !overlapped)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
@@ -496,11 +499,10 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
           &w, funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, t->dp_scratch + (uint64_t)l->zjobs,
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
-  if (st == FUNNEL_OK && !overlapped && !staged)
+  if (st == FUNNEL_OK && whole)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
                                                             l->parse_lanes, stream, error));
-  /* a read parsed in parts, or of too many partitions, is scanned after */
-  if (st == FUNNEL_OK && (overlapped || staged || !FUNNEL__DP_PARSE_SCANS(n, 0, n)))
+  if (st == FUNNEL_OK && !(whole && FUNNEL__DP_PARSE_SCANS(n, 0, n)))
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested, t->dp_scratch,
                                                             1 + n_var, n, stream, error));
   /* the sums come back by a copy unless the kernel that lays the output

@@ -195,6 +195,8 @@ bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
                           const struct funnel__parts_scan *scan) {
   const struct funnel__config *c = &dev->config;
   const int64_t n = (int64_t)count;
+  /* never a read of a block's partitions or fewer, whatever the config:
+   * parsed in one launch, which scans them too, it has nothing to split */
   return dev->be.stream_wait != NULL && !scan->bad && n >= c->overlap_min_parts &&
          n > FUNNEL__DPATH_THREADS && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
 }
