@@ -128,9 +128,11 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__d
   const int64_t first = block << tile_lg;
   const int64_t p = first + (threadIdx.x >> lanes_lg);
   if (p < end) {
-    const unsigned warp = threadIdx.x / 32;
-    funnel__dp_parse(a, p, (int)(threadIdx.x & (unsigned)(lanes - 1)), lanes,
-                     lanes == 32 ? (uint8_t *)stage[warp] : NULL, FUNNEL__DP_STAGE_BYTES);
+    const int lane = (int)(threadIdx.x & (unsigned)(lanes - 1));
+    uint8_t *st = lanes == 32 ? (uint8_t *)stage[threadIdx.x / 32] : NULL;
+    // the short path for a warp a partition, its lanes a constant
+    if (!(lanes == 32 && funnel__dp_parse_short(a, p, lane, 32, st, FUNNEL__DP_STAGE_BYTES)))
+      funnel__dp_parse(a, p, lane, lanes, st, FUNNEL__DP_STAGE_BYTES);
   }
   if (a->zmode == FUNNEL_DP_UNPACK) return;  // the jobs and their bytes: nothing to scan
   __syncthreads();

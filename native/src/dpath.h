@@ -719,6 +719,140 @@ FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, cons
                   body_length, pieces, lane, lanes);
 }
 
+/* Column `col` of a batch of `rows` rows whose field node and buffers
+ * (the column's first) are the 64-bit words at `node` and `buf`, its body
+ * of body_length bytes at `body`: bound into *pc as dp_bind binds a flat
+ * column of a plain read, a lane alone, all but the string offsets' rise
+ * (funnel__dp_parse_short checks it with every lane); a string column's bytes in
+ * *chars.
+ * False for anything dp_bind refuses, and for a value wider than 64 bytes
+ * (dp_bind's, whose bound takes a division). */
+FUNNEL_DP bool dp_fast_column(const struct funnel__dp_column *col, const uint64_t *node,
+                              const uint64_t *buf, const uint8_t *body, int64_t body_length,
+                              int64_t rows, struct funnel__dp_piece *pc, int64_t *chars) {
+  const int64_t null_count = (int64_t)node[1];
+  if ((int64_t)node[0] != rows || null_count < 0 || null_count > rows) return false;
+  const uint8_t *at[3] = {body, body, body};
+  int64_t len[3] = {0, 0, 0};
+  for (int k = 0; k < col->n_buffers; k++) {
+    const int64_t off = (int64_t)buf[2 * k], n = (int64_t)buf[2 * k + 1];
+    if (off < 0 || n < 0 || off > body_length || n > body_length - off) return false;
+    at[k] = body + off;
+    len[k] = n;
+  }
+  const int64_t bitmap = (rows + 7) / 8;
+  pc->validity = 0;
+  if (null_count > 0 || len[0] > 0) {
+    if (len[0] < bitmap) return false;
+    if (len[0] > 0 && dp_zero_bits(at[0], rows, 0, 1) != null_count) return false;
+    if (null_count > 0) pc->validity = (uint64_t)(uintptr_t)at[0];
+  }
+  pc->null_count = null_count;
+  pc->offsets = 0;
+  pc->first = 0;
+  if (col->kind == FUNNEL_DP_FIXED || col->kind == FUNNEL_DP_BOOL) {
+    if (col->width > 64) return false;
+    if (len[1] < (col->kind == FUNNEL_DP_FIXED ? rows * col->width : bitmap)) return false;
+    pc->data = (uint64_t)(uintptr_t)at[1];
+    return true;
+  }
+  const int w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8;
+  pc->offsets = (uint64_t)(uintptr_t)at[1];
+  pc->data = (uint64_t)(uintptr_t)at[2];
+  *chars = 0;
+  if (rows == 0) return true; /* the offsets buffer may be empty */
+  if (len[1] < (rows + 1) * w) return false;
+  const int64_t first = w == 4 ? (int32_t)funnel__ld32(at[1]) : (int64_t)funnel__ld64(at[1]);
+  const int64_t last = w == 4 ? (int32_t)funnel__ld32(at[1] + 4 * rows)
+                              : (int64_t)funnel__ld64(at[1] + 8 * rows);
+  if (first < 0 || last < first || last > len[2]) return false;
+  pc->first = first;
+  pc->data += (uint64_t)first;
+  *chars = last - first;
+  return true;
+}
+
+/* Partition p of a plain read of flat columns by the read's template, in
+ * short: what funnel__dp_parse does for the partitions of one writer's
+ * small batches, with a fraction of its instructions. True when it took
+ * the partition (its rows, pieces, string bytes and null counts written,
+ * its batch counted, as funnel__dp_parse would); false, having written
+ * nothing funnel__dp_parse does not write again, when funnel__dp_parse is
+ * to read it: no match, an unaligned partition or template, more than
+ * FUNNEL__DP_FAST_ROWS rows, or anything dp_bind might refuse.
+ * The cuda parse of a read of a few hundred partitions is bound by
+ * fetching and issuing its instructions (ncu, H100, 200x4x1 mixed: 1,221
+ * a warp, 18 cycles each); the kernels call this with a constant number of
+ * lanes, so that its loops over words and rows have no division in them
+ * and its code is short. The template's words are compared 8 bytes a lane
+ * and kept in `stage` (8-byte aligned, or NULL: the fields are read where
+ * they lie); then each lane binds columns of its own (dp_fast_column) and
+ * the lanes check the string offsets together. */
+FUNNEL_DP bool funnel__dp_parse_short(const struct funnel__dp_args *a, int64_t p, int lane,
+                                      int lanes, uint8_t *stage, int64_t stage_bytes) {
+  const struct funnel__dp_template t = a->tmpl;
+  const struct funnel__dp_input in = ((const struct funnel__dp_input *)(uintptr_t)a->inputs)[p];
+  const uint8_t *bytes = (const uint8_t *)(uintptr_t)in.addr;
+  const int64_t T = t.length, len = in.length;
+  if (T == 0 || t.compressed || a->zmode != FUNNEL_DP_PLAIN || FUNNEL_DP_NESTED(a) || len < T ||
+      (((uintptr_t)bytes | (uintptr_t)T | (uintptr_t)t.body_length | (uintptr_t)t.rows |
+        (uintptr_t)t.nodes | (uintptr_t)t.buffers) & 7) != 0)
+    return false;
+  const uint64_t *b = (const uint64_t *)bytes;
+  const uint64_t *ref = (const uint64_t *)(uintptr_t)a->tmpl_bytes;
+  const uint64_t *mask = ref + FUNNEL__DP_MASK_AT(T) / 8;
+  uint64_t *kept = stage != NULL && T <= stage_bytes ? (uint64_t *)stage : NULL;
+  uint64_t diff = 0;
+  DP_UNROLL
+  for (int64_t i = lane; i < T / 8; i += lanes) {
+    const uint64_t v = b[i];
+    diff |= (v ^ ref[i]) & mask[i];
+    if (kept != NULL) kept[i] = v;
+  }
+  if (!dp_all(diff == 0, lanes)) return false;
+  dp_sync(lanes); /* the kept words seen by every lane */
+  const uint64_t *h = kept != NULL ? kept : b;
+  const int64_t body_length = (int64_t)h[t.body_length / 8], rows = (int64_t)h[t.rows / 8];
+  if (body_length < 0 || body_length > len - T || rows < 0 || rows > a->max_rows ||
+      rows > FUNNEL__DP_FAST_ROWS)
+    return false;
+  /* after the body, nothing or an end-of-stream marker (else the walk's) */
+  const int64_t end = T + body_length;
+  bool ok = end == len || (len - end == 8 && funnel__ld32(bytes + end) == 0xFFFFFFFFu &&
+                           funnel__ld32(bytes + end + 4) == 0);
+  const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
+  struct funnel__dp_piece *pieces = (struct funnel__dp_piece *)(uintptr_t)a->pieces + p * a->n_cols;
+  int64_t *chars = (int64_t *)(uintptr_t)a->chars + p;
+  for (int c = lane; c < a->n_cols; c += lanes) {
+    const struct funnel__dp_column *col = &cols[c];
+    ok &= dp_fast_column(col, h + t.nodes / 8 + 2 * c, h + t.buffers / 8 + 2 * col->buffer,
+                         bytes + T, body_length, rows, &pieces[c],
+                         col->var >= 0 ? &chars[col->var * (a->n_parts + 1)] : NULL);
+  }
+  if (!dp_all(ok, lanes)) return false;
+  dp_sync(lanes); /* the pieces each lane bound, seen by the others */
+  /* the string offsets never decrease: a column at a time, every lane */
+  if (a->n_var > 0 && rows > 0)
+    for (int c = 0; c < a->n_cols; c++) {
+      const int32_t kind = cols[c].kind;
+      if (kind != FUNNEL_DP_VAR32 && kind != FUNNEL_DP_VAR64) continue;
+      if (!dp_rising((const uint8_t *)(uintptr_t)pieces[c].offsets, rows,
+                     kind == FUNNEL_DP_VAR32 ? 4 : 8, lane, lanes))
+        return false;
+    }
+  /* taken: as funnel__dp_parse ends a partition its template read */
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  int64_t *null_sum = (int64_t *)(s + 1);
+  for (int c = lane; c < a->n_cols; c += lanes) /* the columns this lane bound */
+    if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
+  if (lane == 0) {
+    ((int64_t *)(uintptr_t)a->rows)[p] = rows;
+    dp_add(&s->batches, 1);
+    dp_add(&s->templated, 1);
+  }
+  return true;
+}
+
 /* The message at `pos` of a partition's `len` bytes: its metadata's
  * length, checked to lie in the partition (0: end of stream; -1: not a
  * message this parse reads). */

@@ -43,7 +43,8 @@ void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t first, int
       /* the metadata walked in a copy, as the kernel walks it */
       uint64_t stage[FUNNEL__DP_STAGE_BYTES / 8];
       for (int64_t p = first; p < first + n; p++)
-        funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
+        if (!funnel__dp_parse_short(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES))
+          funnel__dp_parse(a, p, 0, 1, (uint8_t *)stage, FUNNEL__DP_STAGE_BYTES);
       (void)m; /* one lane */
       /* as the kernel does: a read of so few partitions is parsed whole */
       if (FUNNEL__DP_PARSE_SCANS(a->n_parts, first, n) && a->zmode != FUNNEL_DP_UNPACK) {

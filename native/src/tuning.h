@@ -122,6 +122,11 @@
  * warp: Spark's small partitions have tens of rows and ten or so columns,
  * each column a chain of dependent loads. */
 #define FUNNEL__DP_LANE_COLUMN_ROWS 64
+/* A batch of at most this many rows, of a plain read of flat columns, that
+ * matches the read's template is bound by the short path (dpath.h,
+ * funnel__dp_parse_short): a lane a column, each lane's loop over its validity's
+ * bytes at most this many rows long. */
+#define FUNNEL__DP_FAST_ROWS 128
 
 /* The device path's template of a read (dpath.h, struct
  * funnel__dp_template): the bytes of a batch's metadata besides its field
