@@ -1095,10 +1095,47 @@ FUNNEL_DP bool funnel__dp_layout_begin(const struct funnel__dp_args *a, int64_t 
   return s->left == 0 && *rows <= a->max_rows;
 }
 
-/* Column c's output buffers: the bytes of its validity, offsets and data
- * (-1: absent), and how many bit buffers the concat makes for it; false
- * when the output cannot hold it (32-bit string offsets that would
- * overflow, a column larger than the allocation). */
+/* The output buffers of column `col` of `rows` rows, `nulls` of them null,
+ * and (a string or list column) `chars` bytes or child rows: the bytes of
+ * its validity, offsets and data (-1: absent), and how many bit buffers
+ * the concat makes for it; false when an output of `capacity` bytes
+ * cannot hold it (32-bit offsets that would overflow, a buffer larger
+ * than the allocation). */
+FUNNEL_DP bool funnel__dp_sizes(const struct funnel__dp_column *col, int64_t rows, int64_t nulls,
+                                int64_t chars, int64_t capacity, int64_t size[3], int *bitbufs) {
+  const int64_t bitmap = (rows + 7) / 8;
+  size[0] = nulls > 0 ? bitmap : -1;
+  size[1] = -1;
+  *bitbufs = nulls > 0;
+  if (col->kind == FUNNEL_DP_NEST) {
+    size[2] = -1;
+  } else if (col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64) {
+    if (col->kind == FUNNEL_DP_LIST32 && chars > INT32_MAX) return false;
+    size[1] = (rows + 1) * (col->kind == FUNNEL_DP_LIST32 ? 4 : 8);
+    size[2] = -1;
+  } else if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
+    const int64_t w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8;
+    if (w == 4 && chars > INT32_MAX) return false;
+    size[1] = (rows + 1) * w;
+    size[2] = chars;
+  } else if (col->kind == FUNNEL_DP_BOOL) {
+    size[2] = bitmap;
+    *bitbufs += 1;
+  } else {
+    /* rows * width > capacity, without a division (a call of some 70
+     * instructions on the device) or an overflow */
+    if ((unsigned __int128)(uint64_t)rows * (uint32_t)col->width > (unsigned __int128)(uint64_t)capacity)
+      return false;
+    size[2] = rows * col->width;
+  }
+  for (int k = 0; k < 3; k++)
+    if (size[k] > capacity) return false;
+  return true;
+}
+
+/* Column c's output buffers (funnel__dp_sizes), once the scan's totals
+ * are in the summary: in a nested read its rows are its domain's (the
+ * table's, or a list's child rows) times its mult. */
 FUNNEL_DP bool funnel__dp_column_sizes(const struct funnel__dp_args *a, int c, int64_t rows,
                                        int64_t size[3], int *bitbufs) {
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(uintptr_t)a->summary;
@@ -1110,31 +1147,8 @@ FUNNEL_DP bool funnel__dp_column_sizes(const struct funnel__dp_args *a, int c, i
     rows *= col->mult > 1 ? col->mult : 1;
     if (rows > a->max_rows) return false;
   }
-  const int64_t bitmap = (rows + 7) / 8;
-  size[0] = nulls[c] > 0 ? bitmap : -1;
-  size[1] = -1;
-  *bitbufs = nulls[c] > 0;
-  if (col->kind == FUNNEL_DP_NEST) {
-    size[2] = -1;
-  } else if (col->kind == FUNNEL_DP_LIST32 || col->kind == FUNNEL_DP_LIST64) {
-    if (col->kind == FUNNEL_DP_LIST32 && chars[col->var] > INT32_MAX) return false;
-    size[1] = (rows + 1) * (col->kind == FUNNEL_DP_LIST32 ? 4 : 8);
-    size[2] = -1;
-  } else if (col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64) {
-    const int64_t w = col->kind == FUNNEL_DP_VAR32 ? 4 : 8, bytes = chars[col->var];
-    if (w == 4 && bytes > INT32_MAX) return false;
-    size[1] = (rows + 1) * w;
-    size[2] = bytes;
-  } else if (col->kind == FUNNEL_DP_BOOL) {
-    size[2] = bitmap;
-    *bitbufs += 1;
-  } else {
-    if (col->width > 0 && rows > a->out_capacity / col->width) return false;
-    size[2] = rows * col->width;
-  }
-  for (int k = 0; k < 3; k++)
-    if (size[k] > a->out_capacity) return false;
-  return true;
+  return funnel__dp_sizes(col, rows, nulls[c], col->var >= 0 ? chars[col->var] : 0, a->out_capacity,
+                          size, bitbufs);
 }
 
 /* The bytes column c's buffers take, each padded to FUNNEL__ALIGN. */
