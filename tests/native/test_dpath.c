@@ -196,7 +196,8 @@ static void template_leaves_other_layouts_to_the_walk(void) {
 
 /* A partition that matches the template but whose values the host would
  * refuse: the template refuses it too, as the walk does (the same
- * partition left to the host). */
+ * partition left to the host); the short parse (funnel__dp_parse_short)
+ * leaves it to the template's general path, which refuses it. */
 static void template_checks_the_values(void) {
   static const struct iw_field fields[] = {
       {.type = FUNNEL_TYPE_INT32, .name = "a", .nullable = 1},
@@ -204,9 +205,23 @@ static void template_checks_the_values(void) {
   };
   static const struct iw_schema sch = {2, fields, 0};
   struct table_src src = table_random(&sch, 64, 300, 5);
-  enum { ROWS_NEG, NULLS_OVER, BUFFER_PAST_BODY, BODY_PAST_END, OFFSET_FALLS, CASES };
-  static const char *const names[CASES] = {"rows -1", "null count over length",
-                                           "buffer past body", "body past end", "offsets fall"};
+  enum {
+    ROWS_NEG,
+    NULLS_OVER,
+    NULLS_CONTRADICTED,
+    BUFFER_PAST_BODY,
+    BODY_PAST_END,
+    OFFSET_FALLS,
+    LAST_OFFSET_PAST_BYTES,
+    CASES
+  };
+  static const char *const names[CASES] = {"rows -1",
+                                           "null count over length",
+                                           "a null count its bits contradict",
+                                           "buffer past body",
+                                           "body past end",
+                                           "offsets fall",
+                                           "last offset past the string bytes"};
   for (int k = 0; k < CASES; k++) {
     check_context("%s", names[k]);
     struct funnel_partition parts[4];
@@ -217,12 +232,20 @@ static void template_checks_the_values(void) {
     switch (k) {
       case ROWS_NEG: memset(b + lay.length_field, 0xFF, 8); break;
       case NULLS_OVER: b[lay.nodes + 8] = 17; break; /* node 0's null count */
+      case NULLS_CONTRADICTED: /* one more or one fewer than its bits hold */
+        b[lay.nodes + 8] = b[lay.nodes + 8] < 16 ? b[lay.nodes + 8] + 1 : 15;
+        break;
       case BUFFER_PAST_BODY: b[lay.buffers + 8 + 3] = 0x10; break; /* buffer 0's length */
       case BODY_PAST_END: b[lay.body_length_field + 2] = 1; break;
       case OFFSET_FALLS: {
         /* column s's offsets: buffer 3 {offset, length} */
         const int64_t at = (int64_t)lay.body + (int64_t)funnel__ld64(b + lay.buffers + 16 * 3);
         memcpy(b + at + 4, "\xFF\xFF\xFF\x7F", 4);
+        break;
+      }
+      case LAST_OFFSET_PAST_BYTES: { /* still rising, past buffer 4's bytes */
+        const int64_t at = (int64_t)lay.body + (int64_t)funnel__ld64(b + lay.buffers + 16 * 3);
+        memcpy(b + at + 4 * 16, "\xF0\xFF\xFF\x7F", 4);
         break;
       }
     }
