@@ -421,6 +421,40 @@ static void scan_in_parts_says_what_one_pass_says(void) {
   free(parts);
 }
 
+/* A fixed-width column's sizes (funnel__dp_sizes, which multiplies in
+ * 128 bits) against the bound written as a division: the same answer for
+ * rows, widths and capacities at and past where rows * width overflows. */
+static void column_sizes_bound_as_a_division(void) {
+  static const int64_t rows[] = {0, 1, 7, 1 << 20, (int64_t)1 << 40, INT64_MAX / 64,
+                                 INT64_MAX / 2, INT64_MAX - 7};
+  static const int32_t widths[] = {0, 1, 4, 8, 16, 32, 64, 1024, INT32_MAX};
+  static const int64_t caps[] = {0, 100, (int64_t)1 << 30, (int64_t)1 << 62, INT64_MAX};
+  for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+    for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++)
+      for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+        const struct funnel__dp_column col = {.kind = FUNNEL_DP_FIXED, .width = widths[w], .var = -1};
+        int64_t size[3];
+        int bits;
+        const bool ok = funnel__dp_sizes(&col, rows[r], 0, 0, caps[c], size, &bits);
+        const bool want = widths[w] == 0 || rows[r] <= caps[c] / widths[w];
+        check_context("rows %lld, width %d, capacity %lld", (long long)rows[r], widths[w],
+                      (long long)caps[c]);
+        CHECK(ok == want);
+        if (ok) CHECK_EQ_I64(size[2], rows[r] * widths[w]);
+      }
+  check_context("%s", "");
+  /* 32-bit offsets: at most INT32_MAX string bytes */
+  const struct funnel__dp_column s32 = {.kind = FUNNEL_DP_VAR32, .var = 0};
+  int64_t size[3];
+  int bits;
+  CHECK(funnel__dp_sizes(&s32, 10, 2, INT32_MAX, INT64_MAX, size, &bits));
+  CHECK_EQ_I64(size[0], 2);
+  CHECK_EQ_I64(size[1], 44);
+  CHECK_EQ_I64(size[2], INT32_MAX);
+  CHECK_EQ_I64(bits, 1);
+  CHECK(!funnel__dp_sizes(&s32, 10, 0, (int64_t)INT32_MAX + 1, INT64_MAX, size, &bits));
+}
+
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(template_reads_one_writers_partitions),
@@ -429,6 +463,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(template_from_a_partition_that_gives_one),
       CHECK_TEST(template_refuses_values_over_structure),
       CHECK_TEST(scan_in_parts_says_what_one_pass_says),
+      CHECK_TEST(column_sizes_bound_as_a_division),
   };
   return CHECK_MAIN(argc, argv, tests);
 }
