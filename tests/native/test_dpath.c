@@ -432,7 +432,8 @@ static void column_sizes_bound_as_a_division(void) {
   for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
     for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++)
       for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
-        const struct funnel__dp_column col = {.kind = FUNNEL_DP_FIXED, .width = widths[w], .var = -1};
+        const struct funnel__dp_column col = {
+            .kind = FUNNEL_DP_FIXED, .width = widths[w], .var = -1};
         int64_t size[3];
         int bits;
         const bool ok = funnel__dp_sizes(&col, rows[r], 0, 0, caps[c], size, &bits);
