@@ -540,26 +540,30 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   return st;
 }
 
-/* Lanes a piece of the concat, 1 to 32: about one per 32 bytes of a mean
- * piece (16 in a read with string or list columns, whose pieces' bytes
- * start and end at any byte and go one by one there), and more while the
- * pieces' lanes would not fill the device (FUNNEL__DP_PARSE_THREADS, as
- * for the parse). A partition's body, shared by its columns, stands for
- * its pieces: with the read's template, a partition's bytes but the
- * template's (its messages' metadata, the same in every partition it
- * reads) and an end marker's; without one, all of its bytes. (The bytes
- * alone gave 16 lanes to pieces of one row in partitions of 700 bytes,
- * nearly all of them metadata: ncu, 50000x10x10 mixed, the concat 156 ->
- * 76 us with 8.) The kernel alone on the H100, us for 16 and 32 bytes a
- * lane: mixed 10000x10x27 47.6, 37.2; 50000x10x27 262, 199; 50000x10x10
- * 76.5, 73.6; strings 50000x10x10 340, 285 but 50000x10x1 65, 76. */
+/* Lanes a piece of the concat, 1 to 32, by the mean piece's bytes (a
+ * partition's body, shared by its columns, stands for its pieces: with the
+ * read's template, a partition's bytes but the template's and an end
+ * marker's; without one, all of its bytes), and more while the pieces'
+ * lanes would not fill the device (FUNNEL__DP_CONCAT_FILL). A lane copies
+ * 8-byte words in a loop unrolled 8 times, so pieces of a few hundred
+ * bytes copy fastest with few lanes, each with words in flight, and more
+ * pieces a warp; a read with string columns wants a warp once its pieces
+ * are larger (the lanes' shifted words and the bytes at either end of a
+ * piece's string bytes go faster spread). Measured on the H100 (session
+ * 36, bench/RESULTS.md; the kernel alone, us for 1 to 32 lanes a piece):
+ * 50000x4x100 mixed, a mean piece of 519 bytes: 2 lanes 256, 4 140, 8
+ * 157, 16 164, 32 203; 50000x10x27 mixed (150): 227, 173, 200, 262, 343;
+ * 50000x10x10 strings (232): 299, 261, 284, 340, 437; 50000x10x27 strings
+ * (610): 835, 616, 606, 607, 549; 10000x4x100 mixed, 40,000 pieces: 50,
+ * 41, 37, 35, 41. Between the sizes measured the steps are guesses. */
 static int64_t concat_lanes(int64_t bytes, int64_t n, int n_cols, int n_var, int64_t tmpl_length) {
   int64_t body = bytes / (n > 0 ? n : 1);
   if (tmpl_length > 0) body = body > tmpl_length + 8 ? body - tmpl_length - 8 : 0;
-  const int64_t mean = body / n_cols, pieces = n * n_cols, per_lane = n_var > 0 ? 16 : 32;
+  const int64_t mean = body / n_cols, pieces = n * n_cols;
+  const int64_t want = n_var > 0 ? (mean < 48 ? 2 : mean < 384 ? 4 : 32)
+                                 : (mean < 16 ? 1 : mean < 100 ? 2 : mean < 1024 ? 4 : 32);
   int64_t lanes = 1;
-  while (lanes < 32 && (lanes * per_lane < mean || pieces * lanes < FUNNEL__DP_PARSE_THREADS))
-    lanes *= 2;
+  while (lanes < 32 && (lanes < want || pieces * lanes < FUNNEL__DP_CONCAT_FILL)) lanes *= 2;
   return lanes;
 }
 
