@@ -53,6 +53,7 @@ struct cuda {
   CUmemoryPool mempool; /* funnel's own stream-ordered pool: no sync on free */
   CUfunction concat;
   CUfunction dpath[6]; /* by enum funnel__dp_stage; then the nested reads' (concat.cu) */
+  CUfunction concat_var; /* FUNNEL_DP_STAGE_VAR */
   CUfunction lz4;      /* FUNNEL_DP_STAGE_LZ4 */
   /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
@@ -277,7 +278,8 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
     return st;
   }
   const int kernel = (stage & FUNNEL_DP_STAGE_NESTED) ? 3 : 0; /* the nested read's kernels */
-  stage &= ~FUNNEL_DP_STAGE_NESTED;
+  const bool var = (stage & FUNNEL_DP_STAGE_VAR) != 0;
+  stage &= ~(FUNNEL_DP_STAGE_NESTED | FUNNEL_DP_STAGE_VAR);
   if (stage < 0 || stage > FUNNEL_DP_CONCAT)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "cuda backend: no device-path stage %d",
                       stage);
@@ -310,7 +312,9 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   CUdeviceptr a = (CUdeviceptr)args;
   void *params[] = {&a, &n, &m};
   void *parse_params[] = {&a, &first, &n, &m};
-  int st = CU(cuLaunchKernel, (cu->dpath[kernel + stage], (unsigned)gx, (unsigned)gy, 1, (unsigned)threads,
+  const CUfunction f =
+      var && stage == FUNNEL_DP_CONCAT && kernel == 0 ? cu->concat_var : cu->dpath[kernel + stage];
+  int st = CU(cuLaunchKernel, (f, (unsigned)gx, (unsigned)gy, 1, (unsigned)threads,
                                1, 1, 0, (CUstream)stream,
                                stage == FUNNEL_DP_PARSE ? parse_params : params, NULL));
   leave(cu);
@@ -589,6 +593,8 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   for (int k = 0; k < 6 && st == FUNNEL_OK; k++)
     st = CU(cuModuleGetFunction, (&cu->dpath[k], cu->module, dpath_kernels[k]));
   if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->lz4, cu->module, "funnel_lz4_decode"));
+  if (st == FUNNEL_OK)
+    st = CU(cuModuleGetFunction, (&cu->concat_var, cu->module, "funnel_dp_concat_var"));
   if (st == FUNNEL_OK) {
     CUmemPoolProps props;
     memset(&props, 0, sizeof(props));

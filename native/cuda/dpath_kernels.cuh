@@ -252,8 +252,15 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__d
 
 // The pieces, m lanes a piece, then the bit buffers' words, a group of
 // lanes a word (funnel__dp_bit_lanes): one launch for the whole concat.
-extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_concat)(const funnel__dp_args *a,
-                                                                     int64_t n, int64_t m) {
+// Two kernels run it: one with the registers the compiler wants (64), for
+// reads of fixed-width columns; one held to 48 (a few spilled), so that
+// five blocks an SM fit, not four, for flat reads with string columns
+// (FUNNEL_DP_STAGE_VAR), whose pieces wait longer on memory. The kernel
+// alone on the H100 at 48 registers against 64 (bench/RESULTS.md, session
+// 36): 50000x10x27 strings 550 -> 474 us, 10000x4x100 strings 116 -> 101,
+// 1000x10x100 strings 37 -> 32; but 50000x10x1 mixed 34 -> 37, 50000x10x10
+// mixed 74 -> 79.
+__device__ __forceinline__ void concat(const funnel__dp_args *a, int64_t n, int64_t m) {
   if (!funnel__dp_laid_out(a)) return;
   const int lanes = (int)m;
   const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -271,6 +278,18 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_concat)(const fu
   for (int64_t k = thread >> bit_lg; k < a->n_bitbufs * words; k += threads >> bit_lg)
     funnel__dp_bits_word(a, k / words, k % words, per_row, bit_lane, bit_lanes);
 }
+
+extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_concat)(const funnel__dp_args *a,
+                                                                     int64_t n, int64_t m) {
+  concat(a, n, m);
+}
+
+#if defined(FUNNEL_DP_FLAT_ONLY)
+extern "C" __global__ void __launch_bounds__(256, 5)
+    DPK(funnel_dp_concat_var)(const funnel__dp_args *a, int64_t n, int64_t m) {
+  concat(a, n, m);
+}
+#endif
 
 // Block (b, k) scans tile b of array k: the tiles before it give its
 // carry (their sums, from the parse), the block scans its values. The last

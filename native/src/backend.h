@@ -94,7 +94,8 @@ struct funnel_backend {
   int (*launch_concat)(struct funnel_backend *be, uint64_t segments, int64_t count,
                        void *stream, struct funnel_error *error);
   /* runs stage `stage` of the device path (dpath.h, enum funnel__dp_stage;
-   * with FUNNEL_DP_STAGE_NESTED for a read with nested columns)
+   * with FUNNEL_DP_STAGE_NESTED for a read with nested columns, and a
+   * concat with FUNNEL_DP_STAGE_VAR for a flat one with string columns)
    * over items [first, first + n) with m as the stage says, its struct
    * funnel__dp_args at device address `args`; or, FUNNEL_DP_STAGE_LZ4
    * (lz4dec.h), decodes the n struct funnel__lz4_job at `args` (first 0) */

@@ -90,9 +90,9 @@ static void *worker(void *arg) {
           funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
           break;
         }
-        /* one compilation of the stages runs flat and nested reads alike */
-        funnel__dp_run_cpu(t->stage & ~FUNNEL_DP_STAGE_NESTED, t->dst, t->first, t->count,
-                           t->count2);
+        /* one compilation of the stages runs every read alike */
+        funnel__dp_run_cpu(t->stage & ~(FUNNEL_DP_STAGE_NESTED | FUNNEL_DP_STAGE_VAR), t->dst,
+                           t->first, t->count, t->count2);
         break;
       case TASK_SIGNAL:
         pthread_mutex_lock(&t->event->mu);

@@ -66,6 +66,9 @@
 #endif
 /* a launch's stage for a nested read: the nested kernels (cuda) */
 #define FUNNEL_DP_STAGE_NESTED 8
+/* a concat's for a flat read with string columns: the cuda kernel
+ * compiled for more resident threads (dpath_kernels.cuh) */
+#define FUNNEL_DP_STAGE_VAR 32
 
 #if defined(__CUDACC__)
 #define FUNNEL_DP static __device__ __forceinline__

@@ -521,9 +521,11 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
     if (st == FUNNEL_OK)
       st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_start, stream, error));
   }
-  /* every piece, then one item a column (the last string offset) */
+  /* every piece, then one item a column (the last string offset); a flat
+   * read with string columns by the kernel held to fewer registers */
+  const int concat = FUNNEL_DP_CONCAT | (nested ? nested : n_var > 0 ? FUNNEL_DP_STAGE_VAR : 0);
   if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_CONCAT | nested, t->dp_scratch,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, concat, t->dp_scratch,
                                                             n * n_cols + n_cols, lanes, stream,
                                                             error));
   if (st == FUNNEL_OK && t->ev_end != NULL)
