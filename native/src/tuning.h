@@ -137,7 +137,7 @@
 #define FUNNEL__DP_TEMPLATE_SLACK 512
 #define FUNNEL__DP_TEMPLATE_TRIES 4
 #define FUNNEL__CONCAT_MAX_BLOCKS 65535
-/* The device path's concat takes at least this many threads (a group of
+/* The device path's concat takes up to this many threads (a group of
  * lanes a piece, dread.c's concat_lanes) while a piece has lanes to spare:
  * the H100 holds 270,336 threads (132 SMs of 2,048). */
 #define FUNNEL__DP_CONCAT_FILL ((int64_t)1 << 18)
