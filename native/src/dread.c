@@ -542,25 +542,27 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   return st;
 }
 
-/* Lanes a piece of the concat, 1 to 32, by the mean piece's bytes (a
- * partition's body, shared by its columns, stands for its pieces: with the
- * read's template, a partition's bytes but the template's and an end
- * marker's; without one, all of its bytes), and more while the pieces'
- * lanes would not fill the device: up to FUNNEL__DP_PARSE_THREADS threads
- * in all, and up to FUNNEL__DP_CONCAT_FILL with at most 4 times the lanes
- * the size asks for (1000x10x10 mixed, 10,000 pieces of 58 bytes: 7.5 us
- * at 8 lanes, 9.3 at 32). A lane copies
- * 8-byte words in a loop unrolled 8 times, so pieces of a few hundred
- * bytes copy fastest with few lanes, each with words in flight, and more
- * pieces a warp; a read with string columns wants a warp once its pieces
- * are larger (the lanes' shifted words and the bytes at either end of a
- * piece's string bytes go faster spread). Measured on the H100 (session
- * 36, bench/RESULTS.md; the kernel alone, us for 1 to 32 lanes a piece):
- * 50000x4x100 mixed, a mean piece of 519 bytes: 2 lanes 256, 4 140, 8
- * 157, 16 164, 32 203; 50000x10x27 mixed (150): 227, 173, 200, 262, 343;
- * 50000x10x10 strings (232): 299, 261, 284, 340, 437; 50000x10x27 strings
- * (610): 835, 616, 606, 607, 549; 10000x4x100 mixed, 40,000 pieces: 50,
- * 41, 37, 35, 41. Between the sizes measured the steps are guesses. */
+/* Lanes a piece of the concat, 1 to 32, by the mean piece's bytes, and
+ * more while the pieces' lanes would not fill the device: up to
+ * FUNNEL__DP_PARSE_THREADS threads in all, and up to FUNNEL__DP_CONCAT_FILL
+ * with at most 4 times the lanes the size asks for (1000x10x10 mixed,
+ * 10,000 pieces of 58 bytes: 7.5 us at 8 lanes, 9.3 at 32). A partition's
+ * body, shared by its columns, stands for its pieces: with the read's
+ * template, a partition's bytes but the template's and an end marker's;
+ * without one, all of its bytes (the bytes alone gave 16 lanes to pieces
+ * of one row in partitions of 700 bytes, nearly all of them metadata: ncu,
+ * 50000x10x10 mixed, the concat 156 -> 76 us with 8). A lane copies 8-byte
+ * words in a loop unrolled 8 times, so pieces of a few hundred bytes copy
+ * fastest with few lanes, each with words in flight, and more pieces a
+ * warp; a read with string columns wants a warp once its pieces are larger
+ * (the lanes' shifted words and the bytes at either end of a piece's
+ * string bytes go faster spread). Measured on the H100 (session 36,
+ * bench/RESULTS.md; the kernel alone, us for 2 to 32 lanes a piece):
+ * 50000x4x100 mixed, a mean piece of 519 bytes: 256, 140, 157, 164, 203;
+ * 50000x10x27 mixed (150): 227, 173, 200, 262, 343; 50000x10x10 strings
+ * (232): 299, 261, 284, 340, 437; 50000x10x27 strings (610): 835, 616,
+ * 606, 607, 549; 10000x4x100 mixed, 40,000 pieces: 50, 41, 37, 35, 41.
+ * Between the sizes measured the steps are guesses. */
 static int64_t concat_lanes(int64_t bytes, int64_t n, int n_cols, int n_var, int64_t tmpl_length) {
   int64_t body = bytes / (n > 0 ? n : 1);
   if (tmpl_length > 0) body = body > tmpl_length + 8 ? body - tmpl_length - 8 : 0;
