@@ -1,6 +1,7 @@
 package dev.funnel;
 
 import java.nio.ByteBuffer;
+import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -50,6 +51,18 @@ public final class PinnedPool {
     });
   }
 
+  /** An allocation's address, or empty when the pool has no room for it. */
+  private static OptionalLong tryAlloc(long dev, long size) {
+    try {
+      return OptionalLong.of(nativeAlloc(dev, size));
+    } catch (FunnelException e) {
+      if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
+        throw e;
+      }
+      return OptionalLong.empty();
+    }
+  }
+
   /**
    * Retries an allocation while the cleaner gives back blocks the collector found unreachable: for
    * up to a second, and on for up to five while blocks keep coming back (on a loaded host the
@@ -80,22 +93,12 @@ public final class PinnedPool {
         break;
       }
       sleepMs = Math.min(2 * sleepMs, 256);
-      try {
-        return nativeAlloc(dev, size);
-      } catch (FunnelException e) {
-        if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
-          throw e;
-        }
+      OptionalLong address = tryAlloc(dev, size);
+      if (address.isPresent()) {
+        return address.getAsLong();
       }
     }
-    try {
-      return nativeAlloc(dev, size);
-    } catch (FunnelException e) {
-      if (e.code() != FunnelException.Code.HOST_OUT_OF_MEMORY) {
-        throw e;
-      }
-      throw first;
-    }
+    return tryAlloc(dev, size).orElseThrow(() -> first);
   }
 
   void retire(long size) {
