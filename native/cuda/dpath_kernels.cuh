@@ -64,33 +64,39 @@ __device__ int64_t *scan_array(const funnel__dp_args *a, int64_t k) {
                 : (int64_t *)(uintptr_t)a->chars + (k - 1) * (a->n_parts + 1);
 }
 
+// One round of the block's layout: thread c's column, whose buffers are
+// `size` (`ok`: they fit the output), placed after the `*at` bytes and
+// `*nb` bit buffers the rounds before placed, the columns' footprints
+// scanned; false, for every thread, when a column of the round does not
+// fit. A thread past the columns has none (its sizes all -1).
+__device__ bool layout_round(funnel__dp_args *a, int c, bool ok, const int64_t size[3], int bits,
+                             int64_t *at, int64_t *nb) {
+  // each at most the allocation, so the block's sum cannot overflow
+  if (!__syncthreads_and(ok && funnel__dp_footprint(size) <= a->out_capacity)) return false;
+  int64_t foot_total, bits_total;
+  const int64_t foot = block_exclusive_scan(funnel__dp_footprint(size), &foot_total);
+  const int64_t bit = block_exclusive_scan(bits, &bits_total);
+  if (*at + foot_total > a->out_capacity) return false;
+  if (c < a->n_cols) funnel__dp_place_column(a, c, *at + foot, size, *nb + bit);
+  *at += foot_total;
+  *nb += bits_total;
+  return true;
+}
+
 // Lays the output out (dpath.h) with the whole block: a thread a column,
-// the columns' footprints scanned, so no thread walks a chain of loads
-// through every column.
+// a round a block's columns, so no thread walks a chain of loads through
+// every column.
 __device__ void layout_block(funnel__dp_args *a) {
   __syncthreads();  // the scan's totals, written by thread 0, seen by all
   int64_t rows;
   if (!funnel__dp_layout_begin(a, &rows)) return;  // the same for every thread
-  const int n_cols = a->n_cols;
   int64_t at = 0, nb = 0;
-  for (int base = 0; base < n_cols; base += (int)blockDim.x) {
+  for (int base = 0; base < a->n_cols; base += (int)blockDim.x) {
     const int c = base + (int)threadIdx.x;
     int64_t size[3] = {-1, -1, -1};
     int bits = 0;
-    bool ok = true;
-    if (c < n_cols) {
-      ok = funnel__dp_column_sizes(a, c, rows, size, &bits);
-      // each at most the allocation, so the block's sum cannot overflow
-      ok = ok && funnel__dp_footprint(size) <= a->out_capacity;
-    }
-    if (!__syncthreads_and(ok)) return;
-    int64_t foot_total, bits_total;
-    const int64_t foot = block_exclusive_scan(c < n_cols ? funnel__dp_footprint(size) : 0, &foot_total);
-    const int64_t bit = block_exclusive_scan(bits, &bits_total);
-    if (at + foot_total > a->out_capacity) return;
-    if (c < n_cols) funnel__dp_place_column(a, c, at + foot, size, nb + bit);
-    at += foot_total;
-    nb += bits_total;
+    const bool ok = c >= a->n_cols || funnel__dp_column_sizes(a, c, rows, size, &bits);
+    if (!layout_round(a, c, ok, size, bits, &at, &nb)) return;
   }
   if (threadIdx.x == 0) funnel__dp_layout_end(a, at, nb);
 }
@@ -110,20 +116,12 @@ __device__ void layout_block_flat(funnel__dp_args *a, const funnel__dp_column &c
   const int c = (int)threadIdx.x;
   int64_t size[3] = {-1, -1, -1};
   int bits = 0;
-  bool ok = true;
-  if (c < a->n_cols) {
-    ok = funnel__dp_sizes(&col, rows, nulls, col.var >= 0 ? totals[1 + col.var] : 0,
-                          a->out_capacity, size, &bits);
-    ok = ok && funnel__dp_footprint(size) <= a->out_capacity;
-  }
-  if (!__syncthreads_and(ok)) return;
-  int64_t foot_total, bits_total;
-  const int64_t foot =
-      block_exclusive_scan(c < a->n_cols ? funnel__dp_footprint(size) : 0, &foot_total);
-  const int64_t bit = block_exclusive_scan(bits, &bits_total);
-  if (foot_total > a->out_capacity) return;
-  if (c < a->n_cols) funnel__dp_place_column(a, c, foot, size, bit);
-  if (threadIdx.x == 0) funnel__dp_layout_end(a, foot_total, bits_total);
+  const bool ok = c >= a->n_cols ||
+                  funnel__dp_sizes(&col, rows, nulls, col.var >= 0 ? totals[1 + col.var] : 0,
+                                   a->out_capacity, size, &bits);
+  int64_t at = 0, nb = 0;
+  if (!layout_round(a, c, ok, size, bits, &at, &nb)) return;
+  if (threadIdx.x == 0) funnel__dp_layout_end(a, at, nb);
 }
 
 // Hands the summary to the host, when it reads it where the kernel can
