@@ -1,6 +1,6 @@
 /* lz4dec.h: the LZ4 frame decoder the device runs (concat.cu's
- * funnel_lz4_decode: a warp a buffer or block, its lanes sharing each
- * copy) and the cpu backend runs alike (one thread emulating the warp's
+ * funnel_lz4_decode: a warp a buffer or block, its lanes sharing the
+ * work) and the cpu backend runs alike (one thread emulating the warp's
  * lanes), for the buffers a read leaves to the device to decode (parse.c,
  * funnel__decode_all): one source, so that the tests here run the
  * device's code. Written from the LZ4
@@ -132,23 +132,23 @@ FUNNEL_LZ int funnel__lz4_block_next(const uint8_t *z, int64_t n, const struct f
   return 1;
 }
 
-/* The warp's primitives the block decoder uses, and their host
+/* The warp's primitives the block decoders use, and their host
  * emulation. On the device a warp decodes a block, each lane running the
- * code once with its own `lane`. On the host one thread runs it for all 32
- * lanes: FUNNEL_LZ_LANES(l) repeats a statement for each lane, the last
- * lane first (a lane's copy must read only bytes written before the copy
- * began: in the lanes' order a byte-by-byte copy would hide reading one
- * another's), a window is read straight from the input, and a sync is
- * nothing. The general path's copies run one byte at a time on the host,
- * reading only earlier sequences' bytes all the same. */
+ * code once with its own `lane`: a loop from FUNNEL_LZ_LANE0 by
+ * FUNNEL_LZ_STEP takes the lane's share of its indices. On the host one
+ * thread runs it for all 32 lanes: such a loop takes every index, in
+ * order, lane 0's part runs, and a sync is nothing; FUNNEL_LZ_LANES(l)
+ * repeats a statement for each lane, the last lane first (a lane's copy
+ * must read only bytes written before the copy began: in the lanes' order
+ * a byte-by-byte copy would hide reading one another's), and a window is
+ * read straight from the input. */
 #if defined(__CUDACC__)
-#define FUNNEL_LZ_LANES(l) for (unsigned l = lane, l##_once = 1; l##_once; l##_once = 0)
 #define FUNNEL_LZ_LANE0 lane
 #define FUNNEL_LZ_STEP 32u
+#define FUNNEL_LZ_LANES(l) for (unsigned l = lane, l##_once = 1; l##_once; l##_once = 0)
 /* a window: the 32 input bytes from position i on, a byte a lane (0 past
  * the end), loaded at once through the read-only path */
 #define FUNNEL_LZ_WINDOW(in, i, end) ((i) + lane < (end) ? (unsigned)__ldg((in) + (i) + lane) : 0u)
-#define FUNNEL_LZ_BYTE(in, p) ((unsigned)__ldg((in) + (p)))
 
 /* Byte j of window v (held by lane j): the shuffle of a converged warp
  * (the decoder's lanes never diverge around one). */
@@ -162,6 +162,18 @@ static __device__ __forceinline__ unsigned funnel__lz_at(unsigned v, unsigned j,
 
 /* this lane's byte of window v */
 #define FUNNEL_LZ_MINE(v, in, i, end, l) (v)
+#define FUNNEL_LZ_BYTE(in, p) ((unsigned)__ldg((in) + (p)))
+/* lane 0's value of v, in every lane (the host's one thread: its own) */
+#define FUNNEL_LZ_FROM0(v) __shfl_sync(0xFFFFFFFFu, (v), 0)
+/* whether c holds in any lane */
+#define FUNNEL_LZ_ANY(c) __any_sync(0xFFFFFFFFu, (c))
+/* a hint: the L1 line of p, for the walk to find there */
+#define FUNNEL_LZ_PREFETCH(p) asm volatile("prefetch.global.L1 [%0];" ::"l"(p))
+/* each lane once, k its index (the host's one thread: every k below n) */
+#define FUNNEL_LZ_EACH(k, n) for (uint32_t k = lane, k##_once = 1; k##_once; k##_once = 0)
+/* the longest part of a sequence a lane writes the sources of alone (the
+ * warp takes a longer one together); the host's one thread, any */
+#define FUNNEL_LZ_ALONE 32u
 
 /* 1 / off, for funnel__lz_mod */
 #define FUNNEL_LZ_INV(off) __fdividef(1.0f, (float)(off))
@@ -169,11 +181,10 @@ static __device__ __forceinline__ uint32_t funnel__lz_mul_rz(uint32_t i, float i
   return (uint32_t)__fmul_rz((float)i, inv);
 }
 #else
-#define FUNNEL_LZ_LANES(l) for (unsigned l = 32; l-- > 0;)
 #define FUNNEL_LZ_LANE0 0u
 #define FUNNEL_LZ_STEP 1u
+#define FUNNEL_LZ_LANES(l) for (unsigned l = 32; l-- > 0;)
 #define FUNNEL_LZ_WINDOW(in, i, end) 0u /* read in place, below */
-#define FUNNEL_LZ_BYTE(in, p) ((unsigned)(in)[p])
 
 static inline unsigned funnel__lz_at(unsigned v, unsigned j, const uint8_t *in, uint32_t i,
                                      uint32_t end) {
@@ -182,18 +193,16 @@ static inline unsigned funnel__lz_at(unsigned v, unsigned j, const uint8_t *in, 
 }
 
 #define FUNNEL_LZ_MINE(v, in, i, end, l) funnel__lz_at(v, l, in, i, end)
+#define FUNNEL_LZ_BYTE(in, p) ((unsigned)(in)[p])
+#define FUNNEL_LZ_FROM0(v) (v)
+#define FUNNEL_LZ_ANY(c) (c)
+#define FUNNEL_LZ_PREFETCH(p) ((void)(p))
+#define FUNNEL_LZ_EACH(k, n) for (uint32_t k = 0; k < (n); k++)
+#define FUNNEL_LZ_ALONE 0xFFFFFFFFu
 #define FUNNEL_LZ_INV(off) (1.0f / (float)(off))
 static inline uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
   return (uint32_t)((float)i * inv);
 }
-#endif
-
-/* Lane 0's value of v, in every lane of the warp (the host's one thread:
- * its own). */
-#if defined(__CUDACC__)
-#define FUNNEL_LZ_FROM0(v) __shfl_sync(0xFFFFFFFFu, (v), 0)
-#else
-#define FUNNEL_LZ_FROM0(v) (v)
 #endif
 
 /* xxHash32 with seed 0: the LZ4 frame format's block and content
@@ -307,9 +316,8 @@ FUNNEL_LZ uint32_t funnel__lz_length(const uint8_t *in, uint32_t p, uint32_t end
   return p;
 }
 
-/* Decodes one block of `n` bytes (at most 4 MiB, as every frame's blocks
- * are) at `in` to dst[*op ...), at most up to `cap`; a match reaches back
- * at most to dst[window].
+/* funnel__lz4_block one sequence after another: for blocks of long
+ * sequences (funnel__lz4_block says which).
  *
  * Written for a warp's time, which goes to the chain of its sequences
  * (token, offset, match), not to bytes: the benchmark's columns average 10
@@ -321,7 +329,7 @@ FUNNEL_LZ uint32_t funnel__lz_length(const uint8_t *in, uint32_t p, uint32_t end
  * window first; any other sequence (long runs, the last literals, a bound
  * crossed) takes the general path. Positions are 32-bit. A match reads the
  * bytes the warp wrote before the sync between its literals and it. */
-FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
+FUNNEL_LZ int funnel__lz4_serial(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
                                 int64_t cap, int64_t window, unsigned lane) {
   (void)lane; /* the host's is every lane */
   /* no block of any frame holds or decodes to more than 4 MiB: so the
@@ -387,10 +395,331 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
   return FUNNEL__LZ4_OK;
 }
 
+/* The block decoder's rounds: the warp walks at most FUNNEL_LZ_SEQS
+ * sequences a round, then writes their bytes in chunks of at most
+ * FUNNEL_LZ_SPAN. */
+#define FUNNEL_LZ_SEQS 32u
+#define FUNNEL_LZ_SPAN 512u
+/* a block whose first round's sequences average this many bytes or more
+ * goes one sequence after another instead (funnel__lz4_serial) */
+#define FUNNEL_LZ_LONG 24u
+
+/* A byte's source, in funnel__lz4_scratch.src: below FUNNEL_LZ_SPAN, the
+ * chunk's byte there (not known yet); with FUNNEL_LZ_IN, the input's byte
+ * at the low 31 bits; with FUNNEL_LZ_OUT, the output's byte at the low 30
+ * bits less 65536, from the block's first byte (the match of a linked
+ * block reaches back into the blocks before it, by at most 65,535). */
+#define FUNNEL_LZ_IN 0x80000000u
+#define FUNNEL_LZ_OUT 0x40000000u
+
+/* A warp's shared memory for a block's rounds (the host's: its stack). */
+struct funnel__lz4_scratch {
+  uint32_t src[2][FUNNEL_LZ_SPAN];   /* each byte's source, and the next pass's */
+  uint32_t at[FUNNEL_LZ_SEQS + 1];   /* a sequence's first byte in the block (and the round's end) */
+  uint32_t in[FUNNEL_LZ_SEQS];       /* its literals' input position */
+  uint32_t lit[FUNNEL_LZ_SEQS];      /* how many */
+  uint32_t ml[FUNNEL_LZ_SEQS];       /* its match's length (0: it has none) */
+  uint32_t off[FUNNEL_LZ_SEQS];      /* and offset */
+};
+
+/* The source of the block's byte x, of a match that starts at m and
+ * reaches `off` back, x - m = r (mod off), in the chunk from c0: one of the
+ * `off` bytes before the match (a match longer than its offset repeats
+ * them). */
+FUNNEL_LZ uint32_t funnel__lz_match_source(uint32_t m, uint32_t off, uint32_t r, uint32_t c0) {
+  const int32_t q = (int32_t)(m + r) - (int32_t)off;
+  return q < (int32_t)c0 ? FUNNEL_LZ_OUT | (uint32_t)(q + 65536) : (uint32_t)q - c0;
+}
+
+/* A short sequence: one whose token is at `at` of the block's n bytes,
+ * its lengths in the token or with one byte more each (literals under
+ * 270, a match under 274), its offset in the block, a match after its
+ * literals: 1 with its lengths and offset and its bytes' count, or 0 (not
+ * one, or past the end). */
+FUNNEL_LZ int funnel__lz_short(const uint8_t *in, uint32_t n, uint32_t at, uint32_t *lit,
+                               uint32_t *ml, uint32_t *off, uint32_t *size) {
+  const unsigned token = at < n ? FUNNEL_LZ_BYTE(in, at) : 0xFFu;
+  uint32_t p = at + 1;
+  *lit = token >> 4, *ml = (token & 15) + 4, *off = 0, *size = 3;
+  if (at >= n) return 0;
+  if (*lit == 15) {
+    const unsigned more = p < n ? FUNNEL_LZ_BYTE(in, p) : 255u;
+    if (more == 255) return 0;
+    *lit += more, p++;
+  }
+  if (n - p < *lit + 2) return 0; /* (the last sequence: literals only) */
+  p += *lit;
+  *off = FUNNEL_LZ_BYTE(in, p) | FUNNEL_LZ_BYTE(in, p + 1) << 8;
+  p += 2;
+  if (*ml == 19) {
+    const unsigned more = p < n ? FUNNEL_LZ_BYTE(in, p) : 255u;
+    if (more == 255) return 0;
+    *ml += more, p++;
+  }
+  *size = p - at;
+  return 1;
+}
+
+/* Decodes one block of `n` bytes (at most 4 MiB, as every frame's blocks
+ * are) at `in` to dst[*op ...), at most up to `cap`; a match reaches back
+ * at most to dst[window].
+ *
+ * Written for the warp's time, which the chain from one sequence to the
+ * next sets: decoding a sequence and copying it before the next
+ * (funnel__lz4_serial) took the warp about 1,000 cycles a sequence
+ * (session 29, ncu), each step waiting on the one before, and a column of
+ * small values averages about 10 bytes a sequence. So the block goes in
+ * rounds of up to FUNNEL_LZ_SEQS sequences:
+ * - The walk: each lane reads the sequence that would start at its byte
+ *   of the 32 input bytes from the walk's position (funnel__lz_short), and
+ *   the chain of tokens from the first is followed by shuffles, a few
+ *   sequences a window; any other sequence lane 0 reads alone. Each is
+ *   noted in shared memory.
+ * - Their places, by a scan of their lengths, and every bound checked.
+ * - Each lane takes a sequence and writes the source of each of its
+ *   bytes: the input for literals; for a match's, the output before the
+ *   chunk or a byte of the chunk. The warp takes a long part together.
+ * - The lanes follow the sources in the chunk (each pass replaces a source
+ *   in the chunk by that byte's own, so a chain of n matches that copy one
+ *   another takes log2(n) passes), then copy the bytes, one a lane.
+ * On the H100 this took the mixed columns' blocks 23 to 29% less time than
+ * funnel__lz4_serial; blocks of long sequences (strings: 35 bytes a
+ * sequence) were as fast or faster one sequence after another, so a block
+ * whose first round averages FUNNEL_LZ_LONG bytes a sequence or more goes
+ * that way (bench/RESULTS.md, session 37). */
+FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
+                                int64_t cap, int64_t window, unsigned lane,
+                                struct funnel__lz4_scratch *sc) {
+  (void)lane; /* the host's is every lane */
+  /* no block of any frame holds or decodes to more than 4 MiB: so the
+   * lengths below stay far from 32 bits' end (a length byte adds at most
+   * 255), and funnel__lz_mod's quotients are exact to one */
+  const int64_t most = (int64_t)4 << 20;
+  if (n > most) return FUNNEL__LZ4_CORRUPT;
+  uint8_t *const out = dst + *op_io;
+  const uint32_t end = (uint32_t)n;
+  /* the bytes it may write, and those before `out` a match may reach */
+  uint32_t room = cap - *op_io > most ? (uint32_t)most : (uint32_t)(cap - *op_io);
+  uint32_t back = *op_io - window > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(*op_io - window);
+#if defined(__CUDACC__)
+  /* (a shuffle's result, which the compiler keeps in a register: it
+   * worked the two out again at each use, from 64-bit values) */
+  room = __shfl_sync(0xFFFFFFFFu, room, 0), back = __shfl_sync(0xFFFFFFFFu, back, 0);
+#endif
+  uint32_t i = 0;  /* the next sequence's input position */
+  uint32_t o0 = 0; /* the round's first byte, in the block */
+  for (int done = 0; !done;) {
+    uint32_t np = 0;
+    if (end > 0) {
+      const uint32_t ahead = i + 128 * FUNNEL_LZ_LANE0;
+      FUNNEL_LZ_PREFETCH(in + (ahead < end ? ahead : end - 1));
+    }
+    /* the round's sequences: their literals' input positions and lengths,
+     * their matches' lengths and offsets (their places and the bounds of
+     * the output are found after) */
+    while (np < FUNNEL_LZ_SEQS) {
+      if (i >= end) { /* every sequence walked */
+        done = 1;
+        break;
+      }
+      /* the short sequences from i on whose tokens lie in the 32 bytes
+       * from i (funnel__lz_short) */
+      uint32_t took = 0, cur = 0, lit, ml, off, size;
+#if defined(__CUDACC__)
+      /* each lane reads the sequence a token at its byte would start, and
+       * the chain from lane 0 follows one to the next by a shuffle */
+      const int fast = funnel__lz_short(in, end, i + lane, &lit, &ml, &off, &size);
+      const unsigned fasts = __ballot_sync(0xFFFFFFFFu, fast);
+      const uint32_t next = lane + size;
+      unsigned chain = 0;
+      for (; cur < 32 && (fasts >> cur & 1) && took < FUNNEL_LZ_SEQS - np; took++) {
+        chain |= 1u << cur;
+        cur = __shfl_sync(0xFFFFFFFFu, next, cur);
+      }
+      if (chain >> lane & 1) {
+        const uint32_t k = np + __popc(chain & ((1u << lane) - 1));
+        sc->in[k] = i + lane + 1 + (lit >= 15), sc->lit[k] = lit, sc->ml[k] = ml, sc->off[k] = off;
+      }
+#else
+      /* the same chain, walked */
+      for (; cur < 32 && took < FUNNEL_LZ_SEQS - np &&
+             funnel__lz_short(in, end, i + cur, &lit, &ml, &off, &size);
+           took++) {
+        sc->in[np + took] = i + cur + 1 + (lit >= 15), sc->lit[np + took] = lit;
+        sc->ml[np + took] = ml, sc->off[np + took] = off;
+        cur += size;
+      }
+#endif
+      np += took, i += cur;
+      if (took > 0) continue;
+      /* any other sequence (a length past its token, the last literals, a
+       * bound crossed), by lane 0 */
+      int st = FUNNEL__LZ4_OK;
+      if (FUNNEL_LZ_LANE0 == 0) {
+        const unsigned token = FUNNEL_LZ_BYTE(in, i);
+        uint32_t p = i + 1;
+        lit = token >> 4, ml = 0, off = 0;
+        if (lit == 15 && (p = funnel__lz_length(in, p, end, &lit)) == 0) st = FUNNEL__LZ4_CORRUPT;
+        else if (lit > end - p || lit > room) st = FUNNEL__LZ4_CORRUPT;
+        else {
+          sc->in[np] = p, sc->lit[np] = lit;
+          p += lit;
+          if (p < end) { /* (the last sequence is literals only) */
+            ml = (token & 15) + 4;
+            if (end - p < 2) st = FUNNEL__LZ4_CORRUPT;
+            else {
+              off = FUNNEL_LZ_BYTE(in, p) | FUNNEL_LZ_BYTE(in, p + 1) << 8;
+              p += 2;
+              if ((token & 15) == 15 && (p = funnel__lz_length(in, p, end, &ml)) == 0)
+                st = FUNNEL__LZ4_CORRUPT;
+              else if (ml > room) st = FUNNEL__LZ4_CORRUPT;
+            }
+          }
+          sc->ml[np] = ml, sc->off[np] = off;
+          i = p;
+        }
+      }
+      st = FUNNEL_LZ_FROM0(st);
+      if (st != FUNNEL__LZ4_OK) return st;
+      i = FUNNEL_LZ_FROM0(i);
+      np++;
+    }
+    FUNNEL_LZ_SYNC(); /* the sequences noted */
+    /* their places in the block, each after the ones before it (a lane a
+     * sequence, by a scan of their lengths), and the output's bounds: the
+     * room, and how far back a match may reach (its offset 0, or before
+     * the window) */
+    uint32_t oe = o0;
+    unsigned bad = 0;
+#if defined(__CUDACC__)
+    {
+      const int seq = lane < np;
+      const uint32_t lit = seq ? sc->lit[lane] : 0, ml = seq ? sc->ml[lane] : 0;
+      const uint32_t off = seq ? sc->off[lane] : 1, len = lit + ml;
+      uint32_t upto = len;
+#pragma unroll
+      for (unsigned d = 1; d < 32; d <<= 1) {
+        const uint32_t v = __shfl_up_sync(0xFFFFFFFFu, upto, d);
+        upto += lane >= d ? v : 0;
+      }
+      const uint32_t at = o0 + upto - len;
+      bad = len > room - at || (ml > 0 && off - 1 >= at + lit + back);
+      if (seq) sc->at[lane] = at;
+      oe = o0 + __shfl_sync(0xFFFFFFFFu, upto, 31);
+    }
+#else
+    for (uint32_t k = 0; k < np; k++) {
+      const uint32_t len = sc->lit[k] + sc->ml[k];
+      bad |= len > room - oe || (sc->ml[k] > 0 && sc->off[k] - 1 >= oe + sc->lit[k] + back);
+      sc->at[k] = oe;
+      oe += len;
+      if (bad) break; /* (past the room, oe might go past 32 bits) */
+    }
+#endif
+    if (FUNNEL_LZ_ANY(bad)) return FUNNEL__LZ4_CORRUPT;
+    if (FUNNEL_LZ_LANE0 == 0) sc->at[np] = oe;
+    FUNNEL_LZ_SYNC();
+    /* a block whose first round's sequences are long goes one sequence
+     * after another instead, from its start */
+    if (o0 == 0 && !done && oe >= FUNNEL_LZ_LONG * np)
+      return funnel__lz4_serial(in, n, dst, op_io, cap, window, lane);
+    for (uint32_t c0 = o0; c0 < oe; c0 += FUNNEL_LZ_SPAN) {
+      const uint32_t c1 = oe - c0 > FUNNEL_LZ_SPAN ? c0 + FUNNEL_LZ_SPAN : oe;
+      uint32_t *src = sc->src[0];
+      int inner = 0; /* whether a source is in the chunk */
+      /* each sequence's bytes in the chunk: its literals', its match's */
+      FUNNEL_LZ_EACH(k, np) {
+        /* (on the device every lane, k < np or not) */
+        const int seq = k < np;
+        const uint32_t a = seq ? sc->at[k] : c0, m = seq ? a + sc->lit[k] : c0;
+        const uint32_t e = seq ? sc->at[k + 1] : c0, off = seq ? sc->off[k] : 1;
+        const uint32_t la = a > c0 ? a : c0, lb = m < c1 ? m : c1;
+        const uint32_t ma = m > c0 ? m : c0, mb = e < c1 ? e : c1;
+        const uint32_t from = seq ? sc->in[k] - a : 0; /* a literal's input position, less its place */
+        for (uint32_t x = la; x < lb && lb - la <= FUNNEL_LZ_ALONE; x++) src[x - c0] = FUNNEL_LZ_IN | (from + x);
+        if (ma < mb && mb - ma <= FUNNEL_LZ_ALONE) {
+          uint32_t r = ma - m < off ? ma - m : funnel__lz_mod(ma - m, off, FUNNEL_LZ_INV(off));
+          for (uint32_t x = ma; x < mb; x++) {
+            const uint32_t v = funnel__lz_match_source(m, off, r, c0);
+            src[x - c0] = v;
+            inner |= v < FUNNEL_LZ_SPAN;
+            r = r + 1 == off ? 0 : r + 1;
+          }
+        }
+#if defined(__CUDACC__)
+        /* a longer part, by the warp: each lane a byte in 32 */
+        unsigned many = __ballot_sync(0xFFFFFFFFu, lb > la && lb - la > FUNNEL_LZ_ALONE);
+        while (many) {
+          const int l = __ffs(many) - 1;
+          many &= many - 1;
+          const uint32_t f = __shfl_sync(0xFFFFFFFFu, from, l), b = __shfl_sync(0xFFFFFFFFu, lb, l);
+          for (uint32_t x = __shfl_sync(0xFFFFFFFFu, la, l) + lane; x < b; x += 32)
+            src[x - c0] = FUNNEL_LZ_IN | (f + x);
+        }
+        many = __ballot_sync(0xFFFFFFFFu, mb > ma && mb - ma > FUNNEL_LZ_ALONE);
+        while (many) {
+          const int l = __ffs(many) - 1;
+          many &= many - 1;
+          const uint32_t lm = __shfl_sync(0xFFFFFFFFu, m, l), loff = __shfl_sync(0xFFFFFFFFu, off, l);
+          const uint32_t lma = __shfl_sync(0xFFFFFFFFu, ma, l), lmb = __shfl_sync(0xFFFFFFFFu, mb, l);
+          const float inv = FUNNEL_LZ_INV(loff);
+          const uint32_t step = funnel__lz_mod(32, loff, inv);
+          uint32_t r = funnel__lz_mod(lma + lane - lm, loff, inv);
+          for (uint32_t x = lma + lane; x < lmb; x += 32) {
+            const uint32_t v = funnel__lz_match_source(lm, loff, r, c0);
+            src[x - c0] = v;
+            inner |= v < FUNNEL_LZ_SPAN;
+            r += step;
+            r -= r >= loff ? loff : 0;
+          }
+        }
+#endif
+      }
+      inner = FUNNEL_LZ_ANY(inner);
+      FUNNEL_LZ_SYNC();
+      /* the sources in the chunk, followed to the input or the output
+       * before it: a source in the chunk is an earlier byte, whose source
+       * each pass takes, from one copy of the sources into the other (so
+       * that no lane reads what another writes); the host's one pass in
+       * order finds each earlier byte's already followed */
+      const uint32_t span = c1 - c0;
+#if defined(__CUDACC__)
+      for (int p = 0; inner; p ^= 1) {
+        const uint32_t *from = sc->src[p];
+        uint32_t *to = sc->src[p ^ 1];
+        inner = 0;
+        for (uint32_t b = lane; b < span; b += 32) {
+          uint32_t v = from[b];
+          if (v < FUNNEL_LZ_SPAN) v = from[v], inner |= v < FUNNEL_LZ_SPAN;
+          to[b] = v;
+        }
+        inner = __any_sync(0xFFFFFFFFu, inner);
+        src = to;
+        __syncwarp();
+      }
+#else
+      for (uint32_t b = 0; inner && b < span; b++)
+        if (src[b] < FUNNEL_LZ_SPAN) src[b] = src[src[b]];
+#endif
+      /* the bytes: the output's before the chunk, which the warp wrote
+       * before the sync above (or before this block's) */
+      for (uint32_t b = FUNNEL_LZ_LANE0; b < span; b += FUNNEL_LZ_STEP) {
+        const uint32_t v = src[b];
+        out[c0 + b] = (v & FUNNEL_LZ_IN) ? (uint8_t)FUNNEL_LZ_BYTE(in, v & ~FUNNEL_LZ_IN)
+                                         : out[(int32_t)(v & ~FUNNEL_LZ_OUT) - 65536];
+      }
+      FUNNEL_LZ_SYNC();
+    }
+    o0 = oe;
+  }
+  *op_io += o0;
+  return FUNNEL__LZ4_OK;
+}
+
 /* Decodes the frames of `n` bytes at `src` into exactly `cap` bytes at
  * `dst`: FUNNEL__LZ4_OK or what failed. */
 FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
-                                 unsigned lane, unsigned lanes) {
+                                 unsigned lane, unsigned lanes, struct funnel__lz4_scratch *sc) {
   int64_t ip = 0, op = 0;
   while (ip < n) {
     if (n - ip < 8) return FUNNEL__LZ4_CORRUPT; /* a magic and at least a size or header */
@@ -420,7 +749,7 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
         op += size;
       } else {
         const int st = funnel__lz4_block(src + at, size, dst, &op, cap,
-                                         f.independent ? op : frame_start, lane);
+                                         f.independent ? op : frame_start, lane, sc);
         if (st != FUNNEL__LZ4_OK) return st;
       }
       FUNNEL_LZ_SYNC();
@@ -440,21 +769,21 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
 }
 
 /* Decodes job `j`, its dst `base` more (every lane of a group of `lanes`
- * calls it). */
+ * calls it, with the group's scratch). */
 FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned lane,
-                                  unsigned lanes) {
+                                  unsigned lanes, struct funnel__lz4_scratch *sc) {
   if (j->kind == FUNNEL__LZ4_SKIP) return FUNNEL__LZ4_OK;
   const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
   uint8_t *dst = (uint8_t *)(uintptr_t)(j->dst + base);
   if (j->kind == FUNNEL__LZ4_FRAMES)
-    return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes);
+    return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes, sc);
   if (j->kind == FUNNEL__LZ4_STORED) {
     if (j->src_length != j->dst_length) return FUNNEL__LZ4_LENGTH;
     for (int64_t i = lane; i < j->src_length; i += lanes) dst[i] = src[i];
     return FUNNEL__LZ4_OK;
   }
   int64_t op = 0;
-  const int st = funnel__lz4_block(src, j->src_length, dst, &op, j->dst_length, 0, lane);
+  const int st = funnel__lz4_block(src, j->src_length, dst, &op, j->dst_length, 0, lane, sc);
   return st != FUNNEL__LZ4_OK ? st : op == j->dst_length ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
 
@@ -493,7 +822,8 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
 
 /* Runs the jobs on this thread, as the cpu backend's stream does. */
 FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
-  for (int64_t j = 0; j < n; j++) jobs[j].status = funnel__lz4_job_run(&jobs[j], base, 0, 1);
+  struct funnel__lz4_scratch sc;
+  for (int64_t j = 0; j < n; j++) jobs[j].status = funnel__lz4_job_run(&jobs[j], base, 0, 1, &sc);
 }
 
 #endif

@@ -587,7 +587,7 @@ static void device_decoder_reads_what_liblz4_writes(void) {
   static const int64_t SIZES[] = {0, 1, 7, 100, 4096, 65535, 65536, 65537, 300000, 1100000};
   for (int si = 0; si < 10; si++)
     for (int style = 0; style <= 3; style++)
-      for (int kind = 0; kind < 4; kind++) {
+      for (int kind = 0; kind < 5; kind++) {
         const int64_t n = SIZES[si];
         check_context("%lld bytes, %s frames, %s", (long long)n,
                       style == IW_LZ4_JAVA  ? "Java's"
@@ -597,16 +597,20 @@ static void device_decoder_reads_what_liblz4_writes(void) {
                       kind == 0   ? "random"
                       : kind == 1 ? "repetitive"
                       : kind == 2 ? "runs"
-                                  : "short near repeats");
+                      : kind == 3 ? "short near repeats"
+                                  : "random, then short near repeats");
         uint8_t *in = malloc((size_t)n + 1);
         for (int64_t i = 0; i < n; i++)
-          in[i] = kind == 0   ? (uint8_t)check_rand(&rng)
+          in[i] = kind == 0 || kind == 4 ? (uint8_t)check_rand(&rng)
                   : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
                               : (uint8_t)((i / 700) & 0xff);
         /* the sequences of shuffle data (short matches a few bytes back, a
-         * few literals between): what the decoder's window path takes,
-         * matches reading the match just before them included */
-        for (int64_t i = 0; kind == 3 && i < n;) {
+         * few literals between): what the decoder's rounds take, matches
+         * reading the match just before them included; the fifth kind's
+         * after 2,000 random bytes, so that the decoder takes the block one
+         * sequence after another (its first round's sequences are long),
+         * short ones too */
+        for (int64_t i = kind == 4 ? 2000 : 0; kind >= 3 && i < n;) {
           const int64_t back = 1 + (int64_t)check_rand_below(&rng, 24);
           for (int64_t r = 4 + (int64_t)check_rand_below(&rng, 12); r > 0 && i < n; r--, i++)
             in[i] = i >= back ? in[i - back] : (uint8_t)check_rand(&rng);
