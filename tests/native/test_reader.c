@@ -1276,13 +1276,11 @@ static void *reading_thread(void *p) {
   struct thread_arg *a = p;
   uint64_t rng = a->seed;
   for (int i = 0; i < 15; i++) {
-    int64_t total = 0;
     int64_t rows[8];
     int n = 1 + (int)check_rand_below(&rng, 8);
     for (int k = 0; k < n; k++) rows[k] = 0;
     /* every read covers the whole table, cut differently */
     for (int64_t r = 0; r < a->src->rows; r++) rows[check_rand_below(&rng, (uint64_t)n)]++;
-    for (int k = 0; k < n; k++) total += rows[k];
     struct shape sh = {.n_parts = n, .part_rows = rows, .max_batches = 2, .framing = STREAM,
                        .empty_framing = ZERO_BYTES};
     struct parts ps = make_parts(a->src, &sh, check_rand(&rng));
