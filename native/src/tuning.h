@@ -220,9 +220,13 @@
  * from 10 to 2,000 partitions and 10 MB to 214 MB, both kinds of frames
  * (with 8 MiB alone, 10x10x20k mixed took 5.2 ms on the device against
  * 1.7 on the host). The device holds about this many warps of the decoder
- * at once an SM (40 on the H100 at its 48 registers, by ncu; 32 here to
- * be safe), or in all when the backend does not know its SMs: more jobs
- * run in waves. */
+ * at once an SM (session 29's decoder: 32 at 64 registers), or in all when
+ * the backend does not know its SMs: more jobs run in waves. Session 37's
+ * decoder (lz4dec.h, rounds) holds 28 (72 registers) and decodes about
+ * 28 MB/s a warp of mixed columns (a 160 KB block in 5.75 ms), strings as
+ * before: with these figures AUTO's device estimate is now high for mixed
+ * columns (so it keeps some reads on the host that the device would now
+ * decode faster); AUTO's choices were not measured again with it. */
 #define FUNNEL__DEVICE_DECODE_WARPS_SM 32
 #define FUNNEL__DEVICE_DECODE_WARP_BPS 22e6
 #define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
