@@ -224,9 +224,10 @@
  * the backend does not know its SMs: more jobs run in waves. Session 37's
  * decoder (lz4dec.h, rounds) holds 28 (72 registers) and decodes about
  * 28 MB/s a warp of mixed columns (a 160 KB block in 5.75 ms), strings as
- * before: with these figures AUTO's device estimate is now high for mixed
- * columns (so it keeps some reads on the host that the device would now
- * decode faster); AUTO's choices were not measured again with it. */
+ * before. So for reads of one wave of jobs AUTO's device estimate is now
+ * high for mixed columns (it may keep on the host a read the device would
+ * now decode faster), and for more jobs than a wave it counts too few
+ * waves; AUTO's choices were not measured again with this decoder. */
 #define FUNNEL__DEVICE_DECODE_WARPS_SM 32
 #define FUNNEL__DEVICE_DECODE_WARP_BPS 22e6
 #define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
