@@ -316,6 +316,22 @@ FUNNEL_LZ uint32_t funnel__lz_length(const uint8_t *in, uint32_t p, uint32_t end
   return p;
 }
 
+/* No block of any frame holds or decodes to more than 4 MiB: so a block
+ * decoder's lengths stay far from 32 bits' end (a length byte adds at most
+ * 255), and funnel__lz_mod's quotients are exact to one. */
+#define FUNNEL_LZ_MOST ((int64_t)4 << 20)
+
+/* The bytes a block decoded to dst[op ...) may write (up to cap, and at
+ * most FUNNEL_LZ_MOST) ... */
+FUNNEL_LZ uint32_t funnel__lz_room(int64_t op, int64_t cap) {
+  return cap - op > FUNNEL_LZ_MOST ? (uint32_t)FUNNEL_LZ_MOST : (uint32_t)(cap - op);
+}
+
+/* ... and those before dst[op] its matches may reach (from dst[window]). */
+FUNNEL_LZ uint32_t funnel__lz_back(int64_t op, int64_t window) {
+  return op - window > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(op - window);
+}
+
 /* funnel__lz4_block one sequence after another: for blocks of long
  * sequences (funnel__lz4_block says which).
  *
@@ -332,16 +348,10 @@ FUNNEL_LZ uint32_t funnel__lz_length(const uint8_t *in, uint32_t p, uint32_t end
 FUNNEL_LZ int funnel__lz4_serial(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
                                 int64_t cap, int64_t window, unsigned lane) {
   (void)lane; /* the host's is every lane */
-  /* no block of any frame holds or decodes to more than 4 MiB: so the
-   * lengths below stay far from 32 bits' end (a length byte adds at most
-   * 255), and funnel__lz_mod's quotients are exact to one */
-  const int64_t most = (int64_t)4 << 20;
-  if (n > most) return FUNNEL__LZ4_CORRUPT;
+  if (n > FUNNEL_LZ_MOST) return FUNNEL__LZ4_CORRUPT;
   uint8_t *const out = dst + *op_io;
-  const uint32_t end = (uint32_t)n;
-  /* the bytes it may write, and those before `out` a match may reach */
-  const uint32_t room = cap - *op_io > most ? (uint32_t)most : (uint32_t)(cap - *op_io);
-  const uint32_t back = *op_io - window > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(*op_io - window);
+  const uint32_t end = (uint32_t)n, room = funnel__lz_room(*op_io, cap);
+  const uint32_t back = funnel__lz_back(*op_io, window);
   uint32_t i = 0, o = 0;
   unsigned v = FUNNEL_LZ_WINDOW(in, i, end);
   while (i < end) {
@@ -491,21 +501,10 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
                                 int64_t cap, int64_t window, unsigned lane,
                                 struct funnel__lz4_scratch *sc) {
   (void)lane; /* the host's is every lane */
-  /* no block of any frame holds or decodes to more than 4 MiB: so the
-   * lengths below stay far from 32 bits' end (a length byte adds at most
-   * 255), and funnel__lz_mod's quotients are exact to one */
-  const int64_t most = (int64_t)4 << 20;
-  if (n > most) return FUNNEL__LZ4_CORRUPT;
+  if (n > FUNNEL_LZ_MOST) return FUNNEL__LZ4_CORRUPT;
   uint8_t *const out = dst + *op_io;
-  const uint32_t end = (uint32_t)n;
-  /* the bytes it may write, and those before `out` a match may reach */
-  uint32_t room = cap - *op_io > most ? (uint32_t)most : (uint32_t)(cap - *op_io);
-  uint32_t back = *op_io - window > 0x7FFFFFFF ? 0x7FFFFFFFu : (uint32_t)(*op_io - window);
-#if defined(__CUDACC__)
-  /* (a shuffle's result, which the compiler keeps in a register: it
-   * worked the two out again at each use, from 64-bit values) */
-  room = __shfl_sync(0xFFFFFFFFu, room, 0), back = __shfl_sync(0xFFFFFFFFu, back, 0);
-#endif
+  const uint32_t end = (uint32_t)n, room = funnel__lz_room(*op_io, cap);
+  const uint32_t back = funnel__lz_back(*op_io, window);
   uint32_t i = 0;  /* the next sequence's input position */
   uint32_t o0 = 0; /* the round's first byte, in the block */
   for (int done = 0; !done;) {
