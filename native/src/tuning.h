@@ -209,27 +209,26 @@
  * decoded bytes of them in a read (the decoder's wait then pays) ... */
 #define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
 /* ... and when the device's decoding looks faster than the host threads'
- * (parse.c, device_pays). A warp decodes its job's sequences one after
- * another: the slowest job sets the kernel's time, not the bytes in all.
- * Measured on the H100 host (bench/RESULTS.md, session 29), the benchmark's
- * shuffle-like columns: a warp decodes about 22 MB/s of mixed columns (a
- * 160 KB block in 7.3 ms, 10.6 bytes a sequence) and 35 MB/s of strings;
- * the 16 host threads about 8 GB/s of the same reads (0.5 GB/s a thread,
+ * (parse.c, device_pays). A warp decodes its job's block (lz4dec.h): the
+ * slowest job sets the kernel's time, not the bytes in all. Measured on
+ * the H100 host, the benchmark's shuffle-like columns: the decoder holds
+ * 28 warps an SM (72 registers, 14 blocks of 2 warps), and a warp of a
+ * full wave decodes about 28 MB/s of mixed columns (a 160 KB block in 5.75
+ * ms; strings faster, about 35 MB/s; fewer warps an SM, faster still); the
+ * 16 host threads about 8 GB/s of the same reads (0.5 GB/s a thread,
  * images and binding included); the link about 50 GB/s pinned. With these
- * AUTO's reads took the time of the faster way, within 4%, on 10 shapes
- * from 10 to 2,000 partitions and 10 MB to 214 MB, both kinds of frames
- * (with 8 MiB alone, 10x10x20k mixed took 5.2 ms on the device against
- * 1.7 on the host). The device holds about this many warps of the decoder
- * at once an SM (session 29's decoder: 32 at 64 registers), or in all when
- * the backend does not know its SMs: more jobs run in waves. Session 37's
- * decoder (lz4dec.h, rounds) holds 28 (72 registers) and decodes about
- * 28 MB/s a warp of mixed columns (a 160 KB block in 5.75 ms), strings as
- * before. So for reads of one wave of jobs AUTO's device estimate is now
- * high for mixed columns (it may keep on the host a read the device would
- * now decode faster), and for more jobs than a wave it counts too few
- * waves; AUTO's choices were not measured again with this decoder. */
-#define FUNNEL__DEVICE_DECODE_WARPS_SM 32
-#define FUNNEL__DEVICE_DECODE_WARP_BPS 22e6
+ * AUTO's reads took at most 1.11x the time of the faster way on 24 shapes
+ * from 10 to 2,000 partitions, 11 MB to 227 MB, mixed and strings, both
+ * kinds of frames; the worst where the two ways cross, 40x10x20k mixed in
+ * Arrow Java's frames, left on the host (5.2 ms against 4.7;
+ * bench/RESULTS.md, session 38). With session 29's decoder's figures (22
+ * MB/s, 32 warps) 50x10x20k mixed and 50x10x5k strings in Java's frames
+ * stayed on the host, 1.23x and 1.24x slower. With 8 MiB alone, 10x10x20k
+ * mixed took 4.0 ms on the device against 1.7 on the host. More
+ * jobs than the device holds warps at once run in waves; a backend that
+ * does not know its SMs counts FUNNEL__DEVICE_DECODE_WARPS in all. */
+#define FUNNEL__DEVICE_DECODE_WARPS_SM 28
+#define FUNNEL__DEVICE_DECODE_WARP_BPS 28e6
 #define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
 #define FUNNEL__DECODE_LINK_BPS 50e9
 #define FUNNEL__DEVICE_DECODE_WARPS 4096
