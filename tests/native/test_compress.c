@@ -575,6 +575,63 @@ static void bad_values_in_a_compressed_batch(void) {
   funnel_device_close(dev);
 }
 
+/* A read of more LZ4 buffers than the device holds warps of its decoder at
+ * once (more than one wave of them), all blocks of long sequences (each
+ * string repeats the one before it but for a byte in 40, and the offsets
+ * rise by 100): the decoder takes each block one sequence after another
+ * (lz4dec.h, funnel__lz4_serial), and decodes every buffer itself, none
+ * left to the host. */
+static const struct iw_field LONG_FIELDS[] = {
+    {.type = FUNNEL_TYPE_LARGE_BINARY, .name = "s", .nullable = 0}};
+static const struct iw_schema LONG_SCHEMA = {1, LONG_FIELDS, 0};
+
+static void many_blocks_of_long_sequences_decode_on_the_device(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  /* 4,000 partitions of 30 rows of 100 bytes: 8,000 buffers (offsets,
+   * bytes), each block of bytes about 75 sequences of 40 bytes */
+  const int n = 4000, width = 100;
+  const int64_t rows = (int64_t)n * 30;
+  struct iw_col *c = calloc(1, sizeof(*c));
+  c->field = LONG_FIELDS[0];
+  c->rows = rows;
+  c->valid = malloc((size_t)rows);
+  memset(c->valid, 1, (size_t)rows);
+  c->ends = malloc((size_t)rows * sizeof(int64_t));
+  c->chars = malloc((size_t)(rows * width));
+  uint64_t rng = 5;
+  for (int64_t r = 0; r < rows; r++) c->ends[r] = (r + 1) * width;
+  for (int64_t k = 0; k < rows * width; k++)
+    c->chars[k] = k < width || check_rand_below(&rng, 40) == 0 ? (uint8_t)check_rand(&rng)
+                                                                : c->chars[k - width + 3];
+  struct table_src src = {&LONG_SCHEMA, c, rows};
+  static const struct iw_options spark = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
+  struct parts ps = cut(&src, n, 1, &spark, 0, NULL);
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *tb = NULL;
+  if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err) &&
+      CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, FUNNEL_DECODE_DEVICE, &err),
+               &err) &&
+      CHECK_OK(funnel_reader_read_async(rd, ps.p, (size_t)n, 0, &tb, &err), &err)) {
+    CHECK_OK(funnel_table_wait(tb, &err), &err);
+    struct funnel_read_stats s;
+    if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err)) {
+      CHECK_EQ_I64(s.compressed_partitions, n);
+      CHECK_EQ_I64(s.device_decoded, 2 * (int64_t)n);
+      /* every row's bytes, every partition's rows + 1 offsets */
+      CHECK_EQ_I64(s.bytes_device_decoded, rows * width + (rows + n) * 8);
+    }
+    table_check_read(tb, &src);
+    funnel_table_free(tb);
+  }
+  funnel_reader_free(rd);
+  parts_free(&ps);
+  table_src_free(&src);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
 /* The device's LZ4 decoder (lz4dec.h, as the cpu backend runs it) against
  * the frames liblz4 writes, of both kinds, from 0 bytes to several blocks,
  * random and repetitive; then every frame spoiled at random bytes, decoded
@@ -754,6 +811,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(lz4_frame_after_a_failed_one_reads_as_new),
       CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(device_decoder_reads_what_liblz4_writes),
+      CHECK_TEST(many_blocks_of_long_sequences_decode_on_the_device),
       CHECK_TEST(missing_library_is_named),
   };
   return CHECK_MAIN(argc, argv, tests);
