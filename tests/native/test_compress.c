@@ -576,11 +576,11 @@ static void bad_values_in_a_compressed_batch(void) {
 }
 
 /* A read of more LZ4 buffers than the device holds warps of its decoder at
- * once (more than one wave of them), all blocks of long sequences (each
- * string repeats the one before it but for a byte in 40, and the offsets
- * rise by 100): the decoder takes each block one sequence after another
- * (lz4dec.h, funnel__lz4_serial), and decodes every buffer itself, none
- * left to the host. */
+ * once (more than one wave of them), whose byte buffers are blocks of long
+ * sequences (each string repeats the one before it but for a byte in 40):
+ * the decoder takes those blocks one sequence after another (lz4dec.h,
+ * funnel__lz4_serial; 3,843 of the 4,000 here), the offsets by rounds, and
+ * decodes every buffer itself, none left to the host. */
 static const struct iw_field LONG_FIELDS[] = {
     {.type = FUNNEL_TYPE_LARGE_BINARY, .name = "s", .nullable = 0}};
 static const struct iw_schema LONG_SCHEMA = {1, LONG_FIELDS, 0};
@@ -590,7 +590,7 @@ static void many_blocks_of_long_sequences_decode_on_the_device(void) {
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   /* 4,000 partitions of 30 rows of 100 bytes: 8,000 buffers (offsets,
-   * bytes), each block of bytes about 75 sequences of 40 bytes */
+   * bytes), each block of bytes about 75 sequences of 40 */
   const int n = 4000, width = 100;
   const int64_t rows = (int64_t)n * 30;
   struct iw_col *c = calloc(1, sizeof(*c));
