@@ -283,10 +283,19 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_concat)(const fu
 }
 
 #if defined(FUNNEL_DP_FLAT_ONLY)
-extern "C" __global__ void __launch_bounds__(256, 5)
+// Turing (sm_75) holds 1,024 threads an SM, four blocks: there the kernel
+// gets the 64 registers four blocks leave (five would be out of range, and
+// ptxas would ignore the bound with a warning)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define FUNNEL__DP_CONCAT_VAR_BLOCKS 4
+#else
+#define FUNNEL__DP_CONCAT_VAR_BLOCKS 5
+#endif
+extern "C" __global__ void __launch_bounds__(256, FUNNEL__DP_CONCAT_VAR_BLOCKS)
     DPK(funnel_dp_concat_var)(const funnel__dp_args *a, int64_t n, int64_t m) {
   concat(a, n, m);
 }
+#undef FUNNEL__DP_CONCAT_VAR_BLOCKS
 #endif
 
 // Block (b, k) scans tile b of array k: the tiles before it give its
