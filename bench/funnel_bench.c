@@ -2039,8 +2039,9 @@ static const char *const TARGET_NAMES[N_TARGETS] = {
     "kernel: >= 80% of a device-to-device copy (outputs >= 10 MiB)",
     "200x20x100 int64, pinned: <= 0.2 ms and >= 2x as fast as host concat",
     "200x10x1000: >= 20x as fast as naive",
-    "compressed lz4 (>= 100 MiB uncompressed, ratio >= 2): funnel >= 1.5x the link of the "
-    "uncompressed bytes",
+    /* parenthesized: one name over two lines (clang's -Wstring-concatenation) */
+    ("compressed lz4 (>= 100 MiB uncompressed, ratio >= 2): funnel >= 1.5x the link of the "
+     "uncompressed bytes"),
     "compressed zstd (>= 100 MiB uncompressed): >= 20 GB/s of uncompressed output",
     "spark regime, compressed: funnel >= 2x as fast as host decompress + concat + copy",
 };
