@@ -19,13 +19,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Collectors;
+import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.compression.CompressionUtil.CodecType;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.message.IpcOption;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -86,14 +89,22 @@ class BenchCommandTest {
                   "price", new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE)),
               TestSupport.nullable("name", ArrowType.Utf8.INSTANCE)));
 
-  /**
-   * Writes {@code <P>x3x<R>-<mix>}: P partitions of R rows (partition 1 an empty shuffle block
-   * when {@code withEmpty}), each a whole Arrow IPC stream, at 64-byte aligned offsets with zero
-   * gaps, and the properties as funnel_bench --dump writes them.
-   */
   private Written writeWorkload(int parts, int rows, String mix, boolean withEmpty)
       throws IOException {
-    Path d = Files.createDirectory(dump.resolve(parts + "x3x" + rows + "-" + mix));
+    return writeWorkload(parts, rows, mix, withEmpty, null);
+  }
+
+  /**
+   * Writes {@code <P>x3x<R>-<mix>[-<codec>]}: P partitions of R rows (partition 1 an empty shuffle
+   * block when {@code withEmpty}), each a whole Arrow IPC stream, their bodies compressed by
+   * Arrow Java's {@code codec} (null: uncompressed), at 64-byte aligned offsets with zero gaps,
+   * and the properties as funnel_bench --dump writes them.
+   */
+  private Written writeWorkload(int parts, int rows, String mix, boolean withEmpty,
+      CodecType codec) throws IOException {
+    String name = codec == null ? "none" : codec == CodecType.ZSTD ? "zstd" : "lz4";
+    Path d = Files.createDirectory(dump.resolve(parts + "x3x" + rows + "-" + mix
+        + (codec == null ? "" : "-" + name)));
     ByteArrayOutputStream bin = new ByteArrayOutputStream();
     long[] nulls = new long[3];
     List<String> offsets = new ArrayList<>();
@@ -104,7 +115,7 @@ class BenchCommandTest {
         bin.write(0);
       }
       offsets.add(Integer.toString(bin.size()));
-      byte[] stream = withEmpty && p == 1 ? new byte[0] : partition(p, rows, nulls);
+      byte[] stream = withEmpty && p == 1 ? new byte[0] : partition(p, rows, nulls, codec);
       bin.write(stream);
       lengths.add(Integer.toString(stream.length));
       bytes += stream.length;
@@ -114,6 +125,7 @@ class BenchCommandTest {
     int rowsWritten = withEmpty ? (parts - 1) * rows : parts * rows;
     String props = "# written by a test, as funnel_bench --dump writes it\n"
         + "partitions=" + parts + "\ncolumns=3\nrows_per_partition=" + rows + "\nmix=" + mix
+        + (codec == null ? "" : "\ncompression=" + name)
         + "\nbytes=" + bytes + "\nrows=" + rowsWritten
         + "\noffsets=" + String.join(",", offsets) + "\nlengths=" + String.join(",", lengths)
         + "\nnulls=" + Arrays.stream(nulls).mapToObj(Long::toString)
@@ -122,7 +134,7 @@ class BenchCommandTest {
     return new Written(d, bytes, nulls);
   }
 
-  private byte[] partition(int p, int rows, long[] nulls) throws IOException {
+  private byte[] partition(int p, int rows, long[] nulls, CodecType codec) throws IOException {
     try (VectorSchemaRoot root = VectorSchemaRoot.create(SCHEMA, allocator)) {
       BigIntVector id = (BigIntVector) root.getVector("id");
       Float8Vector price = (Float8Vector) root.getVector("price");
@@ -146,7 +158,10 @@ class BenchCommandTest {
       }
       root.setRowCount(rows);
       ByteArrayOutputStream out = new ByteArrayOutputStream();
-      try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+      try (ArrowStreamWriter w = codec == null
+          ? new ArrowStreamWriter(root, null, Channels.newChannel(out))
+          : new ArrowStreamWriter(root, null, Channels.newChannel(out), IpcOption.DEFAULT,
+              CommonsCompressionFactory.INSTANCE, codec)) {
         w.start();
         w.writeBatch();
         w.end();
@@ -169,7 +184,8 @@ class BenchCommandTest {
 
     assertEquals(0, status, out() + err());
     List<String> lines = Files.readAllLines(csv);
-    assertEquals(String.join(",", ResultsCsv.HEADER), lines.get(0), "the C driver's header");
+    assertEquals(String.join(",", ResultsCsv.HEADER) + ",codec", lines.get(0),
+        "the header both drivers share, then the codec");
     List<Map<String, String>> rows = csvRows(csv);
     assertEquals(4, rows.size(), lines.toString());
     // sorted by mix, then shape; pinned before pageable
@@ -211,6 +227,63 @@ class BenchCommandTest {
     Path png = dir.resolve("chart.png");
     assertEquals(0, run("chart", "-o", png.toString(), "--mix", "mixed", csv.toString()), err());
     assertTrue(Files.size(png) > 1000);
+  }
+
+  @Test
+  void benchChecksCompressedWorkloadsAgainstArrowJavasDecodingAndKeepsTheirCodecs()
+      throws IOException {
+    Written plain = writeWorkload(3, 40, "mixed", true);
+    Written lz4 = writeWorkload(3, 40, "mixed", true, CodecType.LZ4_FRAME);
+    Written zstd = writeWorkload(3, 40, "mixed", true, CodecType.ZSTD);
+    assertTrue(lz4.bytes() != plain.bytes() && zstd.bytes() != plain.bytes(), "compressed");
+    // the C driver's funnel rows of the three, a time each, the codec after the shared header
+    Path c = dir.resolve("c.csv");
+    StringBuilder cCsv = new StringBuilder(String.join(",", ResultsCsv.HEADER) + ",codec\n");
+    for (String source : List.of("pinned", "pageable")) {
+      for (String[] codecMs : List.of(new String[] {"none", "1.0"}, new String[] {"lz4", "2.0"},
+          new String[] {"zstd", "3.0"})) {
+        cCsv.append("cpu,3,3,40,80,mixed,").append(source).append(",funnel,1000,,3,")
+            .append(codecMs[1]).append(",0.1,0.5,,,,,,,,,,,,ok,,").append(codecMs[0])
+            .append("\n");
+      }
+    }
+    Files.writeString(c, cCsv);
+    Path csv = dir.resolve("java.csv");
+
+    int status = run(bench(csv, "--c-results", c.toString()));
+
+    assertEquals(0, status, out() + err());
+    List<Map<String, String>> rows = csvRows(csv);
+    assertEquals(List.of("none pinned", "none pageable", "lz4 pinned", "lz4 pageable",
+        "zstd pinned", "zstd pageable"),
+        rows.stream().map(r -> r.get("codec") + " " + r.get("source")).toList());
+    for (Map<String, String> r : rows) {
+      Written w = switch (r.get("codec")) {
+        case "lz4" -> lz4;
+        case "zstd" -> zstd;
+        default -> plain;
+      };
+      assertEquals("ok", r.get("verified"), r.toString());
+      assertEquals("", r.get("error"), r.toString());
+      assertEquals(Long.toString(w.bytes()), r.get("bytes"), r.toString());
+    }
+    assertTrue(out().contains("every result verified"), out());
+    // each compared with the C row of its own codec
+    for (String[] labelMs : List.of(new String[] {"mixed", "1\\.000"},
+        new String[] {"mixed/lz4", "2\\.000"}, new String[] {"mixed/zstd", "3\\.000"})) {
+      for (String source : List.of("pinned", "pageable")) {
+        String pattern = "3x3x40 +" + labelMs[0] + " +" + source + " +[0-9.]+ +" + labelMs[1]
+            + " .*";
+        assertTrue(out().lines().anyMatch(l -> l.matches(pattern)), pattern + " in " + out());
+      }
+    }
+    assertTrue(err().contains("[3/6] 3x3x40 mixed/lz4 pinned"), err());
+
+    // the chart leaves the compressed rows out, and says so
+    ChartCommandTest.assumeHostDrawsText();
+    assertEquals(0, run("chart", "-o", dir.resolve("chart.png").toString(), "--mix", "mixed",
+        csv.toString()), err());
+    assertTrue(out().contains("left out: 4 results of compressed partitions (lz4, zstd)"), out());
   }
 
   @Test

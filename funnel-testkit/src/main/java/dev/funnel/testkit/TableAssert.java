@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
@@ -20,7 +21,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * Asserts that a {@link DeviceTable} holds exactly the rows Arrow Java reads from the partitions
  * it was read from, in order: the schema, the row count, each column's null count, and every
  * value (the table copied back with {@code toArrow}). The expected side is Arrow Java's own
- * reading of the bytes, never funnel's. A failure is an {@link AssertionError} naming the first
+ * reading of the bytes, never funnel's: compressed bodies (LZ4_FRAME, ZSTD) are decoded by
+ * Arrow Java's codecs (arrow-compression). A failure is an {@link AssertionError} naming the first
  * differing row and column and where that row came from. Works on the cpu backend.
  */
 public final class TableAssert {
@@ -55,7 +57,8 @@ public final class TableAssert {
           continue;
         }
         try (ArrowStreamReader r =
-            new ArrowStreamReader(new ByteArrayInputStream(partitions.get(p)), allocator)) {
+            new ArrowStreamReader(new ByteArrayInputStream(partitions.get(p)), allocator,
+                CommonsCompressionFactory.INSTANCE)) {
           VectorSchemaRoot in = r.getVectorSchemaRoot();
           if (want == null) {
             want = in.getSchema();

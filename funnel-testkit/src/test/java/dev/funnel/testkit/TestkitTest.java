@@ -13,12 +13,15 @@ import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.compression.CompressionUtil.CodecType;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.message.IpcOption;
 import org.apache.arrow.vector.types.DateUnit;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.TimeUnit;
@@ -131,6 +134,64 @@ class TestkitTest {
           () -> TableAssert.assertTableEquals(parts, table));
       assertTrue(e.getMessage().startsWith("rows: the table has "), e.getMessage());
     }
+  }
+
+  @Test
+  void compressedPartitionsAreComparedAsArrowJavaDecodesThem() throws Exception {
+    List<byte[]> plain = RandomPartitions.of(SCHEMA).partitions(6).seed(11).emptyRate(0)
+        .maxBatches(1).bytes();
+    try (BufferAllocator allocator = new RootAllocator();
+        FunnelDevice device = FunnelDevice.open(BACKEND);
+        FunnelReader reader = new FunnelReader(device)) {
+      long before = rows(plain.get(0), allocator) + rows(plain.get(1), allocator);
+      for (CodecType codec : List.of(CodecType.LZ4_FRAME, CodecType.ZSTD)) {
+        List<byte[]> parts = new ArrayList<>();
+        for (byte[] p : plain) {
+          parts.add(compressed(p, codec, allocator));
+        }
+        try (DeviceTable table = reader.read(direct(parts))) {
+          assertEquals(parts.size(), table.stats().compressedPartitions(), codec.toString());
+          TableAssert.assertTableEqualsBytes(parts, table);
+        }
+        // the table read from a partition with one value changed: the expected side is decoded
+        // and compared, not skipped
+        List<byte[]> changed = new ArrayList<>(parts);
+        changed.set(2, compressed(withId(plain.get(2), 3, -1L, allocator), codec, allocator));
+        try (DeviceTable table = reader.read(direct(changed))) {
+          AssertionError e = assertThrows(AssertionError.class,
+              () -> TableAssert.assertTableEqualsBytes(parts, table));
+          assertTrue(e.getMessage().startsWith("row " + (before + 3)
+              + " (partition 2, batch 0, row 3), column 0 'id': expected "),
+              codec + ": " + e.getMessage());
+        }
+      }
+    }
+  }
+
+  private static List<ByteBuffer> direct(List<byte[]> parts) {
+    List<ByteBuffer> read = new ArrayList<>();
+    for (byte[] b : parts) {
+      read.add(ByteBuffer.allocateDirect(b.length).put(b).flip());
+    }
+    return read;
+  }
+
+  /** The partition rewritten by Arrow Java with its bodies compressed by {@code codec}. */
+  private static byte[] compressed(byte[] part, CodecType codec, BufferAllocator allocator)
+      throws Exception {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try (ArrowStreamReader r = new ArrowStreamReader(new ByteArrayInputStream(part), allocator)) {
+      VectorSchemaRoot root = r.getVectorSchemaRoot();
+      try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out),
+          IpcOption.DEFAULT, CommonsCompressionFactory.INSTANCE, codec)) {
+        w.start();
+        while (r.loadNextBatch()) {
+          w.writeBatch();
+        }
+        w.end();
+      }
+    }
+    return out.toByteArray();
   }
 
   private static long rows(byte[] part, BufferAllocator allocator) throws Exception {

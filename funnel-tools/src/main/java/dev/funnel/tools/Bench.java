@@ -24,6 +24,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.stream.Stream;
+import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -40,7 +42,8 @@ import org.apache.arrow.vector.ipc.ArrowStreamReader;
  *
  * <p>Each workload is checked once per source, untimed: the rows and the null count of every
  * column that funnel reads must equal what Arrow Java reads in the same partitions, and what the
- * dump's properties say.
+ * dump's properties say. Compressed partitions (LZ4_FRAME, ZSTD) are decoded for that check by
+ * Arrow Java's own codecs (arrow-compression), not by funnel.
  */
 final class Bench {
   private Bench() {}
@@ -48,6 +51,10 @@ final class Bench {
   static final int WARMUP = 2;
   static final String STRATEGY = "funnel_java";
   static final Path DEFAULT_CSV = Path.of("target", "bench", "java.csv");
+
+  /** The CSV's columns: the header both drivers share, then the codec, as the C driver has it. */
+  static final List<String> COLUMNS = Stream.concat(ResultsCsv.HEADER.stream(), Stream.of("codec"))
+      .toList();
 
   /** The ratio java/C the Java driver is meant to stay under. */
   private static final double TARGET_RATIO = 1.10;
@@ -198,7 +205,7 @@ final class Bench {
     }
     BufferedWriter w = Files.newBufferedWriter(path, StandardCharsets.UTF_8);
     PrintWriter csv = new PrintWriter(w);
-    csv.println(String.join(",", ResultsCsv.HEADER));
+    csv.println(String.join(",", COLUMNS));
     csv.flush();
     return csv;
   }
@@ -249,7 +256,7 @@ final class Bench {
         out.println("  JIT warm-up: " + warmUpJit(smallest));
       }
       out.println();
-      out.printf(Locale.ROOT, "%-16s %-8s %-8s %9s %10s %10s %7s %6s %6s  %s%n", "shape", "mix",
+      out.printf(Locale.ROOT, "%-16s %-12s %-8s %9s %10s %10s %7s %6s %6s  %s%n", "shape", "mix",
           "source", "MiB", "ms median", "ms min", "GB/s", "h2d", "launch", "verified");
     }
 
@@ -280,7 +287,7 @@ final class Bench {
         return "stopped after " + reads + " reads: " + describe(e);
       }
       return String.format(Locale.ROOT, "%d untimed reads of %s %s (%.0f ms)", reads, w.shape(),
-          w.mix, (System.nanoTime() - t0) / 1e6);
+          w.label(), (System.nanoTime() - t0) / 1e6);
     }
 
     /** Loads a workload, counts what it holds with Arrow Java, then runs both sources. */
@@ -291,7 +298,7 @@ final class Bench {
         bytes = w.readPartitions();
         expected = countWithArrowJava(bytes, w, allocator);
       } catch (Workload.InvalidException | IOException | RuntimeException | OutOfMemoryError e) {
-        out.printf("%-16s %-8s FAILED: %s%n", w.shape(), w.mix, describe(e));
+        out.printf("%-16s %-12s FAILED: %s%n", w.shape(), w.label(), describe(e));
         failures++;
         step += 2;
         return;
@@ -304,7 +311,7 @@ final class Bench {
 
     private void progress(Workload w, String source) {
       err.printf(Locale.ROOT, "[%d/%d] %s %s %s (%.1f MiB) ...%n", ++step, steps, w.shape(),
-          w.mix, source, mib(w.bytes));
+          w.label(), source, mib(w.bytes));
     }
 
     private void add(Result r) {
@@ -331,8 +338,8 @@ final class Bench {
           return new Result(w, "pinned", false,
               new Measurement(Double.NaN, Double.NaN, null, describe(e)));
         }
-        out.printf(Locale.ROOT, "%-16s %-8s %-8s skipped: the pinned pool cannot hold %.3f MiB"
-            + " more (raise FUNNEL_PINNED_POOL_BYTES)%n", w.shape(), w.mix, "pinned",
+        out.printf(Locale.ROOT, "%-16s %-12s %-8s skipped: the pinned pool cannot hold %.3f MiB"
+            + " more (raise FUNNEL_PINNED_POOL_BYTES)%n", w.shape(), w.label(), "pinned",
             mib(w.fileSize));
         return null;
       }
@@ -354,7 +361,7 @@ final class Bench {
         why = "read failed: " + describe(e);
       }
       if (why != null) {
-        out.printf("%-16s %-8s %-8s VERIFY FAILED: %s%n", w.shape(), w.mix, source, why);
+        out.printf("%-16s %-12s %-8s VERIFY FAILED: %s%n", w.shape(), w.label(), source, why);
       }
       Measurement m = measure(reader, s, o.reps());
       if (why != null && m.error().isEmpty()) {
@@ -448,7 +455,10 @@ final class Bench {
     return new Measurement(median / 1e6, ns[0] / 1e6, last, "");
   }
 
-  /** Rows, columns and nulls per column in the partitions, as Arrow Java reads them. */
+  /**
+   * Rows, columns and nulls per column in the partitions, as Arrow Java reads them: every batch
+   * loaded, compressed bodies decoded by arrow-compression, the nulls counted in the validity bits.
+   */
   static Expected countWithArrowJava(ByteBuffer bytes, Workload w, BufferAllocator allocator)
       throws IOException, Workload.InvalidException {
     long rows = 0;
@@ -459,7 +469,8 @@ final class Bench {
         continue; // an empty shuffle block
       }
       ByteBuffer part = bytes.slice((int) w.offsets[p], (int) w.lengths[p]);
-      try (ArrowStreamReader r = new ArrowStreamReader(new BufferChannel(part), allocator)) {
+      try (ArrowStreamReader r = new ArrowStreamReader(new BufferChannel(part), allocator,
+          CommonsCompressionFactory.INSTANCE)) {
         VectorSchemaRoot root = r.getVectorSchemaRoot();
         int n = root.getFieldVectors().size();
         if (columns < 0) {
@@ -515,11 +526,11 @@ final class Bench {
     Workload w = r.workload();
     Measurement m = r.m();
     if (Double.isNaN(m.msMedian())) {
-      out.printf("%-16s %-8s %-8s FAILED %s%n", w.shape(), w.mix, r.source(), m.error());
+      out.printf("%-16s %-12s %-8s FAILED %s%n", w.shape(), w.label(), r.source(), m.error());
       return;
     }
-    out.printf(Locale.ROOT, "%-16s %-8s %-8s %9.3f %10.3f %10.3f %7.2f %6d %6d  %s%n", w.shape(),
-        w.mix, r.source(), mib(w.bytes), m.msMedian(), m.msMin(), gbPerS(w.bytes, m.msMedian()),
+    out.printf(Locale.ROOT, "%-16s %-12s %-8s %9.3f %10.3f %10.3f %7.2f %6d %6d  %s%n", w.shape(),
+        w.label(), r.source(), mib(w.bytes), m.msMedian(), m.msMin(), gbPerS(w.bytes, m.msMedian()),
         m.last().h2dCopies(), m.last().concatLaunches(), r.verified() ? "ok" : "FAILED");
   }
 
@@ -535,6 +546,7 @@ final class Bench {
     v.put("rows_per_partition", Long.toString(w.rowsPerPartition));
     v.put("rows", Long.toString(w.rows));
     v.put("mix", w.mix);
+    v.put("codec", w.codec);
     v.put("source", r.source());
     v.put("strategy", STRATEGY);
     v.put("bytes", Long.toString(w.bytes));
@@ -549,7 +561,7 @@ final class Bench {
     v.put("verified", r.verified() ? "ok" : "FAILED");
     v.put("error", ResultsCsv.quote(m.error()));
     StringBuilder line = new StringBuilder();
-    for (String column : ResultsCsv.HEADER) {
+    for (String column : COLUMNS) {
       line.append(line.length() == 0 ? "" : ",").append(v.getOrDefault(column, ""));
     }
     return line.toString();
@@ -562,12 +574,12 @@ final class Bench {
     for (ResultsCsv.Row row : cRows) {
       if (row.get("strategy").equals("funnel") && !Double.isNaN(row.number("ms_median"))) {
         c.putIfAbsent(key(row.get("partitions"), row.get("columns"),
-            row.get("rows_per_partition"), row.get("mix"), row.get("source")), row);
+            row.get("rows_per_partition"), row.get("mix"), codec(row), row.get("source")), row);
       }
     }
     out.printf("JNI overhead: %s ms / C funnel ms on the same workload and source (C: %s);"
         + " target: within %.2fx%n", STRATEGY, cFile, TARGET_RATIO);
-    out.printf(Locale.ROOT, "%-16s %-8s %-8s %10s %10s %8s%n", "shape", "mix", "source",
+    out.printf(Locale.ROOT, "%-16s %-12s %-8s %10s %10s %8s%n", "shape", "mix", "source",
         "java ms", "C ms", "java/C");
     Map<String, double[]> logSums = new HashMap<>(); // source -> {sum of logs, count}
     TreeSet<String> cBackends = new TreeSet<>();
@@ -575,7 +587,7 @@ final class Bench {
     for (Result r : results) {
       Workload w = r.workload();
       ResultsCsv.Row row = c.get(key(Integer.toString(w.partitions), Integer.toString(w.columns),
-          Long.toString(w.rowsPerPartition), w.mix, r.source()));
+          Long.toString(w.rowsPerPartition), w.mix, w.codec, r.source()));
       double java = r.m().msMedian();
       if (row == null || Double.isNaN(java)) {
         missing++;
@@ -584,7 +596,7 @@ final class Bench {
       double cMs = row.number("ms_median");
       double ratio = java / cMs;
       cBackends.add(row.get("backend"));
-      out.printf(Locale.ROOT, "%-16s %-8s %-8s %10.3f %10.3f %7.2fx%s%n", w.shape(), w.mix,
+      out.printf(Locale.ROOT, "%-16s %-12s %-8s %10.3f %10.3f %7.2fx%s%n", w.shape(), w.label(),
           r.source(), java, cMs, ratio, ratio > TARGET_RATIO ? "  over target" : "");
       for (String k : List.of(r.source(), "all")) {
         double[] acc = logSums.computeIfAbsent(k, x -> new double[2]);
@@ -616,8 +628,16 @@ final class Bench {
     out.println();
   }
 
-  private static String key(String p, String c, String r, String mix, String source) {
-    return p.trim() + "x" + c.trim() + "x" + r.trim() + " " + mix.trim() + " " + source.trim();
+  private static String key(String p, String c, String r, String mix, String codec,
+      String source) {
+    return p.trim() + "x" + c.trim() + "x" + r.trim() + " " + mix.trim() + " " + codec + " "
+        + source.trim();
+  }
+
+  /** A row's codec: its "codec" column, "none" where it is blank or the file has none. */
+  static String codec(ResultsCsv.Row row) {
+    String codec = row.get("codec").trim();
+    return codec.isEmpty() ? "none" : codec;
   }
 
   static double gbPerS(long bytes, double ms) {

@@ -54,7 +54,9 @@ import org.jfree.data.xy.XYSeriesCollection;
 /**
  * {@code funnel chart}: the benchmark's throughput (the gb_per_s column) against partition size
  * (bytes / partitions), on log axes, one panel per source, from the CSVs of the C and the Java
- * driver. One mix per chart (--mix, default int64), so that a panel stays readable.
+ * driver. One mix per chart (--mix, default int64), so that a panel stays readable. Rows of
+ * compressed partitions (a codec column other than none) are left out: their gb_per_s is of the
+ * compressed bytes, their strategies (decoding on the host or the device) others.
  *
  * <p>Several shapes share a partition size (the same columns x rows with 2 or 1000 partitions):
  * each is drawn as a small marker, and the strategy's line joins the geometric means of the
@@ -136,6 +138,8 @@ public final class Chart {
     TreeSet<String> mixes = new TreeSet<>();
     TreeSet<String> unknown = new TreeSet<>();
     TreeSet<String> backends = new TreeSet<>();
+    TreeSet<String> codecs = new TreeSet<>(); // of the compressed rows of the mix, left out
+    int compressed = 0;
     List<ResultsCsv.Row> rows = new ArrayList<>();
     for (Path in : o.inputs()) {
       try {
@@ -158,6 +162,12 @@ public final class Chart {
       if (!row.get("mix").equals(o.mix()) || !(parts > 0 && bytes > 0 && gb > 0)) {
         continue; // another mix, or no throughput (failed or skipped)
       }
+      String codec = Bench.codec(row);
+      if (!codec.equals("none")) {
+        codecs.add(codec);
+        compressed++;
+        continue;
+      }
       if (style(strategy) == null) {
         if (!LEFT_OUT.contains(strategy)) {
           unknown.add(strategy);
@@ -170,7 +180,9 @@ public final class Chart {
     }
     if (points.isEmpty()) {
       err.println("funnel: no throughput of mix '" + o.mix() + "' to chart in " + o.inputs()
-          + (mixes.isEmpty() ? "" : " (mixes there: " + String.join(", ", mixes) + ")"));
+          + (compressed > 0 ? " (only " + compressed + " results of compressed partitions, "
+              + String.join(", ", codecs) + ", which the chart leaves out)"
+              : mixes.isEmpty() ? "" : " (mixes there: " + String.join(", ", mixes) + ")"));
       return 1;
     }
     if (backends.size() > 1) { // one line per strategy and backend
@@ -196,6 +208,10 @@ public final class Chart {
         String.join(", ", backends));
     if (!unknown.isEmpty()) {
       out.println("  left out, not known to the chart: " + String.join(", ", unknown));
+    }
+    if (compressed > 0) {
+      out.println("  left out: " + compressed + " results of compressed partitions ("
+          + String.join(", ", codecs) + ")");
     }
     return 0;
   }

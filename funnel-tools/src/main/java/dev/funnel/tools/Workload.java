@@ -22,19 +22,24 @@ import java.util.stream.Stream;
  *       an offset that is a multiple of 64;
  *   <li>{@code workload.properties}: partitions, columns, rows_per_partition, mix, bytes (the sum
  *       of the lengths), rows, and comma-separated offsets, lengths (one per partition) and nulls
- *       (one per column, as the generator counted them).
+ *       (one per column, as the generator counted them); compression (none, lz4 or zstd: the
+ *       codec of the partitions' bodies; none when absent).
  * </ul>
  */
 final class Workload {
   static final String PROPERTIES = "workload.properties";
   static final String PARTITIONS = "partitions.bin";
 
-  /** The order of a run: by mix, then partitions, columns and rows per partition. */
+  /** The codecs a dump's bodies may be compressed with, as the C driver names them. */
+  static final List<String> CODECS = List.of("none", "lz4", "zstd");
+
+  /** The order of a run: by mix, then partitions, columns, rows per partition and codec. */
   static final Comparator<Workload> ORDER =
       Comparator.comparing((Workload w) -> w.mix)
           .thenComparingInt(w -> w.partitions)
           .thenComparingInt(w -> w.columns)
-          .thenComparingLong(w -> w.rowsPerPartition);
+          .thenComparingLong(w -> w.rowsPerPartition)
+          .thenComparingInt(w -> CODECS.indexOf(w.codec));
 
   /** A dump that does not hold what its properties say; the message names the file. */
   static final class InvalidException extends Exception {
@@ -50,6 +55,7 @@ final class Workload {
   final int columns;
   final long rowsPerPartition;
   final String mix;
+  final String codec;
   final long bytes;
   final long rows;
   final long[] offsets;
@@ -64,6 +70,10 @@ final class Workload {
     columns = (int) count(p, "columns", 1, Integer.MAX_VALUE);
     rowsPerPartition = count(p, "rows_per_partition", 0, Long.MAX_VALUE);
     mix = text(p, "mix");
+    codec = p.getProperty("compression", "none").trim();
+    if (!CODECS.contains(codec)) {
+      throw invalid("compression=" + codec + ", expected one of " + String.join(", ", CODECS));
+    }
     bytes = count(p, "bytes", 0, Long.MAX_VALUE);
     rows = count(p, "rows", 0, Long.MAX_VALUE);
     offsets = list(p, "offsets", partitions);
@@ -85,6 +95,11 @@ final class Workload {
   /** The shape, "PxCxR". */
   String shape() {
     return partitions + "x" + columns + "x" + rowsPerPartition;
+  }
+
+  /** The mix as the C driver prints it: "mixed", or "mixed/lz4" for compressed bodies. */
+  String label() {
+    return codec.equals("none") ? mix : mix + "/" + codec;
   }
 
   /** The subdirectories of {@code root} that hold a workload, in no particular order. */
