@@ -274,6 +274,19 @@ class CommandLineTest {
     if (!BACKEND.equals("auto")) {
       assertTrue(out().contains("backend " + BACKEND), out());
     }
+    // 20 partitions: the host parses them, and the device is not called meanwhile
+    assertTrue(out().contains("headers parsed on the host (0 device calls while parsing and"
+        + " planning)"), out());
+  }
+
+  @Test
+  void demoSaysWhereTheHeadersWereParsed() {
+    // the demo's default: 200 small partitions, which the device parses
+    int status = run("demo", "--backend", BACKEND, "--partitions", "200", "--rows", "10");
+
+    assertEquals(0, status, err() + out());
+    assertTrue(out().contains("headers parsed on the device ("), out());
+    assertFalse(out().contains("while parsing and planning"), out());
   }
 
   private static List<Path> listing(Path d) {
