@@ -148,6 +148,26 @@ class ChartCommandTest {
   }
 
   @Test
+  void chartLeavesCompressedPartitionsOutAndSaysSoWhenNothingElseIsThere() throws IOException {
+    // the C driver's compressed rows: the codec column after the shared header
+    StringBuilder csv = new StringBuilder(String.join(",", ResultsCsv.HEADER) + ",codec\n");
+    for (String codec : List.of("lz4", "zstd")) {
+      for (String source : List.of("pinned", "pageable")) {
+        csv.append(row("cpu", 200, 100, "mixed", source, "funnel", 400_000, 0.5)
+            .replaceFirst(",123$", "," + codec)).append('\n');
+      }
+    }
+    Path png = dir.resolve("chart.png");
+
+    int status = run("chart", "-o", png.toString(), "--mix", "mixed",
+        Files.writeString(dir.resolve("c.csv"), csv).toString());
+
+    assertEquals(1, status, out());
+    assertTrue(err().contains("only 4 results of compressed partitions, lz4, zstd"), err());
+    assertFalse(Files.exists(png));
+  }
+
+  @Test
   void chartOfAFileThatIsNotResultsFailsNamingIt() throws IOException {
     Path bad = Files.writeString(dir.resolve("bad.csv"), "a,b\n1,2\n");
     Path missing = dir.resolve("missing.csv");

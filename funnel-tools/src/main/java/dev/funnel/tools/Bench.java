@@ -574,7 +574,7 @@ final class Bench {
     for (ResultsCsv.Row row : cRows) {
       if (row.get("strategy").equals("funnel") && !Double.isNaN(row.number("ms_median"))) {
         c.putIfAbsent(key(row.get("partitions"), row.get("columns"),
-            row.get("rows_per_partition"), row.get("mix"), codec(row), row.get("source")), row);
+            row.get("rows_per_partition"), row.get("mix"), row.codec(), row.get("source")), row);
       }
     }
     out.printf("JNI overhead: %s ms / C funnel ms on the same workload and source (C: %s);"
@@ -632,12 +632,6 @@ final class Bench {
       String source) {
     return p.trim() + "x" + c.trim() + "x" + r.trim() + " " + mix.trim() + " " + codec + " "
         + source.trim();
-  }
-
-  /** A row's codec: its "codec" column, "none" where it is blank or the file has none. */
-  static String codec(ResultsCsv.Row row) {
-    String codec = row.get("codec").trim();
-    return codec.isEmpty() ? "none" : codec;
   }
 
   static double gbPerS(long bytes, double ms) {

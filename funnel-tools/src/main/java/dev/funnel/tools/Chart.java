@@ -162,7 +162,7 @@ public final class Chart {
       if (!row.get("mix").equals(o.mix()) || !(parts > 0 && bytes > 0 && gb > 0)) {
         continue; // another mix, or no throughput (failed or skipped)
       }
-      String codec = Bench.codec(row);
+      String codec = row.codec();
       if (!codec.equals("none")) {
         codecs.add(codec);
         compressed++;

@@ -32,6 +32,12 @@ public final class ResultsCsv {
       return values.getOrDefault(column, "");
     }
 
+    /** Its codec column (the C driver's, and the Java driver's after the header), or "none". */
+    String codec() {
+      String codec = get("codec").trim();
+      return codec.isEmpty() ? "none" : codec;
+    }
+
     /** The column as a number, or NaN when it is empty or not a number. */
     double number(String column) {
       String v = get(column).trim();
