@@ -78,18 +78,6 @@ int funnel__dev_use_allocator(struct funnel_backend *be, const struct funnel_all
 
 static int user_alloc(struct funnel__user_alloc *u, size_t size, void *stream, uint64_t *out,
                       struct funnel_error *error) {
-  pthread_mutex_lock(&u->lock);
-  int st = FUNNEL_OK;
-  if (u->n == u->cap) {
-    const size_t cap = u->cap ? 2 * u->cap : 16;
-    void *grown = realloc(u->live, cap * sizeof(*u->live));
-    if (grown == NULL)
-      st = FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
-    else
-      u->live = grown, u->cap = cap;
-  }
-  pthread_mutex_unlock(&u->lock);
-  if (st != FUNNEL_OK) return st;
   uint64_t p = 0;
   const size_t asked = size ? size : 1;
   const int r = u->a.allocate(u->a.context, asked, stream, &p);
@@ -97,11 +85,29 @@ static int user_alloc(struct funnel__user_alloc *u, size_t size, void *stream, u
     return FUNNEL_ERR(error, FUNNEL_ERR_DEVICE_OUT_OF_MEMORY,
                       "the caller's allocator gave no memory for %zu bytes (it returned %d)",
                       asked, r);
+  /* the room and the entry in one critical section: calls at once (reads
+   * on several threads) each find room for their own entry */
   pthread_mutex_lock(&u->lock);
-  u->live[u->n].ptr = p;
-  u->live[u->n].size = asked;
-  u->n++;
+  bool room = u->n < u->cap;
+  if (!room) {
+    const size_t cap = u->cap ? 2 * u->cap : 16;
+    void *grown = realloc(u->live, cap * sizeof(*u->live));
+    if (grown != NULL) {
+      u->live = grown;
+      u->cap = cap;
+      room = true;
+    }
+  }
+  if (room) {
+    u->live[u->n].ptr = p;
+    u->live[u->n].size = asked;
+    u->n++;
+  }
   pthread_mutex_unlock(&u->lock);
+  if (!room) {
+    u->a.deallocate(u->a.context, p, asked, stream);
+    return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory");
+  }
   *out = p;
   return FUNNEL_OK;
 }

@@ -63,7 +63,6 @@ funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
   struct funnel__pinned_block *b = calloc(1, sizeof(*b));
   if (b == NULL) return OUT_OF_MEMORY(error);
   b->size = (int64_t)size;
-  b->extent = funnel__align_up(size > 0 ? b->size : 1, FUNNEL__ALIGN);
   b->ptr = funnel__pool_alloc(&dev->pool, b->size);
   if (b->ptr == NULL) {
     free(b);
@@ -71,6 +70,8 @@ funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
                       "the pinned pool (%lld bytes, %lld in use) cannot hold %zu more bytes",
                       (long long)dev->pool.size, (long long)funnel__pool_in_use(&dev->pool), size);
   }
+  /* aligned up once the pool holds it: no larger than the pool */
+  b->extent = funnel__align_up(size > 0 ? b->size : 1, FUNNEL__ALIGN);
   pthread_mutex_lock(&p->mu);
   struct funnel__pinned_block **blocks = room_for_one(p->blocks, p->n, &p->cap, sizeof(*blocks));
   const bool room = blocks != NULL;

@@ -13,7 +13,10 @@ void funnel__pool_init(struct funnel__pool *pool, struct funnel_backend *be, int
   memset(pool, 0, sizeof(*pool));
   pthread_mutex_init(&pool->mu, NULL);
   pool->be = be;
-  pool->size = funnel__align_up(size, FUNNEL__ALIGN);
+  /* the size aligned up, without passing INT64_MAX (FUNNEL_PINNED_POOL_BYTES
+   * may ask for anything) */
+  const int64_t most = INT64_MAX / FUNNEL__ALIGN * FUNNEL__ALIGN;
+  pool->size = size > most ? most : funnel__align_up(size, FUNNEL__ALIGN);
 }
 
 void funnel__pool_release(struct funnel__pool *pool) {
@@ -54,6 +57,8 @@ static bool ensure(struct funnel__pool *pool) {
 void *funnel__pool_alloc(struct funnel__pool *pool, int64_t size) {
   if (funnel__fault_hit(FUNNEL__FAULT_PINNED)) return NULL;
   if (size <= 0) size = 1;
+  /* more than the whole pool never fits, and could not be aligned up */
+  if (size > pool->size) return NULL;
   size = funnel__align_up(size, FUNNEL__ALIGN);
   void *out = NULL;
   pthread_mutex_lock(&pool->mu);

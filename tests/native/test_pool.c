@@ -3,9 +3,13 @@
  * block back in the pool once the tables are gone. Expected values come
  * from the loop that wrote the partitions. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "device.h"
@@ -94,6 +98,155 @@ static void pool_alloc_free_and_in_use(void) {
                FUNNEL_ERR_HOST_OUT_OF_MEMORY, &err);
   CHECK(huge == NULL);
   funnel_device_close(dev);
+}
+
+/* Sizes no pool holds, up to INT64_MAX, whose alignment to the pool's 64
+ * bytes would overflow: refused as out of host memory, the pool as it was,
+ * and the next blocks each its own. (A hostile test of the C API,
+ * 2026-11-29: a block of INT64_MAX bytes was handed out of a 64 MiB pool,
+ * in use went negative, and the next block of 4 KiB lay inside it.) */
+static void pinned_alloc_larger_than_any_pool_is_refused(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  const size_t sizes[] = {(size_t)INT64_MAX, (size_t)INT64_MAX - 62, (size_t)INT64_MAX - 63,
+                          ((size_t)1 << 62) + 1};
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    void *p = NULL;
+    CHECK_STATUS(funnel_device_pinned_alloc(dev, sizes[i], &p, &err),
+                 FUNNEL_ERR_HOST_OUT_OF_MEMORY, &err);
+    CHECK(p == NULL);
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  }
+  void *a = NULL, *b = NULL;
+  if (CHECK_OK(funnel_device_pinned_alloc(dev, 4096, &a, &err), &err) &&
+      CHECK_OK(funnel_device_pinned_alloc(dev, 4096, &b, &err), &err)) {
+    CHECK((uint8_t *)b >= (uint8_t *)a + 4096 || (uint8_t *)a >= (uint8_t *)b + 4096);
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 8192);
+    CHECK_OK(funnel_device_pinned_free(dev, a, 4096, NULL), NULL);
+    CHECK_OK(funnel_device_pinned_free(dev, b, 4096, NULL), NULL);
+  }
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
+/* A caller's allocator for the cpu backend ("device" memory is host
+ * memory): each block keeps the size it was asked for ahead of it, so a
+ * deallocate that names another size is counted; the first `gated` calls
+ * wait for one another (2 s at most), as a slow allocator's would. */
+struct gated_allocator {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int gated, arrived;
+  atomic_long live, wrong_size;
+};
+
+static int gated_allocate(void *context, size_t size, void *stream, uint64_t *out) {
+  struct gated_allocator *g = context;
+  (void)stream;
+  pthread_mutex_lock(&g->mu);
+  if (g->arrived < g->gated) {
+    g->arrived++;
+    pthread_cond_broadcast(&g->cv);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    while (g->arrived < g->gated && pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0) {
+    }
+  }
+  pthread_mutex_unlock(&g->mu);
+  uint8_t *p = aligned_alloc(64, 64 + (size + 63) / 64 * 64);
+  if (p == NULL) return 1;
+  memcpy(p, &size, sizeof(size));
+  atomic_fetch_add(&g->live, 1);
+  *out = (uint64_t)(uintptr_t)(p + 64);
+  return 0;
+}
+
+static void gated_deallocate(void *context, uint64_t ptr, size_t size, void *stream) {
+  struct gated_allocator *g = context;
+  (void)stream;
+  uint8_t *p = (uint8_t *)(uintptr_t)ptr - 64;
+  size_t asked;
+  memcpy(&asked, p, sizeof(asked));
+  if (asked != size) atomic_fetch_add(&g->wrong_size, 1);
+  atomic_fetch_sub(&g->live, 1);
+  free(p);
+}
+
+enum { ALLOC_THREADS = 17 }; /* one more than the allocation list's first room */
+
+struct alloc_read {
+  struct funnel_device *dev;
+  struct funnel_partition part;
+  int64_t rows, got_rows, first_value;
+  int status;
+  struct funnel_error error;
+};
+
+static void *read_one(void *arg) {
+  struct alloc_read *r = arg;
+  struct funnel_error *err = &r->error;
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *t = NULL;
+  r->status = funnel_reader_create(r->dev, NULL, 0, &rd, err);
+  if (r->status == FUNNEL_OK) r->status = funnel_reader_read_async(rd, &r->part, 1, 0, &t, err);
+  if (r->status == FUNNEL_OK) {
+    int64_t *got = malloc((size_t)r->rows * 8);
+    struct funnel_host_column host = {NULL, NULL, got};
+    r->status = funnel_table_copy_to_host(t, &host, err);
+    r->got_rows = funnel_table_num_rows(t);
+    r->first_value = got[0];
+    free(got);
+    funnel_table_free(t);
+  }
+  funnel_reader_free(rd);
+  return NULL;
+}
+
+/* Reads on many threads at once, on a device with the caller's allocator:
+ * every allocation recorded and given back with its own size. (A hostile
+ * test of the C API, 2026-11-29: funnel made room for the record before
+ * the caller's allocate and wrote it after, so calls that passed the
+ * check together wrote past the list: AddressSanitizer, a heap buffer
+ * overflow, in this test's build under sanitizers.) cpu only: the
+ * allocator hands out host memory. */
+static void caller_allocator_under_reads_at_once(void) {
+  if (strcmp(check_backend(), "cpu") != 0) {
+    printf("  (cpu only: the test's allocator hands out host memory)\n");
+    return;
+  }
+  for (int round = 0; round < 3; round++) { /* the race is not caught every time */
+    struct gated_allocator g = {.gated = ALLOC_THREADS};
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    const struct funnel_allocator a = {gated_allocate, gated_deallocate, &g};
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    if (!CHECK_OK(funnel_device_open_with_allocator("cpu", &a, &dev, &err), &err)) return;
+    struct alloc_read reads[ALLOC_THREADS];
+    struct iw_buf bufs[ALLOC_THREADS];
+    pthread_t threads[ALLOC_THREADS];
+    for (int i = 0; i < ALLOC_THREADS; i++) {
+      bufs[i] = partition(i, 100 + i);
+      reads[i] = (struct alloc_read){.dev = dev, .part = {bufs[i].data, bufs[i].len},
+                                     .rows = 100 + i};
+      CHECK(pthread_create(&threads[i], NULL, read_one, &reads[i]) == 0);
+    }
+    for (int i = 0; i < ALLOC_THREADS; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < ALLOC_THREADS; i++) {
+      CHECK_OK(reads[i].status, &reads[i].error);
+      CHECK_EQ_I64(reads[i].got_rows, reads[i].rows);
+      CHECK_EQ_I64(reads[i].first_value, i * 1000);
+      iw_buf_free(&bufs[i]);
+    }
+    funnel_device_close(dev);
+    CHECK_EQ_I64(g.arrived, ALLOC_THREADS); /* the gate saw its calls */
+    CHECK_EQ_I64(atomic_load(&g.live), 0);
+    CHECK_EQ_I64(atomic_load(&g.wrong_size), 0);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
+  }
 }
 
 static void read_from_pinned_partitions_stages_nothing(void) {
@@ -510,6 +663,8 @@ static void big_reads_use_the_host_threads(void) {
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(pool_alloc_free_and_in_use),
+      CHECK_TEST(pinned_alloc_larger_than_any_pool_is_refused),
+      CHECK_TEST(caller_allocator_under_reads_at_once),
       CHECK_TEST(read_from_pinned_partitions_stages_nothing),
       CHECK_TEST(read_stages_pageable_partitions_through_the_pool),
       CHECK_TEST(read_with_a_full_pool_copies_from_pageable_memory),
