@@ -423,7 +423,10 @@ enum funnel_decode {
   FUNNEL_DECODE_AUTO = 0,
   FUNNEL_DECODE_HOST = 1,
   /* every LZ4 value buffer of the read (the cpu backend runs the same
-   * decoder on its stream: for tests) */
+   * decoder on its stream: for tests). On the host path the frames and the
+   * decoder's jobs need a block of the pinned pool; without room for it
+   * the host threads decode every buffer, as HOST (stats.device_decoded
+   * 0), and the read goes on. */
   FUNNEL_DECODE_DEVICE = 2
 };
 

@@ -264,14 +264,70 @@ static bool device_pays(const struct funnel_backend *be, int64_t bytes, int64_t 
   return device < host;
 }
 
+/* What dd_layout rewrites in the partitions it lays out (their image
+ * lengths, their batches' bodies and LZ4 batches' buffer entries), kept so
+ * that a read whose block the pinned pool cannot hold goes back to the
+ * host's layout. */
+struct dd_undo {
+  int64_t *v;
+  uint8_t *entries;
+};
+
+static bool dd_save(struct funnel__arena *arena, const struct funnel__partition *pv,
+                    size_t count, struct dd_undo *u) {
+  size_t nv = 0, ne = 0;
+  for (size_t p = 0; p < count; p++) {
+    if (pv[p].image_length == 0) continue;
+    nv += 1 + 2 * (size_t)pv[p].n_batches;
+    for (int64_t b = 0; b < pv[p].n_batches; b++)
+      if (pv[p].batches[b].codec == FUNNEL__CODEC_LZ4_FRAME)
+        ne += 16 * (size_t)pv[p].batches[b].n_buffers;
+  }
+  u->v = funnel__arena_alloc(arena, (nv ? nv : 1) * sizeof(int64_t));
+  u->entries = funnel__arena_alloc(arena, ne ? ne : 1);
+  if (u->v == NULL || u->entries == NULL) return false;
+  for (size_t p = 0, i = 0, e = 0; p < count; p++) {
+    if (pv[p].image_length == 0) continue;
+    u->v[i++] = pv[p].image_length;
+    for (int64_t bi = 0; bi < pv[p].n_batches; bi++) {
+      const struct funnel__batch *b = &pv[p].batches[bi];
+      u->v[i++] = b->dbody;
+      u->v[i++] = b->dbody_length;
+      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
+      memcpy(u->entries + e, b->dbuffers, 16 * (size_t)b->n_buffers);
+      e += 16 * (size_t)b->n_buffers;
+    }
+  }
+  return true;
+}
+
+static void dd_restore(struct funnel__partition *pv, size_t count, const struct dd_undo *u) {
+  for (size_t p = 0, i = 0, e = 0; p < count; p++) {
+    /* the partitions dd_save kept: dd_layout leaves none of them at 0 */
+    if (pv[p].image_length == 0) continue;
+    pv[p].image_length = u->v[i++];
+    for (int64_t bi = 0; bi < pv[p].n_batches; bi++) {
+      struct funnel__batch *b = &pv[p].batches[bi];
+      b->dbody = u->v[i++];
+      b->dbody_length = u->v[i++];
+      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
+      memcpy((uint8_t *)b->dbuffers, u->entries + e, 16 * (size_t)b->n_buffers);
+      e += 16 * (size_t)b->n_buffers;
+      b->ddev = NULL;
+    }
+  }
+}
+
 /* The device's share of the read, when it decodes one (FUNNEL_OPTION_DECODE):
  * marks its buffers (batch.ddev), lays the host's images out without them
  * (each partition's image_length shrinks), and lays out the block's frames
- * and jobs and the region they decode to (t->dd; dd.up is the block's size).
- * Returns the block's size, or 0 when the device decodes nothing. */
+ * and jobs and the region they decode to (t->dd; dd.up is the block's size),
+ * and takes the block from the pinned pool (*block). Returns the block's
+ * size; 0 when the device decodes nothing (the partitions as they were:
+ * also when the pool cannot hold the block, and the host then decodes
+ * every buffer); -1 out of host memory. */
 static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, size_t count,
-                         const struct funnel__schema *schema, int decode,
-                         struct funnel_error *error) {
+                         const struct funnel__schema *schema, int decode, uint8_t **block) {
   const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
   if (decode == FUNNEL_DECODE_HOST || (decode == FUNNEL_DECODE_AUTO && cpu) || schema == NULL)
     return 0;
@@ -328,7 +384,10 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
   int64_t *dst = funnel__arena_alloc(&t->arena, (size_t)n * sizeof(int64_t));
   int64_t *where = funnel__arena_alloc(&t->arena, (size_t)n * 3 * sizeof(int64_t));
   int64_t *first_job = funnel__arena_alloc(&t->arena, ((size_t)n + 1) * sizeof(int64_t));
-  if (src == NULL || dst == NULL || where == NULL || first_job == NULL) return -1;
+  struct dd_undo undo;
+  if (src == NULL || dst == NULL || where == NULL || first_job == NULL ||
+      !dd_save(&t->arena, pv, count, &undo))
+    return -1;
   int64_t jobs = 0;
   /* the host's images without the device's buffers; the frames' and the
    * region's offsets relative for now */
@@ -383,15 +442,24 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
       b->dbody_length = cursor;
       at = funnel__align_up(at + cursor, FUNNEL__ALIGN);
     }
-    part->image_length = at;
-    host += funnel__align_up(at, FUNNEL__ALIGN);
+    /* at least one aligned word, as format.c lays images out: a partition
+     * whose every buffer left is empty (fixed-width columns without
+     * nulls) is still decoded and bound on the host */
+    part->image_length = at > 0 ? at : FUNNEL__ALIGN;
+    host += funnel__align_up(part->image_length, FUNNEL__ALIGN);
   }
   first_job[n] = jobs;
   const int64_t jobs_at = funnel__align_up(host + frames, FUNNEL__ALIGN);
   const int64_t up = jobs_at + jobs * (int64_t)sizeof(struct funnel__lz4_job);
   const int64_t region_at = funnel__align_up(up, FUNNEL__ALIGN);
+  /* the block holds the host's images, the frames and the jobs, and must be
+   * pinned; without room for it the host decodes everything, as it would
+   * have had the device not been asked */
+  if ((*block = funnel__pool_alloc(&t->dev->pool, up)) == NULL) {
+    dd_restore(pv, count, &undo);
+    return 0;
+  }
   /* the device's buffers, relative to their batch's body in the partition's image */
-  (void)error;
   for (int64_t k = 0, image = 0, p = -1; k < n; k++) {
     for (; p < where[3 * k]; p++) /* image: where partition where[3k]'s starts */
       if (p >= 0) image += funnel__align_up(pv[p].image_length, FUNNEL__ALIGN);
@@ -456,18 +524,11 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   for (size_t p = 0; p < count && schema == NULL; p++) schema = pv[p].schema;
   const int64_t t0 = funnel__now_ns();
   const int64_t decoded = total;
-  /* the device's share, when it takes one: the block then holds the
-   * host's images, the frames and the jobs, and must be pinned */
-  const int64_t up = dd_layout(t, pv, count, schema, decode, error);
-  if (up < 0) return OUT_OF_MEMORY(error);
+  /* the device's share, when it takes one, and its pinned block */
   uint8_t *block = NULL;
-  if (up > 0) {
-    block = funnel__pool_alloc(&t->dev->pool, up);
-    if (block == NULL) return FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY,
-                                         "the pinned pool has no room for %lld bytes of "
-                                         "partitions to decode on the device", (long long)up);
-    total = up;
-  }
+  const int64_t up = dd_layout(t, pv, count, schema, decode, &block);
+  if (up < 0) return OUT_OF_MEMORY(error);
+  if (up > 0) total = up;
   /* the images, back to back: pinned, they go up as one run */
   int64_t *image_at = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   const int64_t n_items = decode_items(pv, count, NULL);

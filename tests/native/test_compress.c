@@ -632,6 +632,97 @@ static void many_blocks_of_long_sequences_decode_on_the_device(void) {
   funnel_device_close(dev);
 }
 
+/* Fixed-width columns without nulls, LZ4 in every writer's frames, the
+ * device decoding their values on the host path: each partition's image
+ * on the host then holds no buffer at all, and must still be bound. (A
+ * hostile test of the C API, 2026-11-29: "RecordBatch at offset 144: its
+ * LZ4_FRAME body was not decoded", a malformed-partition error for valid
+ * bytes, because such a partition's image was laid out empty and
+ * skipped.) */
+static void device_decodes_every_value_of_columns_without_nulls(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0},
+      {.type = FUNNEL_TYPE_FLOAT64, .name = "b", .nullable = 1}};
+  static const struct iw_schema schema = {2, fields, 0};
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  struct table_src src = table_random(&schema, 2000, 0, 7);
+  make_compressible(&src);
+  decode_where = FUNNEL_DECODE_DEVICE;
+  parse_where = FUNNEL_PARSE_HOST;
+  for (int w = 0; w < N_WRITINGS; w++) {
+    if (WRITINGS[w].o.compression != 1) continue;
+    check_context("%s", WRITINGS[w].name);
+    write_codec = 1;
+    const int64_t before = decoded_on_device;
+    struct parts ps = cut(&src, 2, 1, &WRITINGS[w].o, 0, NULL);
+    read_and_check(dev, &ps, &src, 2);
+    CHECK(decoded_on_device > before); /* the device did decode them */
+    parts_free(&ps);
+  }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  parse_where = FUNNEL_PARSE_AUTO;
+  write_codec = 0;
+  table_src_free(&src);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
+/* The device asked to decode on the host path while the pinned pool has
+ * no room for the block its share needs: the host decodes every buffer
+ * (out of the pool as well), and the read succeeds. (The same test,
+ * 2026-11-29: the read failed as out of host memory, its layout already
+ * rewritten for the device.) */
+static void device_decode_without_room_in_the_pool_decodes_on_the_host(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+  static const struct iw_schema schema = {2, fields, 0};
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  struct table_src src = table_random(&schema, 40000, 50, 1);
+  make_compressible(&src);
+  static const struct iw_options spark = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
+  struct parts ps = cut(&src, 4, 1, &spark, 0, NULL);
+  /* the pool filled by the caller's blocks, as fetch buffers would */
+  enum { MOST = 4096 };
+  void *held[MOST];
+  size_t held_size[MOST];
+  int n_held = 0;
+  for (size_t size = (size_t)1 << 20; size >= 64 && n_held < MOST; size /= 4)
+    while (n_held < MOST && funnel_device_pinned_alloc(dev, size, &held[n_held], NULL) == FUNNEL_OK)
+      held_size[n_held++] = size;
+  CHECK(n_held < MOST);
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *tb = NULL;
+  if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err) &&
+      CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, FUNNEL_DECODE_DEVICE, &err),
+               &err) &&
+      CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, FUNNEL_PARSE_HOST, &err),
+               &err) &&
+      CHECK_OK(funnel_reader_read_async(rd, ps.p, (size_t)ps.n, 0, &tb, &err), &err)) {
+    CHECK_OK(funnel_table_wait(tb, &err), &err);
+    struct funnel_read_stats s;
+    if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err)) {
+      CHECK_EQ_I64(s.compressed_partitions, ps.n);
+      CHECK_EQ_I64(s.device_decoded, 0);
+      CHECK_EQ_I64(s.decoded_pinned, 0);
+    }
+    table_check_read(tb, &src);
+    funnel_table_free(tb);
+  }
+  funnel_reader_free(rd);
+  for (int i = 0; i < n_held; i++)
+    CHECK_OK(funnel_device_pinned_free(dev, held[i], held_size[i], NULL), NULL);
+  parts_free(&ps);
+  table_src_free(&src);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
 /* The device's LZ4 decoder (lz4dec.h, as the cpu backend runs it) against
  * the frames liblz4 writes, of both kinds, from 0 bytes to several blocks,
  * random and repetitive; then every frame spoiled at random bytes, decoded
@@ -812,6 +903,8 @@ int main(int argc, char **argv) {
       CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(device_decoder_reads_what_liblz4_writes),
       CHECK_TEST(many_blocks_of_long_sequences_decode_on_the_device),
+      CHECK_TEST(device_decodes_every_value_of_columns_without_nulls),
+      CHECK_TEST(device_decode_without_room_in_the_pool_decodes_on_the_host),
       CHECK_TEST(missing_library_is_named),
   };
   return CHECK_MAIN(argc, argv, tests);
