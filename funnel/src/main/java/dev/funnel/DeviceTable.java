@@ -1,12 +1,11 @@
 package dev.funnel;
 
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
@@ -22,6 +21,7 @@ import org.apache.arrow.vector.types.Types.MinorType;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.arrow.vector.util.ByteArrayReadableSeekableByteChannel;
 
 /**
  * The result of a read: one table in device memory, in Arrow layout.
@@ -43,7 +43,12 @@ public final class DeviceTable implements AutoCloseable {
   static final int DATA = 2;
 
   private final NativeHandle handle;
-  private volatile ByteBuffer[] inputs; // kept reachable until the read's work completes
+  /**
+   * The read's input buffers, reachable until its work has completed (waitReady, close), and from
+   * the handle's free too: a table dropped with its read in flight keeps them until the cleaner's
+   * free has waited for that read, or the JDK could free a direct buffer under it.
+   */
+  private final AtomicReference<ByteBuffer[]> inputs;
   private final long numRows;
   private final Schema schema;
   private final List<DeviceColumn> columns;
@@ -51,11 +56,13 @@ public final class DeviceTable implements AutoCloseable {
   private final List<DeviceColumn> nodes;
 
   DeviceTable(long handle, ByteBuffer[] inputs) {
+    AtomicReference<ByteBuffer[]> kept = new AtomicReference<>(inputs);
+    this.inputs = kept;
     this.handle = new NativeHandle(this, Handles.Kind.TABLE, handle, h -> {
-      free(h);
+      free(h); // waits for the read's work
+      kept.set(null);
       return true;
     });
-    this.inputs = inputs;
     try {
       this.numRows = numRows(handle);
       byte[] ipc = schemaIpc(handle);
@@ -145,7 +152,7 @@ public final class DeviceTable implements AutoCloseable {
       waitReady(h);
       return null;
     });
-    inputs = null;
+    inputs.set(null);
   }
 
   private void open() {
@@ -296,7 +303,7 @@ public final class DeviceTable implements AutoCloseable {
   @Override
   public void close() {
     handle.close();
-    inputs = null;
+    inputs.set(null);
   }
 
   /**
@@ -520,8 +527,10 @@ public final class DeviceTable implements AutoCloseable {
    */
   static Schema readSchema(byte[] ipc, ByteBuffer[] inputs) {
     try {
+      // not Channels.newChannel's, which an interrupted thread closes: a Spark task cancelled
+      // mid-read would have its valid partition called malformed
       return MessageSerializer.deserializeSchema(
-          new ReadChannel(Channels.newChannel(new ByteArrayInputStream(ipc))));
+          new ReadChannel(new ByteArrayReadableSeekableByteChannel(ipc)));
     } catch (IOException | RuntimeException e) {
       long partition = -1;
       long offset = -1;

@@ -4,7 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
+import java.nio.channels.WritableByteChannel;
 import java.util.List;
 import java.util.Objects;
 import org.apache.arrow.vector.ipc.WriteChannel;
@@ -306,8 +306,32 @@ public final class FunnelReader implements AutoCloseable {
 
   private static byte[] serialize(Schema schema) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
+    // not Channels.newChannel's, which an interrupted thread closes (ClosedByInterruptException):
+    // a reader made on a thread whose interrupt is pending, as a cancelled Spark task's
+    WritableByteChannel channel = new WritableByteChannel() {
+      private boolean open = true;
+
+      @Override
+      public int write(ByteBuffer src) {
+        int n = src.remaining();
+        byte[] bytes = new byte[n];
+        src.get(bytes);
+        out.write(bytes, 0, n);
+        return n;
+      }
+
+      @Override
+      public boolean isOpen() {
+        return open;
+      }
+
+      @Override
+      public void close() {
+        open = false;
+      }
+    };
     try {
-      MessageSerializer.serialize(new WriteChannel(Channels.newChannel(out)), schema);
+      MessageSerializer.serialize(new WriteChannel(channel), schema);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -47,6 +47,8 @@ public final class MisuseChild {
         case "streams" -> streams();
         case "readsVsStreamClose" -> readsVsStreamClose();
         case "rawAddresses" -> rawAddresses();
+        case "droppedWithItsReadInFlight" -> droppedWithItsReadInFlight();
+        case "interruptedThread" -> interruptedThread();
         default -> throw new IllegalArgumentException("no scenario " + args[0]);
       }
     } catch (Throwable t) {
@@ -121,6 +123,68 @@ public final class MisuseChild {
   static void closedOk(IllegalStateException e, String what) {
     if (e.getMessage() == null || !e.getMessage().contains(what + " is closed")) {
       throw new AssertionError("unexpected IllegalStateException", e);
+    }
+  }
+
+  // ------------------------------------------------------- forgotten, interrupted
+
+  /**
+   * Reads whose tables and input buffers are dropped at once, their work still queued: the
+   * cleaner frees each table, which waits for that work, and the direct buffers must stay until
+   * it has (a hostile test, 2026-11-29: the JDK freed a 32 MiB buffer in the same collection and
+   * the cpu backend's copy of it crashed the JVM, 5 runs of 5).
+   */
+  static void droppedWithItsReadInFlight() throws Exception {
+    try (BufferAllocator allocator = new RootAllocator();
+        FunnelDevice device = TestSupport.openDevice();
+        FunnelReader reader = new FunnelReader(device)) {
+      long before = Handles.leaked()[Handles.Kind.TABLE.ordinal()];
+      for (int round = 0; round < 3; round++) {
+        readAndDrop(reader, partition(allocator, 4 << 20, 0));
+        for (int i = 0; i < 20; i++) {
+          System.gc();
+          Thread.sleep(20);
+        }
+      }
+      // the tables were freed by the cleaner (counted as leaks), not kept
+      long leaked = Handles.leaked()[Handles.Kind.TABLE.ordinal()] - before;
+      if (leaked < 1) {
+        throw new AssertionError("no dropped table was freed by the cleaner: " + leaked);
+      }
+    }
+  }
+
+  private static void readAndDrop(FunnelReader reader, ByteBuffer part) {
+    reader.read(part); // the table, and with it the last reference to part, dropped at once
+  }
+
+  /**
+   * A read, and a reader of a schema, made on a thread whose interrupt is pending (a Spark task
+   * being cancelled): they work, and the interrupt is left for the caller (a hostile test,
+   * 2026-11-29: the read threw MalformedPartitionException naming the valid partition 0, from
+   * Arrow Java's ClosedByInterruptException).
+   */
+  static void interruptedThread() throws Exception {
+    try (BufferAllocator allocator = new RootAllocator();
+        FunnelDevice device = TestSupport.openDevice();
+        FunnelReader reader = new FunnelReader(device)) {
+      ByteBuffer part = partition(allocator, 100, 0);
+      Thread.currentThread().interrupt();
+      try (DeviceTable t = reader.read(part.duplicate());
+          FunnelReader withSchema = new FunnelReader(device, SCHEMA);
+          DeviceTable u = withSchema.read(part.duplicate())) {
+        if (!Thread.currentThread().isInterrupted()) {
+          throw new AssertionError("the read took the thread's interrupt");
+        }
+        Thread.interrupted(); // Arrow Java's copy back is the caller's own business
+        for (DeviceTable table : List.of(t, u)) {
+          try (VectorSchemaRoot root = table.toArrow(allocator)) {
+            check(root, 1, 100);
+          }
+        }
+      } finally {
+        Thread.interrupted();
+      }
     }
   }
 

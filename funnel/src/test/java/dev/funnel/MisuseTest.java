@@ -24,12 +24,15 @@ class MisuseTest {
   @ParameterizedTest
   @ValueSource(strings = {"toArrowVsClose", "headVsClose", "queriesVsClose",
     "readsVsReaderClose", "pinnedAfterDeviceClose", "stalePinnedBuffer", "streams",
-    "readsVsStreamClose", "rawAddresses"})
+    "readsVsStreamClose", "rawAddresses", "droppedWithItsReadInFlight", "interruptedThread"})
   void aHostileSequenceEndsNormally(String scenario) throws Exception {
     // on the cpu backend, copies and launches start late (a slow device): a close that did not
     // wait for them would free memory they still use
-    Map<String, String> env = TestSupport.BACKEND.equals("cpu") && scenario.endsWith("VsClose")
-        ? Map.of("FUNNEL_CPU_STREAM_DELAY_US", "50") : Map.of();
+    Map<String, String> env = !TestSupport.BACKEND.equals("cpu") ? Map.of()
+        : scenario.endsWith("VsClose") ? Map.of("FUNNEL_CPU_STREAM_DELAY_US", "50")
+        // the copies still queued when the collector runs
+        : scenario.equals("droppedWithItsReadInFlight")
+            ? Map.of("FUNNEL_CPU_STREAM_DELAY_US", "200000") : Map.of();
     Process p = ForkedJvm.start(MisuseChild.class, env,
         List.of("-Xmx3g", "-XX:MaxDirectMemorySize=3g",
             "-Dfunnel.misuse.scale=" + Integer.getInteger("funnel.misuse.scale", 1)),
