@@ -309,8 +309,8 @@ FUNNEL_API funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, s
 /* Gives a block back. `ptr` must be the start of a live block of `dev` and
  * `size` the size it was allocated with, else FUNNEL_ERR_INVALID_ARGUMENT
  * naming the pointer or both sizes, and nothing is freed (a second free of
- * a block is such an error). A read of partitions in the block holds it
- * until the read's work is known complete (funnel_table_wait, or the
+ * a block is such an error). A read of partitions in the block, by a
+ * reader of any device, holds it until the read's work is known complete (funnel_table_wait, or the
  * table's release): this call first waits for that work itself (it need
  * not wait for the caller to wait on the tables), then frees; should a
  * wait fail (a device error, returned), the block stays. NULL is a no-op.
@@ -497,7 +497,8 @@ struct funnel_partition {
  * copied, so only the bytes it points to) must stay valid and unchanged
  * until funnel_table_wait has returned for the table, or the table has been
  * freed. funnel enforces it for partitions in the caller's pinned blocks
- * (funnel_device_pinned_alloc): the table holds each such block, and
+ * (funnel_device_pinned_alloc, of this device or another): the table holds
+ * each such block, and
  * funnel_device_pinned_free of it waits for the table's work; pageable
  * memory is the caller's to keep. On failure nothing the read enqueued is
  * still running (a bad

@@ -105,7 +105,6 @@ funnel_status funnel_device_open_with_allocator(const char *kind,
   }
   read_config(&dev->be, &dev->config);
   funnel__pool_init(&dev->pool, &dev->be, dev->config.pinned_pool_bytes);
-  funnel__pinned_init(&dev->pinned);
   atomic_init(&dev->refs, 1);
   *out = dev;
   return FUNNEL_OK;
@@ -123,7 +122,6 @@ struct funnel_device *funnel__device_ref(struct funnel_device *dev) {
 void funnel__device_unref(struct funnel_device *dev) {
   if (dev == NULL || atomic_fetch_sub(&dev->refs, 1) != 1) return;
   funnel__dev_stream_destroy(&dev->be, dev->stream);
-  funnel__pinned_release(&dev->pinned);
   funnel__pool_release(&dev->pool);
   funnel__dev_release(&dev->be);
   free(dev);

@@ -56,7 +56,6 @@ struct funnel_device {
   struct funnel__config config;
   void *stream; /* the device's own: copies back, and frees after a read's work */
   struct funnel__pool pool;
-  struct funnel__pinned pinned; /* the blocks callers hold (each holds the device) */
 };
 
 struct funnel_device *funnel__device_ref(struct funnel_device *dev);

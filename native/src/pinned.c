@@ -9,6 +9,7 @@
 #include "table.h"
 
 struct funnel__pinned_block {
+  struct funnel_device *dev; /* whose pool it is of */
   uint8_t *ptr;
   int64_t size;   /* as allocated */
   int64_t extent; /* the bytes the pool gave it */
@@ -19,17 +20,17 @@ struct funnel__pinned_block {
 
 #define OUT_OF_MEMORY(error) FUNNEL_ERR(error, FUNNEL_ERR_HOST_OUT_OF_MEMORY, "out of host memory")
 
-void funnel__pinned_init(struct funnel__pinned *p) {
-  memset(p, 0, sizeof(*p));
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->changed, NULL);
-}
-
-void funnel__pinned_release(struct funnel__pinned *p) {
-  free(p->blocks);
-  pthread_cond_destroy(&p->changed);
-  pthread_mutex_destroy(&p->mu);
-}
+/* The live caller blocks of every device, by address (the pools never
+ * overlap): a read holds the blocks its partitions lie in whichever
+ * device's pool they are of. (One a device, a read on device A of a block
+ * of device B held nothing, and B's free gave the block back under the
+ * read's work: a hostile test of the Java API, 2026-11-29.) */
+static struct funnel__pinned {
+  pthread_mutex_t mu;
+  pthread_cond_t changed;               /* a read that holds blocks ended */
+  struct funnel__pinned_block **blocks; /* by address */
+  int64_t n, cap;
+} registry = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0};
 
 /* Room for one more of the `n` elements of `size` bytes at `a` (room for
  * *cap): `a` itself, or a bigger copy; NULL when out of memory (`a` stays). */
@@ -59,9 +60,10 @@ funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(dev != NULL && out != NULL, "funnel_device_pinned_alloc: NULL argument");
   FUNNEL_CHECK_ARG(size <= INT64_MAX, "funnel_device_pinned_alloc: size too large");
-  struct funnel__pinned *p = &dev->pinned;
+  struct funnel__pinned *p = &registry;
   struct funnel__pinned_block *b = calloc(1, sizeof(*b));
   if (b == NULL) return OUT_OF_MEMORY(error);
+  b->dev = dev;
   b->size = (int64_t)size;
   b->ptr = funnel__pool_alloc(&dev->pool, b->size);
   if (b->ptr == NULL) {
@@ -93,13 +95,14 @@ funnel_status funnel_device_pinned_alloc(struct funnel_device *dev, size_t size,
   return FUNNEL_OK;
 }
 
-/* Finds the live block that starts at `ptr`, allocated with `size` bytes,
- * and marks it as being freed; the caller holds the lock. */
-static int find_for_free(struct funnel__pinned *p, const void *ptr, size_t size,
-                         struct funnel__pinned_block **out, struct funnel_error *error) {
+/* Finds the live block of `dev` that starts at `ptr`, allocated with
+ * `size` bytes, and marks it as being freed; the caller holds the lock. */
+static int find_for_free(struct funnel__pinned *p, const struct funnel_device *dev,
+                         const void *ptr, size_t size, struct funnel__pinned_block **out,
+                         struct funnel_error *error) {
   const int64_t at = floor_block(p, (uintptr_t)ptr);
   struct funnel__pinned_block *b = at >= 0 ? p->blocks[at] : NULL;
-  if (b == NULL || b->ptr != ptr || b->freeing)
+  if (b == NULL || b->ptr != ptr || b->freeing || b->dev != dev)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT,
                       "funnel_device_pinned_free: %p is not the start of a live pinned block of "
                       "this device (never allocated, or freed already)",
@@ -140,10 +143,10 @@ funnel_status funnel_device_pinned_free(struct funnel_device *dev, void *ptr, si
   funnel__error_clear(error);
   FUNNEL_CHECK_ARG(dev != NULL, "funnel_device_pinned_free: dev is NULL");
   if (ptr == NULL) return FUNNEL_OK;
-  struct funnel__pinned *p = &dev->pinned;
+  struct funnel__pinned *p = &registry;
   struct funnel__pinned_block *b = NULL;
   pthread_mutex_lock(&p->mu);
-  int st = find_for_free(p, ptr, size, &b, error);
+  int st = find_for_free(p, dev, ptr, size, &b, error);
   if (st == FUNNEL_OK) st = wait_for_holders(p, b, error);
   if (st == FUNNEL_OK) {
     const int64_t at = floor_block(p, (uintptr_t)ptr);
@@ -199,9 +202,9 @@ static int hold_range(struct funnel__pinned *p, struct funnel_table *t, uintptr_
   return FUNNEL_OK;
 }
 
-int funnel__pinned_hold(struct funnel__pinned *p, struct funnel_table *t,
-                        const struct funnel_partition *parts, size_t count, uintptr_t lo,
-                        uintptr_t hi, struct funnel_error *error) {
+int funnel__pinned_hold(struct funnel_table *t, const struct funnel_partition *parts,
+                        size_t count, uintptr_t lo, uintptr_t hi, struct funnel_error *error) {
+  struct funnel__pinned *p = &registry;
   int st = FUNNEL_OK;
   pthread_mutex_lock(&p->mu);
   const int64_t first = lo < hi ? floor_block(p, lo) : -1;
@@ -225,7 +228,8 @@ int funnel__pinned_hold(struct funnel__pinned *p, struct funnel_table *t,
   return st;
 }
 
-void funnel__pinned_read_done(struct funnel__pinned *p, struct funnel_table *t) {
+void funnel__pinned_read_done(struct funnel_table *t) {
+  struct funnel__pinned *p = &registry;
   if (t->held.n == 0) return;
   pthread_mutex_lock(&p->mu);
   t->held.reading = false;
@@ -233,7 +237,8 @@ void funnel__pinned_read_done(struct funnel__pinned *p, struct funnel_table *t) 
   pthread_mutex_unlock(&p->mu);
 }
 
-void funnel__pinned_unhold(struct funnel__pinned *p, struct funnel_table *t) {
+void funnel__pinned_unhold(struct funnel_table *t) {
+  struct funnel__pinned *p = &registry;
   struct funnel__pinned_held *h = &t->held;
   if (h->n == 0) return;
   pthread_mutex_lock(&p->mu);

@@ -1,7 +1,9 @@
 /* pinned.h: the pinned blocks callers allocate from a device's pool
  * (funnel_device_pinned_alloc), tracked so that a free is checked, and a
  * block that a read's work may still read is not given back under it;
- * pinned.c. Each live block holds a reference to its device. */
+ * pinned.c. Each live block holds a reference to its device. One registry
+ * for the process, not one a device: a read on one device of partitions in
+ * another device's block holds that block too. */
 #ifndef FUNNEL_PINNED_H
 #define FUNNEL_PINNED_H
 
@@ -12,14 +14,6 @@
 struct funnel_table;
 struct funnel__pinned_block;
 
-/* The live caller blocks of one device. */
-struct funnel__pinned {
-  pthread_mutex_t mu;
-  pthread_cond_t changed;               /* a read that holds blocks ended */
-  struct funnel__pinned_block **blocks; /* by address */
-  int64_t n, cap;
-};
-
 /* The blocks one table holds. */
 struct funnel__pinned_held {
   struct funnel__pinned_block **blocks;
@@ -27,24 +21,19 @@ struct funnel__pinned_held {
   bool reading; /* the read that took them has not returned yet */
 };
 
-void funnel__pinned_init(struct funnel__pinned *p);
-/* When the device goes: no block is live then (each holds the device). */
-void funnel__pinned_release(struct funnel__pinned *p);
-
 /* For a read making `t`: holds every live block that a partition lies in,
  * until funnel__pinned_unhold. Takes the lock once; when the range the
  * partitions span, [lo, hi), lies in one block, holds it without a look
  * at each partition; else looks a block up only when a partition is not in
  * the block of the one before. FUNNEL_ERR_HOST_OUT_OF_MEMORY when the
  * bookkeeping cannot grow. */
-int funnel__pinned_hold(struct funnel__pinned *p, struct funnel_table *t,
-                        const struct funnel_partition *parts, size_t count, uintptr_t lo,
-                        uintptr_t hi, struct funnel_error *error);
+int funnel__pinned_hold(struct funnel_table *t, const struct funnel_partition *parts,
+                        size_t count, uintptr_t lo, uintptr_t hi, struct funnel_error *error);
 /* The read that made `t` returned it: a free of a block it holds may now
  * wait for its work. */
-void funnel__pinned_read_done(struct funnel__pinned *p, struct funnel_table *t);
+void funnel__pinned_read_done(struct funnel_table *t);
 /* The table's work is over (waited for, or it is released): lets go of
  * its blocks. */
-void funnel__pinned_unhold(struct funnel__pinned *p, struct funnel_table *t);
+void funnel__pinned_unhold(struct funnel_table *t);
 
 #endif

@@ -201,7 +201,7 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
                       void *stream, int *codec, bool *want,
                       const struct funnel__schema **on_device, struct funnel_error *error) {
   const struct funnel__read_options *o = &reader->options;
-  int st = funnel__pinned_hold(&t->dev->pinned, t, parts, count, scan->bad ? 0 : scan->lo,
+  int st = funnel__pinned_hold(t, parts, count, scan->bad ? 0 : scan->lo,
                                scan->bad ? 0 : scan->hi, error);
   /* the device path: everything enqueued, then the wait for the parse's
    * sums, and the plan from them; or, when the device leaves partitions
@@ -236,7 +236,6 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   t->schema = funnel__shared_schema_ref(reader->schema); /* the table may outlive the reader */
   const struct funnel__schema *schema = t->schema ? &t->schema->schema : NULL;
   const struct funnel__read_options *o = &reader->options;
-  struct funnel__pinned *pinned = &t->dev->pinned;
 
   struct mark m[5];
   int64_t decode_calls = 0;
@@ -312,7 +311,7 @@ static int read_partitions(struct funnel_reader *reader, const struct funnel_par
   count_stats(t, m);
   t->stats.device_calls_parse -= decode_calls;
   t->stats.device_calls_submit += decode_calls;
-  funnel__pinned_read_done(pinned, t);
+  funnel__pinned_read_done(t);
   *out = t;
   return FUNNEL_OK;
 }

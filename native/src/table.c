@@ -134,7 +134,7 @@ static void table_release(struct funnel_table *t) {
   for (int j = 0; t->overlap_ev != NULL && j <= t->n_overlap; j++)
     funnel__dev_event_give(be, t->overlap_ev[j]);
   release_inputs(t);
-  funnel__pinned_unhold(&t->dev->pinned, t);
+  funnel__pinned_unhold(t);
   release_out(t);
   if (t->release_import != NULL) t->release_import(t);
   funnel__inflight_destroy(&t->calls);
@@ -183,7 +183,7 @@ static int wait_done(struct funnel_table *t, struct funnel_error *error) {
       t->stats.kernel_ns = -1;
     if (st == FUNNEL_OK) {
       release_inputs(t);
-      funnel__pinned_unhold(&t->dev->pinned, t);
+      funnel__pinned_unhold(t);
       t->done = 1;
     }
   }

@@ -249,6 +249,57 @@ static void caller_allocator_under_reads_at_once(void) {
   }
 }
 
+/* A partition in a pinned block of device B, read on device A; B closed
+ * and the block freed while the read's work is still queued (the cpu
+ * backend's streams start late): the free waits for the work, and the
+ * rows are right. (A hostile test of the Java API, 2026-11-29: the read
+ * held only blocks of its own device, so B's free gave the block, and
+ * with it B's pool, back at once; the copy crashed or read other bytes.) */
+static void a_block_of_another_device_is_held_by_the_read(void) {
+  const int on_cpu = strcmp(check_backend(), "cpu") == 0;
+  if (on_cpu) setenv("FUNNEL_CPU_STREAM_DELAY_US", "20000", 1);
+  struct funnel_device *a = NULL, *b = NULL;
+  struct funnel_error err;
+  const int ok = CHECK_OK(check_device_open(&a, &err), &err);
+  if (on_cpu) unsetenv("FUNNEL_CPU_STREAM_DELAY_US");
+  if (!ok) return;
+  if (!CHECK_OK(check_device_open(&b, &err), &err)) {
+    funnel_device_close(a);
+    return;
+  }
+  const int64_t rows = 100000;
+  struct iw_buf buf = partition(0, rows);
+  int b_open = 1;
+  void *block = NULL;
+  struct funnel_reader *rd = NULL;
+  struct funnel_table *t = NULL;
+  if (CHECK_OK(funnel_device_pinned_alloc(b, buf.len, &block, &err), &err) &&
+      CHECK_OK(funnel_reader_create(a, NULL, 0, &rd, &err), &err)) {
+    memcpy(block, buf.data, buf.len);
+    const struct funnel_partition part = {block, buf.len};
+    if (CHECK_OK(funnel_reader_read_async(rd, &part, 1, 0, &t, &err), &err)) {
+      funnel_device_close(b); /* the block holds B: freeing it closes B */
+      b_open = 0;
+      CHECK_OK(funnel_device_pinned_free(b, block, buf.len, &err), &err); /* waits */
+      block = NULL;
+      CHECK(funnel_table_is_ready(t));
+      int64_t *got = malloc((size_t)rows * 8);
+      struct funnel_host_column host = {NULL, NULL, got};
+      if (CHECK_OK(funnel_table_copy_to_host(t, &host, &err), &err))
+        for (int64_t i = 0; i < rows; i++)
+          if (!CHECK_EQ_I64(got[i], i)) break;
+      free(got);
+      funnel_table_free(t);
+    }
+  }
+  if (block != NULL) CHECK_OK(funnel_device_pinned_free(b, block, buf.len, NULL), NULL);
+  if (b_open) funnel_device_close(b);
+  funnel_reader_free(rd);
+  iw_buf_free(&buf);
+  CHECK_EQ_I64(funnel_device_pinned_in_use(a), 0);
+  funnel_device_close(a);
+}
+
 static void read_from_pinned_partitions_stages_nothing(void) {
   struct funnel_device *dev = NULL;
   struct funnel_error err;
@@ -665,6 +716,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(pool_alloc_free_and_in_use),
       CHECK_TEST(pinned_alloc_larger_than_any_pool_is_refused),
       CHECK_TEST(caller_allocator_under_reads_at_once),
+      CHECK_TEST(a_block_of_another_device_is_held_by_the_read),
       CHECK_TEST(read_from_pinned_partitions_stages_nothing),
       CHECK_TEST(read_stages_pageable_partitions_through_the_pool),
       CHECK_TEST(read_with_a_full_pool_copies_from_pageable_memory),
