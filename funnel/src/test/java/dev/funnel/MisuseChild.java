@@ -49,6 +49,7 @@ public final class MisuseChild {
         case "rawAddresses" -> rawAddresses();
         case "droppedWithItsReadInFlight" -> droppedWithItsReadInFlight();
         case "interruptedThread" -> interruptedThread();
+        case "pinnedOfAnotherDeviceVsClose" -> pinnedOfAnotherDeviceVsClose();
         default -> throw new IllegalArgumentException("no scenario " + args[0]);
       }
     } catch (Throwable t) {
@@ -184,6 +185,46 @@ public final class MisuseChild {
         }
       } finally {
         Thread.interrupted();
+      }
+    }
+  }
+
+  /**
+   * A partition in a pinned block of device B read by a reader of device A, the block closed
+   * while the read's work is queued: after B was closed (the block's close then frees B and its
+   * pool), or with B open and the bytes where the partition was overwritten by B's next block.
+   * The read holds the block, so the rows are the partition's (a hostile test, 2026-11-29: the
+   * read held blocks of its own device only: SIGSEGV, or wrong rows).
+   */
+  static void pinnedOfAnotherDeviceVsClose() throws Exception {
+    try (BufferAllocator allocator = new RootAllocator();
+        FunnelDevice a = TestSupport.openDevice();
+        FunnelReader reader = new FunnelReader(a)) {
+      int rows = 1 << 20; // 8 MiB of int64
+      ByteBuffer part = partition(allocator, rows, 0);
+      int n = part.remaining();
+      for (boolean closeB : new boolean[] {true, false, true, false}) {
+        FunnelDevice b = TestSupport.openDevice();
+        PinnedBuffer block = b.pinnedPool().allocate(n);
+        block.write(0, part.duplicate());
+        if (closeB) {
+          b.close(); // the block holds B
+        }
+        DeviceTable t = reader.read(new long[] {block.address()}, new long[] {n});
+        block.close(); // waits for the read's work
+        PinnedBuffer other = closeB ? null : b.pinnedPool().allocate(n);
+        if (other != null) {
+          other.write(0, new byte[n], 0, n); // zeros, where the partition may have been
+        }
+        try (VectorSchemaRoot root = t.toArrow(allocator)) {
+          check(root, 1, rows);
+        } finally {
+          t.close();
+          if (other != null) {
+            other.close();
+          }
+          b.close();
+        }
       }
     }
   }

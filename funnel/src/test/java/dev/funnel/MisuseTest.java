@@ -24,7 +24,8 @@ class MisuseTest {
   @ParameterizedTest
   @ValueSource(strings = {"toArrowVsClose", "headVsClose", "queriesVsClose",
     "readsVsReaderClose", "pinnedAfterDeviceClose", "stalePinnedBuffer", "streams",
-    "readsVsStreamClose", "rawAddresses", "droppedWithItsReadInFlight", "interruptedThread"})
+    "readsVsStreamClose", "rawAddresses", "droppedWithItsReadInFlight", "interruptedThread",
+    "pinnedOfAnotherDeviceVsClose"})
   void aHostileSequenceEndsNormally(String scenario) throws Exception {
     // on the cpu backend, copies and launches start late (a slow device): a close that did not
     // wait for them would free memory they still use
