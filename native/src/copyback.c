@@ -67,17 +67,26 @@ funnel_status funnel_table_copy_to_host(struct funnel_table *t,
 }
 
 /* The copy of range `i`, or FUNNEL_ERR_INVALID_ARGUMENT naming it when it
- * lies outside its buffer. */
+ * names no buffer or lies outside its buffer. */
 static int range_copy(const struct funnel_table *t, const struct funnel_host_range *r, size_t i,
                       struct d2h *out, struct funnel_error *error) {
   int64_t size = 0, end;
-  const bool known = r->column >= 0 && r->column < t->plan.schema->n_fields &&
-                     r->buffer >= FUNNEL_BUFFER_VALIDITY && r->buffer <= FUNNEL_BUFFER_DATA;
+  const int32_t n_columns = t->plan.schema->n_fields;
+  if (r->column < 0 || r->column >= n_columns)
+    return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, -1, -1, -1,
+                             "range %zu: the table has no column %d (it has %d, nested ones "
+                             "included)",
+                             i, r->column, n_columns);
+  if (r->buffer < FUNNEL_BUFFER_VALIDITY || r->buffer > FUNNEL_BUFFER_DATA)
+    return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, -1, r->column, -1,
+                             "range %zu: column %d: buffer %d is no buffer kind (validity 0, "
+                             "offsets 1, data 2)",
+                             i, r->column, r->buffer);
   const uint64_t base =
-      known ? funnel__table_buffer(t, r->column, (enum funnel_buffer_kind)r->buffer, &size) : 0;
-  if (!known || r->offset < 0 || r->length < 0 || (r->length > 0 && r->dst == NULL) ||
+      funnel__table_buffer(t, r->column, (enum funnel_buffer_kind)r->buffer, &size);
+  if (r->offset < 0 || r->length < 0 || (r->length > 0 && r->dst == NULL) ||
       funnel__add_overflows(r->offset, r->length, &end) || end > size)
-    return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, -1, known ? r->column : -1, -1,
+    return funnel__error_set(error, FUNNEL_ERR_INVALID_ARGUMENT, -1, r->column, -1,
                              "range %zu: column %d, buffer %d, bytes [%lld, +%lld) is outside "
                              "the buffer (%lld bytes)",
                              i, r->column, r->buffer, (long long)r->offset, (long long)r->length,

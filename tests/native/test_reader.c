@@ -1130,9 +1130,16 @@ static void copy_ranges_gives_the_first_rows(void) {
     CHECK(strstr(err.message, "range 1: column 19, buffer 1") != NULL);
     CHECK_EQ_I64(err.column, 19);
     CHECK_EQ_I64(byte, 0x5a);
+    /* no such column, no such buffer kind: said so, not "outside" */
     bad[1].column = n;
     CHECK_STATUS(funnel_table_copy_ranges_to_host(t, bad, 2, &err), FUNNEL_ERR_INVALID_ARGUMENT,
                  &err);
+    CHECK(strstr(err.message, "range 1: the table has no column") != NULL);
+    bad[1] = (struct funnel_host_range){0, 7, 0, 1, &byte};
+    CHECK_STATUS(funnel_table_copy_ranges_to_host(t, bad, 2, &err), FUNNEL_ERR_INVALID_ARGUMENT,
+                 &err);
+    CHECK(strstr(err.message, "range 1: column 0: buffer 7 is no buffer kind") != NULL);
+    CHECK_EQ_I64(byte, 0x5a);
     funnel_table_free(t);
   }
   funnel_reader_free(rd);
