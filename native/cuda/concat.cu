@@ -206,11 +206,15 @@ namespace nested {
 // (14 blocks an SM): a read of lz4-java's frames (a job a 64 KiB block) has
 // more jobs than the SMs hold at once; with rounds of 1 KiB at 80
 // registers (12 blocks) its strings read's decoder took 2.67 ms, against
-// 2.49 with these (session 37).
+// 2.49 with these (session 37). `gate`: the args of the pass the decoding
+// belongs to when it is gated (dpath.h, funnel__dp_shut), else null.
 
 extern "C" __global__ void __launch_bounds__(64, 14)
-    funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base) {
+    funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base,
+                      const flat::funnel__dp_args *gate) {
   __shared__ funnel__lz4_scratch scratch[2];
+  // a gated pass's (dpath.h): nothing when its gate is shut
+  if (gate != nullptr && flat::funnel__dp_shut(gate)) return;
   const unsigned lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {

@@ -269,9 +269,9 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
     int64_t gx = (n + 1) / 2;
     if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS; /* the warps stride */
     FUNNEL_RETURN_NOT_OK(enter(cu, error));
-    CUdeviceptr a = (CUdeviceptr)args;
+    CUdeviceptr a = (CUdeviceptr)args, gate = (CUdeviceptr)first;
     uint64_t base = (uint64_t)m;
-    void *params[] = {&a, &n, &base};
+    void *params[] = {&a, &n, &base, &gate};
     int st = CU(cuLaunchKernel, (cu->lz4, (unsigned)gx, 1, 1, 64, 1, 1, 0, (CUstream)stream,
                                  params, NULL));
     leave(cu);

@@ -15,8 +15,8 @@
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
  * native_streams; 4: launch_dpath; 5: event_pool; 6: peer; 7: stream_wait,
- * and launch_dpath's first item. */
-#define FUNNEL_BACKEND_VERSION 7
+ * and launch_dpath's first item; 8: the LZ4 stage's gate. */
+#define FUNNEL_BACKEND_VERSION 8
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -98,7 +98,9 @@ struct funnel_backend {
    * concat with FUNNEL_DP_STAGE_VAR for a flat one with string columns)
    * over items [first, first + n) with m as the stage says, its struct
    * funnel__dp_args at device address `args`; or, FUNNEL_DP_STAGE_LZ4
-   * (lz4dec.h), decodes the n struct funnel__lz4_job at `args` (first 0) */
+   * (lz4dec.h), decodes the n struct funnel__lz4_job at `args` into the
+   * buffers at m, unless `first` is the args of a gated pass whose gate is
+   * shut (dpath.h, funnel__dp_shut; first 0: no gate) */
   int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t first,
                       int64_t n, int64_t m, void *stream, struct funnel_error *error);
 

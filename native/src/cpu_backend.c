@@ -87,7 +87,10 @@ static void *worker(void *arg) {
         break;
       case TASK_DPATH:
         if (t->stage == FUNNEL_DP_STAGE_LZ4) {
-          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
+          /* first: a gated pass's args (dpath.h), as the kernel takes it */
+          const struct funnel__dp_args *gate = (const struct funnel__dp_args *)(uintptr_t)t->first;
+          if (gate == NULL || !funnel__dp_shut(gate))
+            funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
           break;
         }
         /* one compilation of the stages runs every read alike */

@@ -35,6 +35,15 @@
  * The decoder verifies each frame's checksums as the host's liblz4 does
  * (lz4dec.h: every job here decodes whole frames).
  *
+ * A small read of LZ4 bodies makes both passes in one go, with no wait
+ * between: the host allocates the decoded buffers (args.zguess bytes) and
+ * the output from a guess before the first pass, and the second pass runs
+ * on a second args (its own summary) gated by the first's summary
+ * (args.gate, funnel__dp_shut): when the first pass left a partition or
+ * its decoded buffers outgrow the guess, every stage after it does
+ * nothing, and the host, seeing no summary come back, goes on as a read
+ * of two passes does from the first pass's summary.
+ *
  * Most partitions of a read come from one writer and look alike but for
  * their values, so the parse first tries the read's template (struct
  * funnel__dp_template, built on the host from the first partition that
@@ -216,6 +225,10 @@ struct funnel__dp_summary {
    * batch, their buffers' bytes as given and as decoded, the frames and the
    * bytes those decode to */
   int64_t zbytes, zparts, zin, zout, zframes, zframe_bytes;
+  /* 1 in a summary the host uploads, so that the host's copy of it says
+   * whether a stage sent it back (a gated pass whose gate was shut sends
+   * nothing) */
+  int64_t sent;
 };
 
 /* Where a template of n bytes has its mask, after its bytes (8-aligned). */
@@ -280,7 +293,21 @@ struct funnel__dp_args {
   int64_t zmode;
   uint64_t zjobs;
   uint64_t zscratch;
+  /* a second pass enqueued with the first (FUNNEL_DP_DECODED): the first
+   * pass's summary, and the decoded buffers' room (zscratch's bytes); gate
+   * 0 for any other stage */
+  uint64_t gate;
+  int64_t zguess;
 };
+
+/* Whether a stage of a gated pass does nothing (args.gate): the first pass
+ * left partitions to the host, or its decoded buffers do not fit the room
+ * made for them. The same for every lane of every stage of the pass. */
+FUNNEL_DP bool funnel__dp_shut(const struct funnel__dp_args *a) {
+  if (a->gate == 0) return false;
+  const struct funnel__dp_summary *g = (const struct funnel__dp_summary *)(uintptr_t)a->gate;
+  return g->left != 0 || g->zbytes > a->zguess;
+}
 
 /* Buffer k of partition p's batch in a FUNNEL_DP_DECODED pass: where its
  * bytes lie and how many, as its job says; false when the decoder failed
@@ -1188,6 +1215,15 @@ FUNNEL_DP void funnel__dp_layout_end(struct funnel__dp_args *a, int64_t size, in
   a->n_bitbufs = bitbufs;
   s->out_size = size;
   s->laid_out = 1;
+  if (a->gate != 0) { /* the first pass's counts, for the host's stats */
+    const struct funnel__dp_summary *g = (const struct funnel__dp_summary *)(uintptr_t)a->gate;
+    s->zbytes = g->zbytes;
+    s->zparts = g->zparts;
+    s->zin = g->zin;
+    s->zout = g->zout;
+    s->zframes = g->zframes;
+    s->zframe_bytes = g->zframe_bytes;
+  }
 }
 
 /* Lays the output out in a->out, one lane, column after column: the

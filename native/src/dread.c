@@ -15,7 +15,7 @@
  * that mirrors its head:
  *
  *   args | columns | bit buffers | inputs | schema | template | summary (zeroed)
- *                                                           uploaded before the parse
+ *     | args2 | summary2 (a read of LZ4 bodies)            uploaded before the parse
  *   pieces | rows | string bytes | tiles | jobs  device only (jobs: a read of
  *                                                LZ4 bodies, dpath.h)
  *
@@ -33,6 +33,7 @@
 /* Offsets of the attempt's tables (the layout above). */
 struct dp_layout {
   int64_t args, columns, bitbufs, inputs, schema, tmpl, summary, head; /* head: bytes uploaded */
+  int64_t args2, summary2; /* a read of LZ4 bodies in one go: its second pass's, else -1 */
   int64_t tmpl_max;
   int64_t pieces, rows, chars, tiles, device; /* device: the allocation's size */
   int64_t zjobs; /* a read of LZ4 bodies, else -1 */
@@ -56,6 +57,8 @@ static struct dp_layout lay_out(int64_t n, int n_cols, int n_var, int n_buffers,
   l.tmpl = funnel__carve(&at, l.tmpl_max);
   l.summary_bytes = (int64_t)sizeof(struct funnel__dp_summary) + 8 * (int64_t)(n_cols + n_var);
   l.summary = funnel__carve(&at, l.summary_bytes);
+  l.args2 = z ? funnel__carve(&at, (int64_t)sizeof(struct funnel__dp_args)) : -1;
+  l.summary2 = z ? funnel__carve(&at, l.summary_bytes) : -1;
   l.head = at;
   int64_t host = at;
   l.summary_back = funnel__carve(&host, l.summary_bytes);
@@ -444,25 +447,32 @@ static bool plan_staged_parse(struct funnel_table *t, const struct funnel__trans
  * (timed when asked) and the table's event; then waits for the sums, which
  * the concat follows on the device. The second pass of a read of LZ4
  * bodies (zmode FUNNEL_DP_DECODED: the copies made, the head uploaded)
- * uploads its args and the summary again and decodes before the parse. */
+ * uploads its args and the summary again and decodes before the parse. A
+ * read of LZ4 bodies in one go (`gated`, dpath.h) makes its first pass
+ * after the upload, then decodes and makes its second pass on args2, each
+ * stage after the first pass held back by args2's gate. */
 static int run_on_device(struct funnel_table *t, const struct funnel__read_options *o,
                          struct funnel__transfer *tr, const struct dp_layout *l,
-                         const uint8_t *host, int n_var, int64_t lanes, void *stream,
-                         struct funnel_error *error) {
+                         const uint8_t *host, int n_var, int64_t lanes, bool gated,
+                         void *stream, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   w.enqueued = funnel__early(t);
   const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0; /* its kernels */
-  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
-  const bool decoded = a->zmode == FUNNEL_DP_DECODED;
+  /* the args of the pass that lays the output out, and where they lie */
+  const int64_t at = gated ? l->args2 : l->args;
+  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + at);
+  const uint64_t args = t->dp_scratch + (uint64_t)at;
+  const bool decoded = a->zmode == FUNNEL_DP_DECODED && !gated; /* the second of two passes */
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
    * each round that completes it (the head goes up first) */
-  const bool overlapped = !decoded && t->n_overlap > 0;
+  const bool overlapped = !decoded && !gated && t->n_overlap > 0;
   struct staged_parse sp;
-  const bool staged = !decoded && !overlapped && plan_staged_parse(t, tr, l, host, nested, stream, &sp);
+  const bool staged = !decoded && !gated && !overlapped &&
+                      plan_staged_parse(t, tr, l, host, nested, stream, &sp);
   /* else one launch parses them all, and scans them too when they are few
    * (FUNNEL__DP_PARSE_SCANS); a read parsed in parts is scanned after */
   const bool whole = !overlapped && !staged;
@@ -484,6 +494,17 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   }
   if (st == FUNNEL_OK && overlapped)
     st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
+  if (st == FUNNEL_OK && gated) {
+    /* the first pass, then every buffer's job, unless the gate is shut */
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
+                                                            t->dp_scratch, n, l->parse_lanes,
+                                                            stream, error));
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(
+          &w, funnel__dev_launch_dpath_from(be, FUNNEL_DP_STAGE_LZ4,
+                                            t->dp_scratch + (uint64_t)l->zjobs, (int64_t)args,
+                                            n * a->n_buffers, (int64_t)t->zscratch, stream, error));
+  }
   if (st == FUNNEL_OK && decoded) {
     st = funnel__work_enqueued(
         &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->args, host + l->args,
@@ -500,17 +521,16 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
   if (st == FUNNEL_OK && whole)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, t->dp_scratch, n,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, args, n,
                                                             l->parse_lanes, stream, error));
   if (st == FUNNEL_OK && !(whole && FUNNEL__DP_PARSE_SCANS(n, 0, n)))
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested, t->dp_scratch,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested, args,
                                                             1 + n_var, n, stream, error));
   /* the sums come back by a copy unless the kernel that lays the output
    * out writes them where the host reads them */
   if (st == FUNNEL_OK && a->summary_back == 0)
     st = funnel__work_enqueued(
-        &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back,
-                                       t->dp_scratch + (uint64_t)l->summary,
+        &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back, a->summary,
                                        (size_t)l->summary_bytes, stream, error));
   if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
   if (st == FUNNEL_OK)
@@ -525,7 +545,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
    * read with string columns by the kernel held to fewer registers */
   const int concat = FUNNEL_DP_CONCAT | (nested ? nested : n_var > 0 ? FUNNEL_DP_STAGE_VAR : 0);
   if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, concat, t->dp_scratch,
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, concat, args,
                                                             n * n_cols + n_cols, lanes, stream,
                                                             error));
   if (st == FUNNEL_OK && t->ev_end != NULL)
@@ -602,6 +622,89 @@ static int leave_to_host(struct funnel_table *t, const struct funnel__dp_summary
   return FUNNEL_OK;
 }
 
+/* A read of LZ4 bodies' counts (its first pass's, `s`), for its stats. */
+static void count_decoded(struct funnel_table *t, const struct funnel__dp_summary *s) {
+  t->stats.compressed_partitions = s->zparts;
+  t->stats.bytes_compressed = s->zin;
+  t->stats.bytes_decoded = s->zout;
+  t->stats.device_decoded = s->zframes;
+  t->stats.bytes_device_decoded = s->zframe_bytes;
+}
+
+/* The room a read of LZ4 bodies of `bytes` bytes of partitions makes for
+ * its decoded buffers before its first pass, so that both passes go in one
+ * go (dpath.h); 0: two passes, a wait between (a large read, whose wait
+ * costs it little and whose guess would hold much memory; a shared
+ * output, allocated once; no summary the kernels can send back). The
+ * guess: 1.5 times what the device's last read of LZ4 bodies decoded
+ * a byte of its partitions, plus an eighth of the bytes, or before any
+ * such read twice the bytes; *expect, the bytes it expects. */
+static int64_t lz4_guess(const struct funnel_table *t, const struct funnel__read_options *o,
+                         int64_t bytes, uint64_t summary_back, int64_t *expect) {
+  *expect = 0;
+  if (summary_back == 0 || o->shareable || bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES) return 0;
+  const int64_t per_k = atomic_load(&t->dev->lz4_per_k);
+  *expect = per_k > 0 ? bytes / 1024 * per_k + bytes % 1024 * per_k / 1024 : bytes;
+  const int64_t guess = per_k > 0 ? *expect / 2 * 3 + bytes / 8 : 2 * bytes;
+  return guess > 8 * FUNNEL__LZ4_ONE_GO_MAX_BYTES ? 0 : funnel__align_up(guess + 4096, 8);
+}
+
+/* What a read of LZ4 bodies decoded (its decoded buffers' bytes), for the
+ * next one's guess. */
+static void lz4_decoded(struct funnel_table *t, int64_t bytes, int64_t zbytes) {
+  if (bytes <= 0) return;
+  const double per_k = (double)zbytes * 1024.0 / (double)bytes;
+  atomic_store(&t->dev->lz4_per_k, per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
+}
+
+/* The second pass of a read of LZ4 bodies in one go (dpath.h): args2, as
+ * the first's but decoding into `zguess` bytes at t->zscratch, laying the
+ * output out in t->out (`capacity`) and sending its summary back, gated by
+ * the first's summary; its own summary, zeroed but for the host's mark;
+ * and the host's copy of it, zeroed, so that it shows whether it came. */
+static void arm_second_pass(const struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
+                            int64_t capacity, uint64_t summary_back, int64_t zguess) {
+  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
+  struct funnel__dp_args *a2 = (struct funnel__dp_args *)(host + l->args2);
+  *a2 = *a;
+  a2->zmode = FUNNEL_DP_DECODED;
+  a2->zscratch = t->zscratch;
+  a2->out = t->out;
+  a2->out_capacity = capacity;
+  a2->summary = t->dp_scratch + (uint64_t)l->summary2;
+  a2->summary_back = summary_back;
+  a2->gate = a->summary;
+  a2->zguess = zguess;
+  struct funnel__dp_summary *s2 = (struct funnel__dp_summary *)(host + l->summary2);
+  memset(s2, 0, (size_t)l->summary_bytes);
+  s2->first_left = a->n_parts;
+  s2->sent = 1;
+  memset(host + l->summary_back, 0, (size_t)l->summary_bytes);
+}
+
+/* After a read in one go whose gate was shut: the first pass's summary,
+ * to the host's copy (the rest of the read's work waited for), and the
+ * guess's allocations given back, for the two passes' way on. */
+static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
+                           void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
+  w.enqueued = true;
+  int st = funnel__work_enqueued(
+      &w, funnel__dev_copy_d2h_async(be, host + l->summary_back, t->dp_scratch + (uint64_t)l->summary,
+                                     (size_t)l->summary_bytes, stream, error));
+  bool abandoned;
+  st = funnel__work_finish(&w, st, true, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  if (st != FUNNEL_OK) return st;
+  funnel__dev_free(be, t->zscratch, stream);
+  funnel__dev_free(be, t->out, stream);
+  t->zscratch = t->out = 0;
+  t->out_bytes = 0;
+  return FUNNEL_OK;
+}
+
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,
                         int codec, const struct funnel__schema *schema, void *stream,
@@ -637,6 +740,8 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (d->host == NULL) return OUT_OF_MEMORY(error);
   struct funnel_backend *be = &t->dev->be;
   int64_t capacity = output_bound(schema, bytes);
+  int64_t zexpect;
+  int64_t zguess = z ? lz4_guess(t, o, bytes, summary_back, &zexpect) : 0;
   int st = FUNNEL_OK;
   if (!z && t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
       (t->reserved != 0 || t->scratch == 0)) {
@@ -661,17 +766,50 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
       st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
     if (st != FUNNEL_OK) return st;
   }
+  if (zguess > 0) {
+    /* ... or, to go in one go, from the guess of its decoded buffers */
+    capacity = output_bound(schema, bytes + zguess);
+    st = funnel__dev_alloc(be, (size_t)zguess, stream, &t->zscratch, error);
+    if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
+    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* two passes, each sized */
+      funnel__error_clear(error);
+      funnel__dev_free(be, t->zscratch, stream);
+      t->zscratch = 0;
+      zguess = 0;
+      st = FUNNEL_OK;
+    }
+    if (st != FUNNEL_OK) return st;
+  }
   write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity, t->dp_scratch,
              z ? 0 : summary_back, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
   int64_t zbytes = 0;
+  if (zguess > 0) {
+    /* both passes at once; the second's summary comes back unless its
+     * gate was shut, and then the two passes' way goes on from the first */
+    arm_second_pass(t, l, d->host, capacity, summary_back, zguess);
+    const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
+    FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, true, stream, error));
+    if (s->sent) {
+      count_decoded(t, s);
+      lz4_decoded(t, bytes, s->zbytes);
+      if (!s->laid_out) return leave_to_host(t, s, n, error);
+      *out = d;
+      return FUNNEL_OK;
+    }
+    t->stats.decode_waits = 1; /* and the one below */
+    FUNNEL_RETURN_NOT_OK(after_shut_gate(t, l, d->host, stream, error));
+  }
   if (z) {
-    /* the first pass; then the decoded buffers and the output, sized */
-    FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, error));
+    /* the first pass (unless made); then the decoded buffers and the
+     * output, sized */
+    if (zguess == 0) FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, error));
+    t->stats.decode_waits++;
     if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
     zbytes = s->zbytes;
+    lz4_decoded(t, bytes, zbytes);
     if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
     capacity = output_bound(schema, bytes + zbytes);
     if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
@@ -690,14 +828,10 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     struct funnel__dp_summary *fresh = (struct funnel__dp_summary *)(d->host + l->summary);
     memset(fresh, 0, (size_t)l->summary_bytes);
     fresh->first_left = n;
-    t->stats.compressed_partitions = s->zparts;
-    t->stats.bytes_compressed = s->zin;
-    t->stats.bytes_decoded = s->zout;
-    t->stats.device_decoded = s->zframes;
-    t->stats.bytes_device_decoded = s->zframe_bytes;
+    count_decoded(t, s);
   }
   const int64_t lanes = concat_lanes(bytes + zbytes, n, n_cols, l->n_var, a->tmpl.length);
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, stream, error));
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, false, stream, error));
   if (!s->laid_out) return leave_to_host(t, s, n, error);
   *out = d;
   return FUNNEL_OK;

@@ -52,6 +52,15 @@
  * a consumer keeping many tables (a plugin's batches) holds little more:
  * a read of 2 MiB takes 40 us on the link, where 4 us still count. */
 #define FUNNEL__ONE_BLOCK_MAX_BYTES ((int64_t)2 << 20)
+/* A device-path read of LZ4 bodies of at most this many bytes of
+ * partitions makes both its passes in one go (dpath.h, dread.c), its
+ * decoded buffers and output allocated from a guess: no wait for the first
+ * pass's sizes (a wait, allocations, two copies and the launches after, on
+ * the read's critical path: about 40% of a read of 200 partitions), for
+ * up to half the decoded bytes again, and an eighth of the partitions'
+ * bytes, held as room. Larger reads wait: the wait is a small part of
+ * them, and the room would not be. */
+#define FUNNEL__LZ4_ONE_GO_MAX_BYTES ((int64_t)16 << 20)
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 /* The device path keeps 40 bytes a (partition, column) piece on the device
  * (dread.c): above this many pieces (640 MiB of them) a read takes the

@@ -123,6 +123,7 @@ static int decode_where = FUNNEL_DECODE_AUTO;
 static int parse_where = FUNNEL_PARSE_AUTO; /* FUNNEL_OPTION_PARSE */
 static int write_codec;
 static int64_t decoded_on_device, device_path_reads;
+static int64_t last_decode_waits; /* the last read's stats.decode_waits */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
                            const struct table_src *src, int64_t compressed) {
@@ -144,6 +145,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       CHECK(s.decode_ns >= 0 && s.decode_ns <= s.parse_ns);
       const bool whole = check_on_device(&s); /* the device path read it all */
       device_path_reads += whole;
+      last_decode_waits = s.decode_waits;
       /* the pool has room for the host's images */
       if (compressed > 0 && !whole) CHECK_EQ_I64(s.decoded_pinned, 1);
       if (decode_where == FUNNEL_DECODE_HOST) CHECK_EQ_I64(s.device_decoded, 0);
@@ -230,6 +232,73 @@ static void lz4_reads_take_the_device_path_from_48_partitions(void) {
   decode_where = FUNNEL_DECODE_AUTO;
   write_codec = 0;
   funnel_device_close(dev);
+}
+
+/* A small read of LZ4 bodies by the device path makes both passes in one
+ * go, from a guess of its decoded bytes by the device's last such read
+ * (decode_waits 0); a read whose frames decode to more than the guess
+ * waits for the first pass and reads the same rows (2); the next read like
+ * it guesses from it and goes in one go again; a read of more than 16 MiB
+ * of partitions waits for its first pass (1). Each read's rows checked
+ * against the table written, each in malloc'd and in pinned memory. */
+static void lz4_reads_go_in_one_go_from_a_guess(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+  static const struct iw_schema schema = {2, fields, 0};
+  static const struct iw_options java = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
+                                         .raw_fallback = 1, .empty_prefix = 1};
+  decode_where = FUNNEL_DECODE_DEVICE;
+  write_codec = 1;
+  for (int pinned = 0; pinned < 2; pinned++) {
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+    /* random values, mostly raw: a first guess of twice the bytes holds */
+    struct table_src random = table_random(&schema, 300 * 20, 100, 91);
+    /* values that repeat: each partition's buffers decode to several times
+     * their bytes, more than the guess the random read leaves */
+    struct table_src repeating = table_random(&schema, 300 * 400, 0, 92);
+    make_compressible(&repeating);
+    static const char *const STEP[] = {"random values, the device's first read",
+                                       "repeating values, after the random read",
+                                       "repeating values, again"};
+    static const int64_t WAITS[] = {0, 2, 0};
+    for (int k = 0; k < 3; k++) {
+      check_context("%s, %s", STEP[k], pinned ? "pinned" : "malloc'd");
+      const struct table_src *src = k == 0 ? &random : &repeating;
+      struct parts ps = cut(src, 300, 1, &java, 0, pinned ? dev : NULL);
+      const int64_t whole = device_path_reads;
+      last_decode_waits = -1;
+      read_and_check(dev, &ps, src, 300);
+      CHECK_EQ_I64(device_path_reads - whole, 1);
+      CHECK_EQ_I64(last_decode_waits, WAITS[k]);
+      parts_free(&ps);
+    }
+    table_src_free(&random);
+    table_src_free(&repeating);
+    /* 128 partitions of 160 KB of random int64s: over 16 MiB in all */
+    check_context("more than 16 MiB of partitions, %s", pinned ? "pinned" : "malloc'd");
+    static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
+    static const struct iw_schema wide_schema = {1, wide, 0};
+    struct table_src large = table_random(&wide_schema, 128 * 20000, 0, 93);
+    struct parts ps = cut(&large, 128, 1, &java, 0, pinned ? dev : NULL);
+    int64_t bytes = 0;
+    for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
+    CHECK(bytes > (int64_t)16 << 20);
+    const int64_t whole = device_path_reads;
+    last_decode_waits = -1;
+    read_and_check(dev, &ps, &large, 128);
+    CHECK_EQ_I64(device_path_reads - whole, 1);
+    CHECK_EQ_I64(last_decode_waits, 1);
+    parts_free(&ps);
+    table_src_free(&large);
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+    funnel_device_close(dev);
+  }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  write_codec = 0;
 }
 
 /* Compressed and uncompressed partitions in one read, the first of them
@@ -895,6 +964,7 @@ int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(compressed_partitions_read_as_written),
       CHECK_TEST(lz4_reads_take_the_device_path_from_48_partitions),
+      CHECK_TEST(lz4_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(large_compressed_partition),
       CHECK_TEST(compressed_batches_without_bytes),

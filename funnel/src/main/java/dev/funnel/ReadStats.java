@@ -31,8 +31,12 @@ package dev.funnel;
  * where they lie: up to one copy per compressed partition more. A read of LZ4 bodies by the device
  * path decodes every frame there ({@code deviceDecoded} of them, to {@code bytesDeviceDecoded};
  * {@code bytesDecoded} counts the raw buffers too, {@code decodeNanos} and {@code decodedPinned}
- * are 0): it waits once more, for the first pass's sizes, and makes two copies and two launches
- * more (the args and summary again, the first pass and the decoder).
+ * are 0) and makes two launches more (the first pass and the decoder). A small one (up to 16 MiB
+ * of partitions) makes both passes in one go, from a guess of the bytes its frames decode to
+ * ({@code decodeWaits} 0); a larger one waits once more, for the first pass's sizes, and makes two
+ * copies more, the args and summary again ({@code decodeWaits} 1); a small one whose frames
+ * decode to more than the guess waits for the first pass's summary and then goes on as a larger
+ * one does ({@code decodeWaits} 2: two waits, and the three launches after the first pass again).
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link
@@ -73,7 +77,8 @@ public record ReadStats(
     long decodedPinned,
     long deviceDecoded,
     long bytesDeviceDecoded,
-    long overlapParts) {
+    long overlapParts,
+    long decodeWaits) {
 
   static ReadStats of(long[] v) {
     if (v.length != ReadStats.class.getRecordComponents().length) {
@@ -83,7 +88,7 @@ public record ReadStats(
     return new ReadStats(
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
         v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25],
-        v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33], v[34]);
+        v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33], v[34], v[35]);
   }
 
   /** Whether the device parsed the headers and kept every partition. */
@@ -128,6 +133,7 @@ public record ReadStats(
         + ", \"device_decoded\": " + deviceDecoded
         + ", \"bytes_device_decoded\": " + bytesDeviceDecoded
         + ", \"overlap_parts\": " + overlapParts
+        + ", \"decode_waits\": " + decodeWaits
         + "}";
   }
 }

@@ -404,23 +404,26 @@ final class TestSupport {
   static void assertStatsInvariants(ReadStats s, long partitions) {
     boolean attempt = s.deviceParsed() > 0;
     boolean onDevice = s.parsedOnDevice();
-    // LZ4 bodies read by the device path: its first pass (the unpack) and the wait for it, the
-    // args and summary uploaded again, the decoder's launch
+    // LZ4 bodies read by the device path: its first pass (the unpack) and the decoder's launch;
+    // when it waited for the first pass (decodeWaits 1, or 2 after a guess that fell short), the
+    // args and summary uploaded again, and after a short guess the launches after the first pass
+    // again
     boolean unpacked = onDevice && s.compressedPartitions() > 0;
+    long waits = unpacked ? s.decodeWaits() : 0;
     // the host path's LZ4 decoding on the device: its launch, and the wait for its statuses
     // before the concat; it may read pinned partitions' frames where they lie, a copy of each
     // such partition more
     long decoder = !onDevice && s.deviceDecoded() > 0 ? 1 : 0;
     long copies =
         (s.partitions() + 1) * (attempt && !onDevice ? 2 : 1)
-            + (decoder > 0 ? s.compressedPartitions() : 0) + (unpacked ? 2 : 0);
+            + (decoder > 0 ? s.compressedPartitions() : 0) + (waits > 0 ? 2 : 0);
     // the device path's parse: one launch, or one a part when it overlapped the copies
     long parses = Math.max(1, s.overlapParts());
     long launches =
         onDevice
-            ? (unpacked ? 4 : 2) + parses
+            ? (unpacked ? (waits == 2 ? 8 : 4) : 2) + parses
             : s.columnSets() + (attempt ? 2 + parses : 0) + decoder;
-    long base = (onDevice ? (unpacked ? 2 : 1) : attempt ? 2 : 0) + decoder;
+    long base = (onDevice ? 1 + waits : attempt ? 2 : 0) + decoder;
     // compressed partitions after an uncompressed first one: the early copies are dropped
     long syncs =
         !onDevice && s.compressedPartitions() > 0 && s.syncsInRead() == base + 1 ? base + 1 : base;
