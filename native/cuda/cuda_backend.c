@@ -279,7 +279,8 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   }
   const int kernel = (stage & FUNNEL_DP_STAGE_NESTED) ? 3 : 0; /* the nested read's kernels */
   const bool var = (stage & FUNNEL_DP_STAGE_VAR) != 0;
-  stage &= ~(FUNNEL_DP_STAGE_NESTED | FUNNEL_DP_STAGE_VAR);
+  int64_t gated = (stage & FUNNEL_DP_STAGE_GATED) != 0;
+  stage &= ~(FUNNEL_DP_STAGE_NESTED | FUNNEL_DP_STAGE_VAR | FUNNEL_DP_STAGE_GATED);
   if (stage < 0 || stage > FUNNEL_DP_CONCAT)
     return FUNNEL_ERR(error, FUNNEL_ERR_INVALID_ARGUMENT, "cuda backend: no device-path stage %d",
                       stage);
@@ -311,12 +312,16 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   FUNNEL_RETURN_NOT_OK(enter(cu, error));
   CUdeviceptr a = (CUdeviceptr)args;
   void *params[] = {&a, &n, &m};
-  void *parse_params[] = {&a, &first, &n, &m};
+  void *scan_params[] = {&a, &n, &m, &gated};
+  void *parse_params[] = {&a, &first, &n, &m, &gated};
   const CUfunction f =
       var && stage == FUNNEL_DP_CONCAT && kernel == 0 ? cu->concat_var : cu->dpath[kernel + stage];
   int st = CU(cuLaunchKernel, (f, (unsigned)gx, (unsigned)gy, 1, (unsigned)threads,
                                1, 1, 0, (CUstream)stream,
-                               stage == FUNNEL_DP_PARSE ? parse_params : params, NULL));
+                               stage == FUNNEL_DP_PARSE  ? parse_params
+                               : stage == FUNNEL_DP_SCAN ? scan_params
+                                                         : params,
+                               NULL));
   leave(cu);
   return st;
 }

@@ -148,9 +148,9 @@ __device__ void publish_summary(const funnel__dp_args *a) {
 // finishes last scans them and lays the output out.
 extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__dp_args *a,
                                                                     int64_t from, int64_t count,
-                                                                    int64_t m) {
+                                                                    int64_t m, int64_t gated) {
   __shared__ uint64_t stage[FUNNEL__DPATH_THREADS / 32][FUNNEL__DP_STAGE_BYTES / 8];
-  if (funnel__dp_shut(a)) return;  // a gated pass (dpath.h): the whole grid alike
+  if (gated && funnel__dp_shut(a)) return;  // a gated pass (dpath.h): the whole grid alike
   const int lanes = (int)m, lanes_lg = __ffs(lanes) - 1;  // lanes is a power of two
   const int64_t n = a->n_parts, end = from + count;
   // this block's tile of the read's partitions (256 / lanes of them):
@@ -304,9 +304,10 @@ extern "C" __global__ void __launch_bounds__(256, FUNNEL__DP_CONCAT_VAR_BLOCKS)
 // tile writes the total to [n_parts] and to the summary. The block that
 // finishes last lays the output out.
 extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_scan)(funnel__dp_args *a,
-                                                                   int64_t n, int64_t m) {
+                                                                   int64_t n, int64_t m,
+                                                                   int64_t gated) {
   (void)n;
-  if (funnel__dp_shut(a)) return;  // a gated pass (dpath.h): the whole grid alike
+  if (gated && funnel__dp_shut(a)) return;  // a gated pass (dpath.h): the whole grid alike
   const int64_t count = m, k = blockIdx.y, b = blockIdx.x;
   const int64_t *tiles = (const int64_t *)(uintptr_t)a->tiles + k * a->n_tiles;
   // the parse's tiles before this one's partitions

@@ -15,7 +15,8 @@
  * funnel_device_open refuses a backend that fills another. 2: the fields
  * of what differs between backends (arrow_device_type ...); 3:
  * native_streams; 4: launch_dpath; 5: event_pool; 6: peer; 7: stream_wait,
- * and launch_dpath's first item; 8: the LZ4 stage's gate. */
+ * and launch_dpath's first item; 8: a gated pass (the LZ4 stage's gate,
+ * FUNNEL_DP_STAGE_GATED). */
 #define FUNNEL_BACKEND_VERSION 8
 
 /* An opaque handle by which another process opens shared memory or an

@@ -520,12 +520,13 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
           &w, funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, t->dp_scratch + (uint64_t)l->zjobs,
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
+  const int gate = gated ? FUNNEL_DP_STAGE_GATED : 0;
   if (st == FUNNEL_OK && whole)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested, args, n,
-                                                            l->parse_lanes, stream, error));
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested | gate,
+                                                            args, n, l->parse_lanes, stream, error));
   if (st == FUNNEL_OK && !(whole && FUNNEL__DP_PARSE_SCANS(n, 0, n)))
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested, args,
-                                                            1 + n_var, n, stream, error));
+    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested | gate,
+                                                            args, 1 + n_var, n, stream, error));
   /* the sums come back by a copy unless the kernel that lays the output
    * out writes them where the host reads them */
   if (st == FUNNEL_OK && a->summary_back == 0)

@@ -292,18 +292,25 @@ class CompressedReadTest extends DeviceTestCase {
       parts.add(p % 11 == 10 ? new byte[0]
           : randomOrRepetitive(SMALL, LZ4_FRAME, r, 0.25, 1 + r.nextInt(40)));
     }
-    try (FunnelReader reader = new FunnelReader(device).setParse(FunnelReader.Parse.DEVICE)
-            .setDecode(FunnelReader.Decode.DEVICE);
-        DeviceTable table = read(reader, parts)) {
-      assertMatches(table, parts);
-      ReadStats s = table.stats();
-      String json = s.toJson();
-      assertTrue(s.parsedOnDevice(), json);
-      assertEquals(parts.stream().filter(p -> p.length > 0).count(), s.compressedPartitions(), json);
-      assertEquals(0, s.decodeNanos(), json);
-      assertEquals(0, s.decodedPinned(), json);
-      assertTrue(s.deviceDecoded() > 0 && s.bytesDeviceDecoded() <= s.bytesDecoded(), json);
-      assertEquals(2, s.syncsInRead(), "the first pass's wait, then the sums': " + json);
+    // twice: the second read guesses its decoded bytes from the first, the same partitions
+    for (int round = 0; round < 2; round++) {
+      try (FunnelReader reader = new FunnelReader(device).setParse(FunnelReader.Parse.DEVICE)
+              .setDecode(FunnelReader.Decode.DEVICE);
+          DeviceTable table = read(reader, parts)) {
+        assertMatches(table, parts);
+        ReadStats s = table.stats();
+        String json = s.toJson();
+        assertTrue(s.parsedOnDevice(), json);
+        assertEquals(
+            parts.stream().filter(p -> p.length > 0).count(), s.compressedPartitions(), json);
+        assertEquals(0, s.decodeNanos(), json);
+        assertEquals(0, s.decodedPinned(), json);
+        assertTrue(s.deviceDecoded() > 0 && s.bytesDeviceDecoded() <= s.bytesDecoded(), json);
+        // a small read makes both passes in one go and waits once, for the sums; the first may
+        // find its guess (from the device's last read) short, and wait for its first pass too
+        assertTrue(round == 0 ? s.decodeWaits() != 1 : s.decodeWaits() == 0, json);
+        assertEquals(1 + s.decodeWaits(), s.syncsInRead(), json);
+      }
     }
   }
 
