@@ -618,10 +618,12 @@ struct funnel_read_stats {
   int64_t overlap_parts;     /* device path: the parts its partitions were parsed in while
                                 the later parts were copied (0: parsed after the copy); a
                                 read the device left to the host path: its attempt's */
-  int64_t decode_waits;      /* device path, LZ4 bodies: its waits for the first pass's sizes
-                                before the decoder ran: 0 when both passes went in one go
-                                (from a guess of the decoded bytes), 1 when it waited, 2 when
-                                the guess fell short and it waited after */
+  int64_t decode_waits;      /* device path, LZ4 bodies: its waits before its decoder was
+                                enqueued: 0 when both passes went in one go (a read of up to
+                                4 MiB, from a guess of the decoded bytes), 1 when it waited
+                                for the first pass's sizes, 2 when it went in one go, found the
+                                first pass had left a partition or decoded more than the guess
+                                (nothing after it ran), and waited for the first pass then */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -639,7 +639,13 @@ static void count_decoded(struct funnel_table *t, const struct funnel__dp_summar
  * output, allocated once; no summary the kernels can send back). The
  * guess: 1.5 times what the device's last read of LZ4 bodies decoded
  * a byte of its partitions, plus an eighth of the bytes, or before any
- * such read twice the bytes; *expect, the bytes it expects. */
+ * such read twice the bytes; *expect, the bytes it expects. The output is
+ * laid out from the guess and held with the table, so a guess over
+ * FUNNEL__LZ4_ONE_GO_MAX_RATIO times the bytes (the last read's frames
+ * decoded to several times theirs, as a column of zeros does) makes two
+ * passes instead: a small table never holds much more than its partitions'
+ * bytes a few times over (a hostile test: a 100 KB read after one of
+ * zeros held 32.8 MB). */
 static int64_t lz4_guess(const struct funnel_table *t, const struct funnel__read_options *o,
                          int64_t bytes, uint64_t summary_back, int64_t *expect) {
   *expect = 0;
@@ -647,7 +653,7 @@ static int64_t lz4_guess(const struct funnel_table *t, const struct funnel__read
   const int64_t per_k = atomic_load(&t->dev->lz4_per_k);
   *expect = per_k > 0 ? bytes / 1024 * per_k + bytes % 1024 * per_k / 1024 : bytes;
   const int64_t guess = per_k > 0 ? *expect / 2 * 3 + bytes / 8 : 2 * bytes;
-  return guess > 8 * FUNNEL__LZ4_ONE_GO_MAX_BYTES ? 0 : funnel__align_up(guess + 4096, 8);
+  return guess > FUNNEL__LZ4_ONE_GO_MAX_RATIO * bytes ? 0 : funnel__align_up(guess + 4096, 8);
 }
 
 /* What a read of LZ4 bodies decoded (its decoded buffers' bytes), for the
@@ -794,13 +800,14 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
     FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, true, stream, error));
     if (s->sent) {
+      /* zbytes comes with the layout's summary (funnel__dp_layout_end) */
+      if (!s->laid_out) return leave_to_host(t, s, n, error);
       count_decoded(t, s);
       lz4_decoded(t, bytes, s->zbytes);
-      if (!s->laid_out) return leave_to_host(t, s, n, error);
       *out = d;
       return FUNNEL_OK;
     }
-    t->stats.decode_waits = 1; /* and the one below */
+    t->stats.decode_waits = 1; /* the one go's, and after_shut_gate's below */
     FUNNEL_RETURN_NOT_OK(after_shut_gate(t, l, d->host, stream, error));
   }
   if (z) {

@@ -56,11 +56,15 @@
  * partitions makes both its passes in one go (dpath.h, dread.c), its
  * decoded buffers and output allocated from a guess: no wait for the first
  * pass's sizes (a wait, allocations, two copies and the launches after, on
- * the read's critical path: about 40% of a read of 200 partitions), for
- * up to half the decoded bytes again, and an eighth of the partitions'
- * bytes, held as room. Larger reads wait: the wait is a small part of
- * them, and the room would not be. */
-#define FUNNEL__LZ4_ONE_GO_MAX_BYTES ((int64_t)16 << 20)
+ * the read's critical path: 13% of a read of 200 or 1,000 partitions
+ * pinned, 6% pageable, on the H200 host), for up to half the decoded bytes
+ * again, and an eighth of the partitions' bytes, held as room. Larger
+ * reads wait: the wait is a small part of them (0.95 to 0.99 of the time
+ * at 1,000x10x100), and the room would not be. */
+#define FUNNEL__LZ4_ONE_GO_MAX_BYTES ((int64_t)4 << 20)
+/* ... and whose guess of its decoded bytes is at most this many times its
+ * partitions' bytes (the room is held with the table's output) */
+#define FUNNEL__LZ4_ONE_GO_MAX_RATIO 4
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 /* The device path keeps 40 bytes a (partition, column) piece on the device
  * (dread.c): above this many pieces (640 MiB of them) a read takes the

@@ -234,18 +234,52 @@ static void lz4_reads_take_the_device_path_from_48_partitions(void) {
   funnel_device_close(dev);
 }
 
+static void expect_failure(struct funnel_device *dev, struct parts *ps, int code, int column,
+                           int64_t offset, const char *says);
+
+/* Partition 5's first LZ4 frame declares one byte more than it decodes to. */
+static void break_partition_5(struct parts *ps) {
+  uint8_t *b = (uint8_t *)ps->p[5].data;
+  static const uint8_t magic[4] = {0x04, 0x22, 0x4D, 0x18};
+  for (size_t i = 8; i + 4 <= ps->p[5].length; i++)
+    if (memcmp(b + i, magic, 4) == 0) {
+      int64_t declared;
+      memcpy(&declared, b + i - 8, 8); /* little-endian, as the host is */
+      declared++;
+      memcpy(b + i - 8, &declared, 8);
+      return;
+    }
+  check_fail(__FILE__, __LINE__, "partition 5 has no LZ4 frame");
+}
+
 /* A small read of LZ4 bodies by the device path makes both passes in one
  * go, from a guess of its decoded bytes by the device's last such read
- * (decode_waits 0); a read whose frames decode to more than the guess
- * waits for the first pass and reads the same rows (2); the next read like
- * it guesses from it and goes in one go again; a read of more than 16 MiB
- * of partitions waits for its first pass (1). Each read's rows checked
- * against the table written, each in malloc'd and in pinned memory. */
+ * (decode_waits 0). Each step's read, in turn, on one device:
+ *   random values, the device's first: a guess of twice the bytes holds;
+ *   repeating values: they decode to more than the guess the random read
+ *     leaves, so the read finds the gate shut and waits for the first pass
+ *     (2), and the same rows come back;
+ *   repeating values again: the guess from the read before holds (0);
+ *   a frame that decodes to less than it declares: the error the host
+ *     path gives, and the device's guess kept (a hostile test: such a read
+ *     had reset it, and the next good read waited twice);
+ *   repeating values again (0);
+ *   zeros: they decode to many times their bytes;
+ *   zeros again: a guess of more than 4 times the bytes would be held with
+ *     the output (a hostile test: a read of 100 KB after zeros held 32.8
+ *     MB), so the read waits for its first pass instead (1);
+ *   random values after zeros: the same (1);
+ *   more than 4 MiB of partitions: it waits for its first pass (1).
+ * Every read's rows checked against the table written; in malloc'd and in
+ * pinned memory. */
 static void lz4_reads_go_in_one_go_from_a_guess(void) {
+  const int ROWS = 60; /* repeating values that decode to at most 2.6 times their bytes */
   static const struct iw_field fields[] = {
       {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
       {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
   static const struct iw_schema schema = {2, fields, 0};
+  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
+  static const struct iw_schema wide_schema = {1, wide, 0};
   static const struct iw_options java = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
                                          .raw_fallback = 1, .empty_prefix = 1};
   decode_where = FUNNEL_DECODE_DEVICE;
@@ -254,44 +288,67 @@ static void lz4_reads_go_in_one_go_from_a_guess(void) {
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
-    /* random values, mostly raw: a first guess of twice the bytes holds */
     struct table_src random = table_random(&schema, 300 * 20, 100, 91);
-    /* values that repeat: each partition's buffers decode to several times
-     * their bytes, more than the guess the random read leaves */
-    struct table_src repeating = table_random(&schema, 300 * 400, 0, 92);
+    struct table_src repeating = table_random(&schema, 300 * ROWS, 0, 92);
     make_compressible(&repeating);
-    static const char *const STEP[] = {"random values, the device's first read",
-                                       "repeating values, after the random read",
-                                       "repeating values, again"};
-    static const int64_t WAITS[] = {0, 2, 0};
-    for (int k = 0; k < 3; k++) {
-      check_context("%s, %s", STEP[k], pinned ? "pinned" : "malloc'd");
-      const struct table_src *src = k == 0 ? &random : &repeating;
-      struct parts ps = cut(src, 300, 1, &java, 0, pinned ? dev : NULL);
-      const int64_t whole = device_path_reads;
-      last_decode_waits = -1;
-      read_and_check(dev, &ps, src, 300);
-      CHECK_EQ_I64(device_path_reads - whole, 1);
-      CHECK_EQ_I64(last_decode_waits, WAITS[k]);
+    struct table_src zeros = table_random(&wide_schema, 300 * 400, 0, 94);
+    memset(zeros.cols[0].values, 0, (size_t)zeros.rows * 8);
+    /* 128 partitions of 40 KB of random int64s: over 4 MiB in all */
+    struct table_src large = table_random(&wide_schema, 128 * 5000, 0, 93);
+    static const struct {
+      const char *what;
+      int src; /* 0 random, 1 repeating, 2 zeros, 3 large */
+      int n, broken;
+      int64_t waits; /* -1: either way */
+    } STEPS[] = {{"random values, the device's first read", 0, 300, 0, 0},
+                 {"repeating values, after the random read", 1, 300, 0, 2},
+                 {"repeating values, again", 1, 300, 0, 0},
+                 {"repeating values, partition 5 broken", 1, 300, 1, -1},
+                 {"repeating values, after the broken read", 1, 300, 0, 0},
+                 {"zeros, after repeating values", 2, 300, 0, -1},
+                 {"zeros, again", 2, 300, 0, 1},
+                 {"random values, after zeros", 0, 300, 0, 1},
+                 {"more than 4 MiB of partitions", 3, 128, 0, 1}};
+    for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
+      check_context("%s, %s", STEPS[k].what, pinned ? "pinned" : "malloc'd");
+      const struct table_src *src = STEPS[k].src == 0   ? &random
+                                    : STEPS[k].src == 1 ? &repeating
+                                    : STEPS[k].src == 2 ? &zeros
+                                                        : &large;
+      /* (expect_failure counts what stays in the pinned pool: none of its own) */
+      struct parts ps = cut(src, STEPS[k].n, 1, &java, 0,
+                            pinned && !STEPS[k].broken ? dev : NULL);
+      int64_t bytes = 0;
+      for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
+      CHECK((bytes > (int64_t)4 << 20) == (STEPS[k].src == 3));
+      if (STEPS[k].broken) {
+        break_partition_5(&ps);
+        expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 0, -1, "not the");
+      } else {
+        const int64_t whole = device_path_reads;
+        last_decode_waits = -1;
+        read_and_check(dev, &ps, src, STEPS[k].n);
+        CHECK_EQ_I64(device_path_reads - whole, 1);
+        if (STEPS[k].waits >= 0) CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
+      }
       parts_free(&ps);
     }
+    /* three batches a partition, the device path forced: its first pass
+     * leaves them all, the gate is shut, and the host path reads them (a
+     * hostile test: the checks of such a read's stats did not count the
+     * launches and the wait of an attempt in one go) */
+    check_context("three batches a partition, the device path forced, %s",
+                  pinned ? "pinned" : "malloc'd");
+    parse_where = FUNNEL_PARSE_DEVICE;
+    struct parts three = cut(&repeating, 100, 3, &java, 0, pinned ? dev : NULL);
+    const int64_t whole = device_path_reads;
+    read_and_check(dev, &three, &repeating, 100);
+    CHECK_EQ_I64(device_path_reads - whole, 0);
+    parse_where = FUNNEL_PARSE_AUTO;
+    parts_free(&three);
     table_src_free(&random);
     table_src_free(&repeating);
-    /* 128 partitions of 160 KB of random int64s: over 16 MiB in all */
-    check_context("more than 16 MiB of partitions, %s", pinned ? "pinned" : "malloc'd");
-    static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
-    static const struct iw_schema wide_schema = {1, wide, 0};
-    struct table_src large = table_random(&wide_schema, 128 * 20000, 0, 93);
-    struct parts ps = cut(&large, 128, 1, &java, 0, pinned ? dev : NULL);
-    int64_t bytes = 0;
-    for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
-    CHECK(bytes > (int64_t)16 << 20);
-    const int64_t whole = device_path_reads;
-    last_decode_waits = -1;
-    read_and_check(dev, &ps, &large, 128);
-    CHECK_EQ_I64(device_path_reads - whole, 1);
-    CHECK_EQ_I64(last_decode_waits, 1);
-    parts_free(&ps);
+    table_src_free(&zeros);
     table_src_free(&large);
     CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
     funnel_device_close(dev);

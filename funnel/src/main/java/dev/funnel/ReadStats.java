@@ -31,12 +31,13 @@ package dev.funnel;
  * where they lie: up to one copy per compressed partition more. A read of LZ4 bodies by the device
  * path decodes every frame there ({@code deviceDecoded} of them, to {@code bytesDeviceDecoded};
  * {@code bytesDecoded} counts the raw buffers too, {@code decodeNanos} and {@code decodedPinned}
- * are 0) and makes two launches more (the first pass and the decoder). A small one (up to 16 MiB
+ * are 0) and makes two launches more (the first pass and the decoder). A small one (up to 4 MiB
  * of partitions) makes both passes in one go, from a guess of the bytes its frames decode to
- * ({@code decodeWaits} 0); a larger one waits once more, for the first pass's sizes, and makes two
- * copies more, the args and summary again ({@code decodeWaits} 1); a small one whose frames
- * decode to more than the guess waits for the first pass's summary and then goes on as a larger
- * one does ({@code decodeWaits} 2: two waits, and the three launches after the first pass again).
+ * ({@code decodeWaits} 0); a larger one, or one whose guess would hold more than 4 times its
+ * bytes, waits once more, for the first pass's sizes, and makes two copies more, the args and
+ * summary again ({@code decodeWaits} 1); a small one whose first pass left a partition or decoded
+ * more than the guess waits for the first pass's summary and then goes on as a larger one does
+ * ({@code decodeWaits} 2: two waits, and the launches after the first pass again).
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link

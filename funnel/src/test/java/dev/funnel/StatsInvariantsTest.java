@@ -178,13 +178,25 @@ class StatsInvariantsTest extends DeviceTestCase {
     assertStatsInvariants(stats(dropped), 10);
     assertEachBreaks(decoded, List.of(Map.of("concatLaunches", 3L), Map.of("syncsInRead", 0L),
         Map.of("syncsInRead", 3L)));
-    // LZ4 bodies by the device path: two copies, two launches and a wait more
+    // LZ4 bodies by the device path, waiting for the first pass: two copies, two launches and a
+    // wait more
     Map<String, Long> unpacked = Map.of("deviceParsed", 10L, "compressedPartitions", 10L,
         "deviceDecoded", 30L, "h2dCopies", 13L, "concatLaunches", 5L, "deviceCallsParse", 9L,
-        "syncsInRead", 2L);
+        "syncsInRead", 2L, "decodeWaits", 1L);
     assertStatsInvariants(stats(unpacked), 10);
     assertEachBreaks(unpacked, List.of(Map.of("h2dCopies", 14L), Map.of("concatLaunches", 6L),
         Map.of("syncsInRead", 1L), Map.of("syncsInRead", 3L), Map.of("deviceCallsPlan", 1L)));
+    // ... in one go: two launches more, no copy and no wait more
+    Map<String, Long> oneGo = new HashMap<>(unpacked);
+    oneGo.putAll(Map.of("h2dCopies", 11L, "syncsInRead", 1L, "decodeWaits", 0L));
+    assertStatsInvariants(stats(oneGo), 10);
+    assertEachBreaks(oneGo, List.of(Map.of("h2dCopies", 12L), Map.of("concatLaunches", 6L),
+        Map.of("syncsInRead", 2L)));
+    // ... in one go, the gate found shut: the launches after the first pass and two waits more
+    Map<String, Long> shut = new HashMap<>(unpacked);
+    shut.putAll(Map.of("concatLaunches", 9L, "syncsInRead", 3L, "decodeWaits", 2L));
+    assertStatsInvariants(stats(shut), 10);
+    assertEachBreaks(shut, List.of(Map.of("concatLaunches", 10L), Map.of("syncsInRead", 2L)));
     // the host path after an attempt: the attempt's copies, three launches and two waits more
     Map<String, Long> left = Map.of("deviceParsed", 10L, "deviceLeft", 1L, "h2dCopies", 22L,
         "concatLaunches", 4L, "syncsInRead", 2L);
@@ -274,6 +286,7 @@ class StatsInvariantsTest extends DeviceTestCase {
         "syncsInRead", 0L, "deviceParsed", 0L, "deviceLeft", 0L));
     values.put("compressedPartitions", 0L);
     values.put("deviceDecoded", 0L);
+    values.put("decodeWaits", 0L);
     values.putAll(overrides);
     RecordComponent[] components = ReadStats.class.getRecordComponents();
     Class<?>[] types = new Class<?>[components.length];

@@ -405,11 +405,14 @@ final class TestSupport {
     boolean attempt = s.deviceParsed() > 0;
     boolean onDevice = s.parsedOnDevice();
     // LZ4 bodies read by the device path: its first pass (the unpack) and the decoder's launch;
-    // when it waited for the first pass (decodeWaits 1, or 2 after a guess that fell short), the
-    // args and summary uploaded again, and after a short guess the launches after the first pass
-    // again
+    // when it waited for the first pass (decodeWaits 1, or 2 after it went in one go and found
+    // the gate shut), the args and summary uploaded again, and after a shut gate the launches
+    // after the first pass again. An attempt at LZ4 bodies the host path then read (its
+    // partitions compressed): the same launches, and its waits for the first pass, at most
+    // decodeWaits more
     boolean unpacked = onDevice && s.compressedPartitions() > 0;
-    long waits = unpacked ? s.decodeWaits() : 0;
+    boolean lz4Attempt = attempt && !onDevice && s.compressedPartitions() > 0;
+    long waits = unpacked || (attempt && !onDevice) ? s.decodeWaits() : 0;
     // the host path's LZ4 decoding on the device: its launch, and the wait for its statuses
     // before the concat; it may read pinned partitions' frames where they lie, a copy of each
     // such partition more
@@ -419,14 +422,17 @@ final class TestSupport {
             + (decoder > 0 ? s.compressedPartitions() : 0) + (waits > 0 ? 2 : 0);
     // the device path's parse: one launch, or one a part when it overlapped the copies
     long parses = Math.max(1, s.overlapParts());
+    long zLaunches = waits == 2 ? 6 : 2;
     long launches =
         onDevice
-            ? (unpacked ? (waits == 2 ? 8 : 4) : 2) + parses
-            : s.columnSets() + (attempt ? 2 + parses : 0) + decoder;
+            ? 2 + parses + (unpacked ? zLaunches : 0)
+            : s.columnSets() + (attempt ? 2 + parses : 0) + (lz4Attempt ? zLaunches : 0)
+                + decoder;
     long base = (onDevice ? 1 + waits : attempt ? 2 : 0) + decoder;
     // compressed partitions after an uncompressed first one: the early copies are dropped
     long syncs =
         !onDevice && s.compressedPartitions() > 0 && s.syncsInRead() == base + 1 ? base + 1 : base;
+    long syncsMost = onDevice ? syncs : syncs + waits;
     assertAll(
         "stats invariants of " + s,
         () -> assertEquals(partitions, s.partitions(), "partitions"),
@@ -436,8 +442,10 @@ final class TestSupport {
             "concatLaunches " + s.concatLaunches() + " > " + launches),
         () -> assertEquals(0, onDevice ? 0 : s.deviceCallsParse(), "device calls while parsing"),
         () -> assertEquals(0, s.deviceCallsPlan(), "device calls while planning"),
-        () -> assertEquals(
-            syncs, s.syncsInRead(), "synchronizations inside read (the device path's 1)"));
+        () -> assertTrue(
+            s.syncsInRead() >= syncs && s.syncsInRead() <= syncsMost,
+            "synchronizations inside read (the device path's 1): " + s.syncsInRead()
+                + " not in [" + syncs + ", " + syncsMost + "]"));
   }
 
   // ---------------------------------------------------- the independent answer
