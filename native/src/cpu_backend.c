@@ -94,9 +94,7 @@ static void *worker(void *arg) {
           break;
         }
         /* one compilation of the stages runs every read alike */
-        funnel__dp_run_cpu(t->stage & ~(FUNNEL_DP_STAGE_NESTED | FUNNEL_DP_STAGE_VAR |
-                                        FUNNEL_DP_STAGE_GATED),
-                           t->dst,
+        funnel__dp_run_cpu(t->stage & ~(FUNNEL_DP_STAGE_NESTED | FUNNEL_DP_STAGE_VAR), t->dst,
                            t->first, t->count, t->count2);
         break;
       case TASK_SIGNAL:

@@ -38,8 +38,10 @@ static void layout(struct funnel__dp_args *a) {
 
 void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t first, int64_t n,
                         int64_t m) {
-  if (funnel__dp_shut(a)) return; /* a gated pass (dpath.h; no cost here to ask every stage) */
-  switch (stage) {
+  /* a gated pass's parse and scan, as the kernels ask (dpath.h); its concat
+   * copies nothing unless the layout ran */
+  if ((stage & FUNNEL_DP_STAGE_GATED) && funnel__dp_shut(a)) return;
+  switch (stage & ~FUNNEL_DP_STAGE_GATED) {
     case FUNNEL_DP_PARSE: {
       /* the metadata walked in a copy, as the kernel walks it */
       uint64_t stage[FUNNEL__DP_STAGE_BYTES / 8];

@@ -261,6 +261,22 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
   }
 }
 
+/* The first pass's summary to the host's copy, after the work `w` holds
+ * (`st`: its enqueues' status so far); waits for it all. */
+static int first_summary_back(struct funnel_table *t, struct funnel__work *w, int st,
+                              const struct dp_layout *l, uint8_t *host, void *stream,
+                              struct funnel_error *error) {
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(
+        w, funnel__dev_copy_d2h_async(&t->dev->be, host + l->summary_back,
+                                      t->dp_scratch + (uint64_t)l->summary,
+                                      (size_t)l->summary_bytes, stream, error));
+  bool abandoned;
+  st = funnel__work_finish(w, st, true, &abandoned, error);
+  if (abandoned) funnel__table_abandon(t);
+  return st;
+}
+
 /* A read of LZ4 bodies, its first pass: the copies, the upload of the
  * head, the unpack (dpath.h: the buffers' jobs, the decoded buffers'
  * size), the copy back of the summary; waits for it all. */
@@ -280,15 +296,7 @@ static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
                                                             t->dp_scratch, t->plan.n_parts,
                                                             l->parse_lanes, stream, error));
-  if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(
-        &w, funnel__dev_copy_d2h_async(be, host + l->summary_back,
-                                       t->dp_scratch + (uint64_t)l->summary,
-                                       (size_t)l->summary_bytes, stream, error));
-  bool abandoned;
-  st = funnel__work_finish(&w, st, true, &abandoned, error);
-  if (abandoned) funnel__table_abandon(t);
-  return st;
+  return first_summary_back(t, &w, st, l, host, stream, error);
 }
 
 /* `stream` joins the second stream's work: an event recorded there, which
@@ -697,14 +705,8 @@ static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, ui
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
-  w.enqueued = true;
-  int st = funnel__work_enqueued(
-      &w, funnel__dev_copy_d2h_async(be, host + l->summary_back, t->dp_scratch + (uint64_t)l->summary,
-                                     (size_t)l->summary_bytes, stream, error));
-  bool abandoned;
-  st = funnel__work_finish(&w, st, true, &abandoned, error);
-  if (abandoned) funnel__table_abandon(t);
-  if (st != FUNNEL_OK) return st;
+  w.enqueued = true; /* the one go's */
+  FUNNEL_RETURN_NOT_OK(first_summary_back(t, &w, FUNNEL_OK, l, host, stream, error));
   funnel__dev_free(be, t->zscratch, stream);
   funnel__dev_free(be, t->out, stream);
   t->zscratch = t->out = 0;
