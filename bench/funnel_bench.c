@@ -33,9 +33,8 @@
  *                are printed under its row)
  *   funnel_host_decode  every buffer decoded on the host threads into the
  *                pinned pool, one copy up (FUNNEL_DECODE_HOST)
- *   funnel_gpu_decode  the LZ4 values' frames go up compressed and the
- *                device decodes them (FUNNEL_DECODE_DEVICE; a ZSTD read
- *                decodes on the host all the same)
+ *   funnel_gpu_decode  the values' frames go up compressed and the device
+ *                decodes them (FUNNEL_DECODE_DEVICE: LZ4 and ZSTD)
  *   host_decompress_concat  what a plugin does today, as a lower bound: one
  *                thread decompresses every buffer (iw_decompress_buffer:
  *                liblz4, libzstd) straight to its final place in one pinned
@@ -1641,9 +1640,9 @@ static void usage(FILE *f) {
           "                funnel_direct, funnel_host, funnel_device, naive, host_concat,\n"
           "                batched_scatter, kernel, d2d, host_decompress_concat; on\n"
           "                compressed rows funnel_host_decode and funnel_gpu_decode (funnel\n"
-          "                with every buffer decoded on the host threads, or the LZ4 values\n"
-          "                on the device) too, and naive, host_concat and batched_scatter\n"
-          "                do not apply\n"
+          "                with every buffer decoded on the host threads, or the values on\n"
+          "                the device, LZ4 and ZSTD) too, and naive, host_concat and\n"
+          "                batched_scatter do not apply\n"
           "  --concurrent  N reads at once, as a Spark executor's tasks make them: N - 1\n"
           "                threads read the same partitions again and again (a reader each,\n"
           "                so a stream each) while every strategy is measured (default 1)\n"

@@ -178,6 +178,7 @@ extern "C" __global__ void funnel_concat(const funnel__segment *segments, int64_
 #include "flatbuf.h" /* dpath.h's headers, at file scope: both compilations use them */
 #include "tuning.h"
 extern "C" {
+#include "zstddec.h"
 #include "lz4dec.h" /* dpath.h's too (a compressed read's jobs), and the decoder's below */
 }
 #define FUNNEL_DP_FLAT_ONLY
@@ -220,6 +221,31 @@ extern "C" __global__ void __launch_bounds__(64, 14)
   for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {
     const funnel__lz4_job job = jobs[j];
     const int st = funnel__lz4_job_run(&job, base, lane, 32, &scratch[threadIdx.x / 32]);
-    if (lane == 0) jobs[j].status = st;
+    if (lane == 0 && st >= 0) jobs[j].status = st;
+  }
+}
+
+// ------------------------------------------------------- ZSTD decoding
+// A list of jobs with ZSTD ones among them (zstddec.h): a warp a buffer,
+// one a block (its tables and a batch of sequences, about 12 KiB of
+// shared memory: 16 blocks an SM, at most 128 registers), the warps
+// striding over the jobs; its LZ4 ones too, as funnel_lz4_decode runs them
+// (the scratch is either's), so that a read decodes in one launch. No
+// gate: the device path's one-go reads decode LZ4 only.
+
+extern "C" __global__ void __launch_bounds__(32, 16)
+    funnel_zstd_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base) {
+  __shared__ union {
+    funnel__zstd_scratch z;
+    funnel__lz4_scratch l;
+  } scratch;
+  const unsigned lane = threadIdx.x & 31;
+  for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
+    const funnel__lz4_job job = jobs[j];
+    const int st = job.kind == FUNNEL__ZSTD_FRAMES
+                       ? funnel__zstd_job_run(&job, base, lane, 32, &scratch.z)
+                       : funnel__lz4_job_run(&job, base, lane, 32, &scratch.l);
+    if (lane == 0 && st >= 0) jobs[j].status = st;
+    __syncwarp();
   }
 }

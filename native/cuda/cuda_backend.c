@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "lz4dec.h"
+#include "zstddec.h"
 #include "dpath.h"
 #include "tuning.h"
 
@@ -55,6 +56,7 @@ struct cuda {
   CUfunction dpath[6]; /* by enum funnel__dp_stage; then the nested reads' (concat.cu) */
   CUfunction concat_var; /* FUNNEL_DP_STAGE_VAR */
   CUfunction lz4;      /* FUNNEL_DP_STAGE_LZ4 */
+  CUfunction zstd;     /* FUNNEL_DP_STAGE_ZSTD */
   /* CUDA 13 drivers: many copies in one call (NULL on older drivers) */
   __typeof__(&cuMemcpyBatchAsync) cuMemcpyBatchAsync;
   int fatal; /* a sticky error was seen: the context is unusable */
@@ -262,6 +264,20 @@ static int cuda_launch(struct funnel_backend *be, uint64_t segments, int64_t cou
 static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args, int64_t first,
                              int64_t n, int64_t m, void *stream, struct funnel_error *error) {
   struct cuda *cu = CUDA(be);
+  if (stage == FUNNEL_DP_STAGE_ZSTD) {
+    /* a warp a block, a block a job (its tables fill a block's shared
+     * memory); the blocks stride over the jobs */
+    if (n <= 0) return FUNNEL_OK;
+    int64_t gx = n < FUNNEL__CONCAT_MAX_BLOCKS ? n : FUNNEL__CONCAT_MAX_BLOCKS;
+    FUNNEL_RETURN_NOT_OK(enter(cu, error));
+    CUdeviceptr a = (CUdeviceptr)args;
+    uint64_t base = (uint64_t)m;
+    void *params[] = {&a, &n, &base};
+    int st = CU(cuLaunchKernel, (cu->zstd, (unsigned)gx, 1, 1, 32, 1, 1, 0, (CUstream)stream,
+                                 params, NULL));
+    leave(cu);
+    return st;
+  }
   if (stage == FUNNEL_DP_STAGE_LZ4) {
     /* a warp a job, two a block: the jobs spread evenly over the SMs (a
      * read has a few thousand, too few to fill the device) */
@@ -598,6 +614,7 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   for (int k = 0; k < 6 && st == FUNNEL_OK; k++)
     st = CU(cuModuleGetFunction, (&cu->dpath[k], cu->module, dpath_kernels[k]));
   if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->lz4, cu->module, "funnel_lz4_decode"));
+  if (st == FUNNEL_OK) st = CU(cuModuleGetFunction, (&cu->zstd, cu->module, "funnel_zstd_decode"));
   if (st == FUNNEL_OK)
     st = CU(cuModuleGetFunction, (&cu->concat_var, cu->module, "funnel_dp_concat_var"));
   if (st == FUNNEL_OK) {

@@ -395,9 +395,10 @@ enum funnel_parse {
 
 /* Where a read decodes compressed record batch bodies (FUNNEL_OPTION_DECODE).
  * The host threads decode every buffer with liblz4 and libzstd, into the
- * pinned pool, from where it goes up; the device can decode LZ4_FRAME
- * buffers, so the link carries fewer bytes. A read by the device path
- * (FUNNEL_OPTION_PARSE) decodes all of them there. A read by the host path
+ * pinned pool, from where it goes up; the device can decode LZ4_FRAME and
+ * ZSTD buffers, so the link carries fewer bytes. A read by the device path
+ * (FUNNEL_OPTION_PARSE) decodes its LZ4 bodies there (a read of ZSTD
+ * bodies goes by the host path). A read by the host path
  * decodes there the buffers whose bytes the host does not read (the values
  * and string bytes; validity bitmaps and offsets are read by the read's
  * checks and decoded on the host): their frames go up compressed and a
@@ -409,20 +410,23 @@ enum funnel_parse {
  * decodes the frame whole (the device path always; the host path unless a
  * frame of several independent blocks is decoded a block a warp, whose
  * content checksum then goes unverified); the host threads verify them
- * all (liblz4). */
+ * all (liblz4). The device verifies a ZSTD frame's content checksum
+ * (XXH64) when it has one, and refuses a frame with a dictionary or a
+ * window over 128 MiB (libzstd's default limit), which the host then
+ * decodes or names. */
 enum funnel_decode {
   /* On a device backend (cuda): a read by the device path (many small
    * partitions) decodes its LZ4 bodies on the device. The host path
-   * decodes there LZ4 reads with at least 8 MiB of values to decode when
-   * the device looks faster (a warp decodes a buffer, or an independent
-   * block, one sequence after another: a few long buffers decode faster
-   * on the host threads, many on the device), on the host threads
-   * otherwise. On the cpu backend: HOST. The default unless
+   * decodes there, codec by codec, LZ4 or ZSTD values of a read with at
+   * least 8 MiB of them when the device looks faster (a warp decodes a
+   * buffer, or an LZ4 frame's independent block: a few long buffers
+   * decode faster on the host threads, many on the device), on the host
+   * threads otherwise. On the cpu backend: HOST. The default unless
    * FUNNEL_DECODE=host|device in the environment when the device opened
    * says otherwise */
   FUNNEL_DECODE_AUTO = 0,
   FUNNEL_DECODE_HOST = 1,
-  /* every LZ4 value buffer of the read (the cpu backend runs the same
+  /* every LZ4 and ZSTD value buffer of the read (the cpu backend runs the same
    * decoder on its stream: for tests). On the host path the frames and the
    * decoder's jobs need a block of the pinned pool; without room for it
    * the host threads decode every buffer, as HOST (stats.device_decoded

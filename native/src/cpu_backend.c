@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "dpath.h" /* FUNNEL_DP_STAGE_NESTED */
 #include "lz4dec.h"
+#include "zstddec.h"
 #include "dpath_cpu.h"
 
 enum task_kind { TASK_COPY, TASK_CONCAT, TASK_DPATH, TASK_SIGNAL, TASK_WAIT, TASK_STOP };
@@ -86,6 +87,11 @@ static void *worker(void *arg) {
         funnel__concat_segments(t->src, t->count);
         break;
       case TASK_DPATH:
+        if (t->stage == FUNNEL_DP_STAGE_ZSTD) { /* every job, as the kernel */
+          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
+          funnel__zstd_run_jobs(t->dst, t->count, (uint64_t)t->count2);
+          break;
+        }
         if (t->stage == FUNNEL_DP_STAGE_LZ4) {
           /* first: a gated pass's args (dpath.h), as the kernel takes it */
           const struct funnel__dp_args *gate = (const struct funnel__dp_args *)(uintptr_t)t->first;

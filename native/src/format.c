@@ -539,7 +539,7 @@ static int decoded_layout(const uint8_t *bytes, const struct message *m,
    * the schema's (for the counts of frames of values) */
   int32_t n_schema = 0;
   for (int i = 0; schema != NULL && i < schema->n_fields; i++) n_schema += schema->fields[i].n_buffers;
-  const bool counted = b->codec == FUNNEL__CODEC_LZ4_FRAME && n_schema == b->n_buffers;
+  const bool counted = b->codec != FUNNEL__CODEC_NONE && n_schema == b->n_buffers;
   int field = 0, j = 0;
   for (int32_t k = 0; k < b->n_buffers; k++) {
     const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);

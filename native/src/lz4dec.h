@@ -768,10 +768,12 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
 }
 
 /* Decodes job `j`, its dst `base` more (every lane of a group of `lanes`
- * calls it, with the group's scratch). */
+ * calls it, with the group's scratch): its status, or -1 for a job of
+ * another decoder's (zstddec.h's), left alone. */
 FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned lane,
                                   unsigned lanes, struct funnel__lz4_scratch *sc) {
   if (j->kind == FUNNEL__LZ4_SKIP) return FUNNEL__LZ4_OK;
+  if (j->kind > FUNNEL__LZ4_SKIP) return -1;
   const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
   uint8_t *dst = (uint8_t *)(uintptr_t)(j->dst + base);
   if (j->kind == FUNNEL__LZ4_FRAMES)
@@ -822,7 +824,10 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
 /* Runs the jobs on this thread, as the cpu backend's stream does. */
 FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
   struct funnel__lz4_scratch sc;
-  for (int64_t j = 0; j < n; j++) jobs[j].status = funnel__lz4_job_run(&jobs[j], base, 0, 1, &sc);
+  for (int64_t j = 0; j < n; j++) {
+    const int st = funnel__lz4_job_run(&jobs[j], base, 0, 1, &sc);
+    if (st >= 0) jobs[j].status = st;
+  }
 }
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "flatbuf.h"
 #include "lz4dec.h"
+#include "zstddec.h"
 #include "read.h"
 #include "workers.h"
 
@@ -230,12 +231,17 @@ static uint8_t *value_buffers(const struct funnel__schema *schema, struct funnel
   return v;
 }
 
-/* Whether the device decodes buffer k of batch b: an LZ4 frame (not raw:
- * -1) of values. */
+/* The codecs the device decodes in a read (dd_layout), a bit each. */
+#define DD_LZ4 (1 << FUNNEL__CODEC_LZ4_FRAME)
+#define DD_ZSTD (1 << FUNNEL__CODEC_ZSTD)
+
+/* Whether the device decodes buffer k of batch b: a frame (not raw: -1)
+ * of values, in one of the `codecs` it decodes. */
 static bool device_buffer(const uint8_t *values, int32_t n_values,
                           const struct funnel__partition *part, const struct funnel__batch *b,
-                          int32_t k) {
-  if (b->codec != FUNNEL__CODEC_LZ4_FRAME || b->n_buffers != n_values || !values[k]) return false;
+                          int32_t k, int codecs) {
+  if (b->codec < 0 || !(codecs & (1 << b->codec)) || b->n_buffers != n_values || !values[k])
+    return false;
   const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
   const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
   return len > 8 && (int64_t)funnel__ld64(part->bytes + b->body + off) >= 0 &&
@@ -249,17 +255,20 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
  * few long buffers take the device longer than the host: 50 blocks of 160
  * KB are 7 ms on the H100 and 0.7 ms on its 16 host threads; and so do
  * many tiny ones, each of which costs the host its layout (tuning.h). */
-static bool device_pays(const struct funnel_backend *be, int64_t bytes, int64_t zbytes,
-                        int64_t jobs, int64_t longest) {
+static bool device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
+                        int64_t zbytes, int64_t jobs, int64_t longest) {
   if (bytes < FUNNEL__DEVICE_DECODE_MIN) return false;
-  const int64_t at_once = be->multiprocessors > 0
-                              ? (int64_t)be->multiprocessors * FUNNEL__DEVICE_DECODE_WARPS_SM
-                              : FUNNEL__DEVICE_DECODE_WARPS;
+  const bool zstd = codec == FUNNEL__CODEC_ZSTD;
+  const int64_t warps_sm = zstd ? FUNNEL__DEVICE_ZSTD_WARPS_SM : FUNNEL__DEVICE_DECODE_WARPS_SM;
+  const double warp_bps = zstd ? FUNNEL__DEVICE_ZSTD_WARP_BPS : FUNNEL__DEVICE_DECODE_WARP_BPS;
+  const double host_bps = zstd ? FUNNEL__HOST_ZSTD_THREAD_BPS : FUNNEL__HOST_DECODE_THREAD_BPS;
+  const int64_t at_once = be->multiprocessors > 0 ? (int64_t)be->multiprocessors * warps_sm
+                                                  : FUNNEL__DEVICE_DECODE_WARPS;
   const double waves = (double)((jobs + at_once - 1) / at_once);
-  const double device = (double)longest / FUNNEL__DEVICE_DECODE_WARP_BPS * waves +
+  const double device = (double)longest / warp_bps * waves +
                         (double)zbytes / FUNNEL__DECODE_LINK_BPS +
                         (double)jobs * FUNNEL__DEVICE_DECODE_JOB_S;
-  const double host = (double)bytes / (funnel__host_threads() * FUNNEL__HOST_DECODE_THREAD_BPS) +
+  const double host = (double)bytes / (funnel__host_threads() * host_bps) +
                       (double)bytes / FUNNEL__DECODE_LINK_BPS;
   return device < host;
 }
@@ -280,7 +289,7 @@ static bool dd_save(struct funnel__arena *arena, const struct funnel__partition 
     if (pv[p].image_length == 0) continue;
     nv += 1 + 2 * (size_t)pv[p].n_batches;
     for (int64_t b = 0; b < pv[p].n_batches; b++)
-      if (pv[p].batches[b].codec == FUNNEL__CODEC_LZ4_FRAME)
+      if (pv[p].batches[b].codec != FUNNEL__CODEC_NONE)
         ne += 16 * (size_t)pv[p].batches[b].n_buffers;
   }
   u->v = funnel__arena_alloc(arena, (nv ? nv : 1) * sizeof(int64_t));
@@ -293,7 +302,7 @@ static bool dd_save(struct funnel__arena *arena, const struct funnel__partition 
       const struct funnel__batch *b = &pv[p].batches[bi];
       u->v[i++] = b->dbody;
       u->v[i++] = b->dbody_length;
-      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
+      if (b->codec == FUNNEL__CODEC_NONE) continue;
       memcpy(u->entries + e, b->dbuffers, 16 * (size_t)b->n_buffers);
       e += 16 * (size_t)b->n_buffers;
     }
@@ -310,7 +319,7 @@ static void dd_restore(struct funnel__partition *pv, size_t count, const struct 
       struct funnel__batch *b = &pv[p].batches[bi];
       b->dbody = u->v[i++];
       b->dbody_length = u->v[i++];
-      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
+      if (b->codec == FUNNEL__CODEC_NONE) continue;
       memcpy((uint8_t *)b->dbuffers, u->entries + e, 16 * (size_t)b->n_buffers);
       e += 16 * (size_t)b->n_buffers;
       b->ddev = NULL;
@@ -331,48 +340,63 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
   const bool cpu = t->dev->be.arrow_device_type == ARROW_DEVICE_CPU;
   if (decode == FUNNEL_DECODE_HOST || (decode == FUNNEL_DECODE_AUTO && cpu) || schema == NULL)
     return 0;
+  /* the codecs the device decodes: AUTO decides each by its own rates */
+  int codecs = DD_LZ4 | DD_ZSTD;
   if (decode == FUNNEL_DECODE_AUTO) {
     /* first from what the parse counted, a batch at a time: the device's
      * least cost (a job a frame, none of them long) against the host's.
      * Most reads the host takes are decided here, without the walk below
      * of every frame's blocks on this thread (which cost a read of 50,000
      * small partitions 20 ms) */
-    int64_t frames = 0, fbytes = 0, fzbytes = 0;
+    int64_t frames[2] = {0}, fbytes[2] = {0}, fzbytes[2] = {0};
     for (size_t p = 0; p < count; p++)
       for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++) {
-        frames += pv[p].batches[b].value_frames;
-        fbytes += pv[p].batches[b].value_bytes;
-        fzbytes += pv[p].batches[b].value_zbytes;
+        const int c = pv[p].batches[b].codec;
+        if (c < 0) continue;
+        frames[c] += pv[p].batches[b].value_frames;
+        fbytes[c] += pv[p].batches[b].value_bytes;
+        fzbytes[c] += pv[p].batches[b].value_zbytes;
       }
-    if (!device_pays(&t->dev->be, fbytes, fzbytes, frames, 0)) return 0;
+    for (int c = 0; c < 2; c++)
+      if (!device_pays(&t->dev->be, c, fbytes[c], fzbytes[c], frames[c], 0)) codecs &= ~(1 << c);
+    if (codecs == 0) return 0;
   }
   int32_t n_values = 0;
   const uint8_t *values = value_buffers(schema, &t->arena, &n_values);
   if (values == NULL) return -1;
-  int64_t n = 0, bytes = 0, zbytes = 0, n_jobs = 0, longest = 0;
+  /* per codec: the buffers, their bytes decoded and compressed, their jobs
+   * and the longest */
+  int64_t nc[2] = {0}, bytes[2] = {0}, zbytes[2] = {0}, n_jobs[2] = {0}, longest[2] = {0};
   for (size_t p = 0; p < count; p++)
     for (int64_t b = 0; pv[p].image_length > 0 && b < pv[p].n_batches; b++) {
       const struct funnel__batch *batch = &pv[p].batches[b];
+      const int c = batch->codec;
       for (int32_t k = 0; k < batch->n_buffers; k++) {
-        if (!device_buffer(values, n_values, &pv[p], batch, k)) continue;
+        if (!device_buffer(values, n_values, &pv[p], batch, k, codecs)) continue;
         const int64_t want = (int64_t)funnel__ld64(batch->dbuffers + 16 * k + 8);
         const int64_t len = (int64_t)funnel__ld64(batch->buffers + 16 * k + 8) - 8;
-        n++;
-        bytes += want;
-        zbytes += len;
+        nc[c]++;
+        bytes[c] += want;
+        zbytes[c] += len;
         if (decode != FUNNEL_DECODE_AUTO) continue;
-        /* its jobs, as below: a block each where the frame's are independent */
-        const int64_t blocks = funnel__lz4_split(
-            pv[p].bytes + batch->body + (int64_t)funnel__ld64(batch->buffers + 16 * k) + 8, len,
-            want, 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX);
-        n_jobs += blocks > 0 ? blocks : 1;
+        /* its jobs, as below: an LZ4 block each where the frame's are
+         * independent; a ZSTD frame whole */
+        const int64_t blocks =
+            c != FUNNEL__CODEC_LZ4_FRAME
+                ? 0
+                : funnel__lz4_split(
+                      pv[p].bytes + batch->body + (int64_t)funnel__ld64(batch->buffers + 16 * k) + 8,
+                      len, want, 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX);
+        n_jobs[c] += blocks > 0 ? blocks : 1;
         const int64_t job = blocks > 0 ? (want + blocks - 1) / blocks : want;
-        if (job > longest) longest = job;
+        if (job > longest[c]) longest[c] = job;
       }
     }
-  if (n == 0 ||
-      (decode == FUNNEL_DECODE_AUTO && !device_pays(&t->dev->be, bytes, zbytes, n_jobs, longest)))
-    return 0;
+  for (int c = 0; c < 2 && decode == FUNNEL_DECODE_AUTO; c++)
+    if (!device_pays(&t->dev->be, c, bytes[c], zbytes[c], n_jobs[c], longest[c]))
+      codecs &= ~(1 << c);
+  const int64_t n = ((codecs & DD_LZ4) ? nc[0] : 0) + ((codecs & DD_ZSTD) ? nc[1] : 0);
+  if (n == 0) return 0;
   /* the frames stay where they lie when every partition holding them is
    * pinned (the pool's): no copy of them into the block on the host */
   const struct funnel__pool_span span = funnel__pool_span(&t->dev->pool);
@@ -399,7 +423,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
     for (int64_t bi = 0; bi < part->n_batches; bi++) {
       struct funnel__batch *b = &part->batches[bi];
       b->dbody = at;
-      if (b->codec != FUNNEL__CODEC_LZ4_FRAME) { /* laid out as it was */
+      if (b->codec == FUNNEL__CODEC_NONE) { /* laid out as it was */
         at = funnel__align_up(at + b->dbody_length, FUNNEL__ALIGN);
         continue;
       }
@@ -410,7 +434,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
       for (int32_t k = 0; k < b->n_buffers; k++) {
         int64_t e[2];
         memcpy(e, entries + 16 * k, 16);
-        if (device_buffer(values, n_values, part, b, k)) {
+        if (device_buffer(values, n_values, part, b, k, codecs)) {
           ddev[k] = 1;
           const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
           if (in_source) { /* its frame's offset in the partition */
@@ -424,10 +448,15 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
           where[3 * j] = (int64_t)p;
           where[3 * j + 1] = bi;
           where[3 * j + 2] = k;
-          /* a job a block where the frame's blocks are independent */
-          const int64_t blocks = funnel__lz4_split(
-              part->bytes + b->body + (int64_t)funnel__ld64(b->buffers + 16 * k) + 8, len - 8,
-              e[1], 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX);
+          /* a job a block where an LZ4 frame's blocks are independent (a
+           * ZSTD frame is one job) */
+          const int64_t blocks =
+              b->codec != FUNNEL__CODEC_LZ4_FRAME
+                  ? 0
+                  : funnel__lz4_split(
+                        part->bytes + b->body + (int64_t)funnel__ld64(b->buffers + 16 * k) + 8,
+                        len - 8, e[1], 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX);
+          t->dd.codecs |= 1 << b->codec;
           first_job[j] = jobs;
           jobs += blocks > 0 ? blocks : 1;
           j++;
@@ -457,6 +486,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
    * have had the device not been asked */
   if ((*block = funnel__pool_alloc(&t->dev->pool, up)) == NULL) {
     dd_restore(pv, count, &undo);
+    t->dd.codecs = 0;
     return 0;
   }
   /* the device's buffers, relative to their batch's body in the partition's image */

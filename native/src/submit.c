@@ -6,6 +6,7 @@
 
 #include "flatbuf.h"
 #include "lz4dec.h"
+#include "zstddec.h"
 #include "read.h"
 
 /* The segment table: in pinned memory when the pool has room, where the
@@ -90,10 +91,13 @@ static void write_dd_jobs(struct funnel_table *t) {
     struct funnel__lz4_job *out = &jobs[t->dd.first_job[k]];
     const int64_t cap = t->dd.first_job[k + 1] - t->dd.first_job[k];
     /* its blocks a job, as dd_layout counted them, or its frames whole */
-    if (funnel__lz4_split(part->source + b->sbody + off + 8, n, want, src, dst, out, cap) == cap)
+    if (b->codec == FUNNEL__CODEC_LZ4_FRAME &&
+        funnel__lz4_split(part->source + b->sbody + off + 8, n, want, src, dst, out, cap) == cap)
       continue;
-    *out = (struct funnel__lz4_job){.src = src, .src_length = n, .dst = dst, .dst_length = want,
-                                    .kind = FUNNEL__LZ4_FRAMES, .status = -1};
+    *out = (struct funnel__lz4_job){
+        .src = src, .src_length = n, .dst = dst, .dst_length = want,
+        .kind = b->codec == FUNNEL__CODEC_ZSTD ? FUNNEL__ZSTD_FRAMES : FUNNEL__LZ4_FRAMES,
+        .status = -1};
   }
 }
 
@@ -103,7 +107,10 @@ int funnel__dd_run(struct funnel_table *t, void *stream, struct funnel_error *er
   const uint64_t jobs = t->scratch + (uint64_t)(t->dd.at + t->dd.jobs_at);
   const size_t bytes = (size_t)n_jobs * sizeof(struct funnel__lz4_job);
   struct funnel__lz4_job *host = t->dd.jobs;
-  int st = funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, jobs, n_jobs, 0, stream, error);
+  /* one launch: the ZSTD decoder's runs LZ4 jobs too */
+  const int stage = (t->dd.codecs & (1 << FUNNEL__CODEC_ZSTD)) ? FUNNEL_DP_STAGE_ZSTD
+                                                                : FUNNEL_DP_STAGE_LZ4;
+  int st = funnel__dev_launch_dpath(be, stage, jobs, n_jobs, 0, stream, error);
   if (st == FUNNEL_OK) st = funnel__dev_copy_d2h_async(be, host, jobs, bytes, stream, error);
   if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, t->ev_sums, stream, error);

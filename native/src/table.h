@@ -117,6 +117,7 @@ struct funnel_table {
      * src is a frame's offset in its partition, not in the block */
     bool in_source;
     int64_t *src_at;
+    int codecs; /* a bit a codec the jobs decode (1 << enum funnel__codec) */
   } dd;
   struct funnel_read_stats stats;
   /* an imported table (funnel_table_import): its buffers lie in memory

@@ -255,6 +255,21 @@
  * 94 ms against 27 on the host threads, and 10,000x10x100 (about 60,000
  * jobs), 21 against 8.3 ms: 200 to 330 ns a job more. */
 #define FUNNEL__DEVICE_DECODE_JOB_S 300e-9
+/* The same for ZSTD frames (zstddec.h: a warp a frame, a block of its own,
+ * 16 an SM): measured on the H200 host (bench/RESULTS.md, session 41),
+ * the benchmark's ZSTD columns (level 3): a warp of a full wave decodes
+ * about 5 MB/s of mixed columns (200x10x20k mixed, 2,000 frames of 160
+ * KB: 31.7 ms) and 9 MB/s of strings (200x10x5k strings, its longest
+ * frame 171 KB: 20.1 ms); the estimate takes 8. The 16 host threads
+ * (libzstd) decode about 7.6 GB/s of mixed columns, 0.5 GB/s a thread.
+ * With these AUTO takes the device for both of those reads (0.93x to
+ * 0.98x the host's time for the mixed one, 0.84x to 0.91x for the strings
+ * one) and leaves to the host the reads of few or long frames, which it
+ * decodes faster (10x10x20k mixed: 2.3 ms against 20.4; 100x10x20k
+ * strings, frames of about 700 KB: 38 against 41). */
+#define FUNNEL__DEVICE_ZSTD_WARPS_SM 16
+#define FUNNEL__DEVICE_ZSTD_WARP_BPS 8e6
+#define FUNNEL__HOST_ZSTD_THREAD_BPS 0.5e9
 /* The device decodes a buffer of independent LZ4 blocks a block a warp, up
  * to this many blocks (a buffer of more is decoded whole, by one warp). */
 #define FUNNEL__DECODE_BLOCKS_MAX 65536

@@ -40,9 +40,10 @@
  * the host path's.
  *
  * Compressed partitions: their bodies are decoded as a read decodes them
- * (liblz4, libzstd), and the device's LZ4 decoder (lz4dec.h, the warp's
- * code as the cpu backend emulates it) decodes each LZ4 buffer too, whole
- * and block by block, into buffers of exactly the declared length; it
+ * (liblz4, libzstd), and the device's decoders (lz4dec.h, zstddec.h, the
+ * warp's code as the cpu backend runs it) decode each buffer too, an LZ4
+ * one whole and block by block, into buffers of exactly the declared
+ * length; it
  * aborts when the device's bytes differ from the host's where both
  * decoded, or a status is out of range.
  *
@@ -58,6 +59,7 @@
 #include "dpath_cpu.h"
 #include "format.h"
 #include "lz4dec.h"
+#include "zstddec.h"
 #include "plan.h"
 
 #define MAX_PARTS 3
@@ -166,9 +168,9 @@ static void input_free(struct input *in) {
 static const char *const phase_names[] = {"reader schema", "parse", "decode", "plan", "offsets"};
 enum phase { PHASE_SCHEMA, PHASE_PARSE, PHASE_DECODE, PHASE_PLAN, PHASE_OFFSETS };
 
-/* The device's LZ4 decoder over one buffer: whole (its frames) and, where
- * its frame's blocks are independent, a job a block, each into a buffer of
- * exactly the declared length. */
+/* The device's LZ4 or ZSTD decoder over one buffer: whole (its frames)
+ * and, where an LZ4 frame's blocks are independent, a job a block, each
+ * into a buffer of exactly the declared length. */
 #define MAX_DD 64
 struct dd_try {
   int part, batch, k;
@@ -181,7 +183,8 @@ static void device_decode(const struct funnel__partition *part, int p, struct dd
                           int *n_dd) {
   for (int64_t bi = 0; bi < part->n_batches; bi++) {
     const struct funnel__batch *b = &part->batches[bi];
-    if (b->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
+    if (b->codec == FUNNEL__CODEC_NONE) continue;
+    const bool zstd = b->codec == FUNNEL__CODEC_ZSTD;
     for (int32_t k = 0; k < b->n_buffers && *n_dd < MAX_DD; k++) {
       const int64_t off = (int64_t)funnel__ld64(b->buffers + 16 * k);
       const int64_t len = (int64_t)funnel__ld64(b->buffers + 16 * k + 8);
@@ -195,11 +198,14 @@ static void device_decode(const struct funnel__partition *part, int p, struct dd
       d->split = malloc((size_t)want + 1);
       struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)(z + 8), .src_length = len - 8,
                                     .dst = (uint64_t)(uintptr_t)d->whole, .dst_length = want,
-                                    .kind = FUNNEL__LZ4_FRAMES, .status = -1};
-      funnel__lz4_run_jobs(&job, 1, 0);
+                                    .kind = zstd ? FUNNEL__ZSTD_FRAMES : FUNNEL__LZ4_FRAMES,
+                                    .status = -1};
+      if (zstd) funnel__zstd_run_jobs(&job, 1, 0);
+      else funnel__lz4_run_jobs(&job, 1, 0);
       d->status = (int)job.status;
       if (job.status < FUNNEL__LZ4_OK || job.status > FUNNEL__LZ4_DICTIONARY)
-        fail("the device's LZ4 decoder: status %lld", (long long)job.status);
+        fail("the device's %s decoder: status %lld", zstd ? "ZSTD" : "LZ4", (long long)job.status);
+      if (zstd) continue;
       struct funnel__lz4_job blocks[16];
       d->blocks = (int)funnel__lz4_split(z + 8, len - 8, want, (uint64_t)(uintptr_t)(z + 8),
                                          (uint64_t)(uintptr_t)d->split, blocks, 16);
@@ -682,8 +688,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       const struct funnel__batch *b = &part->batches[d->batch];
       const int64_t at = (int64_t)funnel__ld64(b->dbuffers + 16 * d->k);
       if (memcmp(d->whole, images[d->part] + b->dbody + at, (size_t)d->want) != 0)
-        fail("the device's LZ4 decoder: partition %d batch %d buffer %d decoded to other bytes "
-             "than liblz4's", d->part, d->batch, d->k);
+        fail("the device's %s decoder: partition %d batch %d buffer %d decoded to other bytes "
+             "than the host's library", b->codec == FUNNEL__CODEC_ZSTD ? "ZSTD" : "LZ4", d->part,
+             d->batch, d->k);
       if (d->blocks > 0 && d->blocks_ok &&
           memcmp(d->split, images[d->part] + b->dbody + at, (size_t)d->want) != 0)
         fail("the device's LZ4 decoder, a block a job: partition %d batch %d buffer %d decoded "

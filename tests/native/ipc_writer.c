@@ -52,6 +52,10 @@ static struct {
   void *(*zstd_create_d)(void);
   size_t (*zstd_decompress_d)(void *, void *, size_t, const void *, size_t);
   unsigned (*zstd_is_error)(size_t);
+  void *(*zstd_create_c)(void);
+  size_t (*zstd_free_c)(void *);
+  size_t (*zstd_set)(void *, int, int);
+  size_t (*zstd_compress2)(void *, void *, size_t, const void *, size_t);
   int ok;
 } codecs;
 static pthread_once_t codecs_once = PTHREAD_ONCE_INIT;
@@ -72,10 +76,16 @@ static void codecs_load(void) {
   *(void **)&codecs.zstd_create_d = dlsym(zstd, "ZSTD_createDCtx");
   *(void **)&codecs.zstd_decompress_d = dlsym(zstd, "ZSTD_decompressDCtx");
   *(void **)&codecs.zstd_is_error = dlsym(zstd, "ZSTD_isError");
+  *(void **)&codecs.zstd_create_c = dlsym(zstd, "ZSTD_createCCtx");
+  *(void **)&codecs.zstd_free_c = dlsym(zstd, "ZSTD_freeCCtx");
+  *(void **)&codecs.zstd_set = dlsym(zstd, "ZSTD_CCtx_setParameter");
+  *(void **)&codecs.zstd_compress2 = dlsym(zstd, "ZSTD_compress2");
   codecs.ok = codecs.lz4f_bound && codecs.lz4f_compress && codecs.lz4f_create_d &&
               codecs.lz4f_free_d && codecs.lz4f_decompress && codecs.lz4f_is_error &&
               codecs.zstd_bound && codecs.zstd_compress && codecs.zstd_decompress &&
-              codecs.zstd_is_error && codecs.zstd_create_d && codecs.zstd_decompress_d;
+              codecs.zstd_is_error && codecs.zstd_create_d && codecs.zstd_decompress_d &&
+              codecs.zstd_create_c && codecs.zstd_free_c && codecs.zstd_set &&
+              codecs.zstd_compress2;
 }
 
 int iw_codecs_available(void) {
@@ -117,6 +127,31 @@ uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, 
   }
   *out_len = len;
   return dst;
+}
+
+uint8_t *iw_zstd_frame(int level, int checksum, int content_size, const void *src, size_t n,
+                       size_t *out_len) {
+  need_codecs();
+  void *c = codecs.zstd_create_c();
+  if (c == NULL) abort();
+  /* zstd.h's ZSTD_c_compressionLevel, ZSTD_c_contentSizeFlag, ZSTD_c_checksumFlag */
+  if (codecs.zstd_is_error(codecs.zstd_set(c, 100, level)) ||
+      codecs.zstd_is_error(codecs.zstd_set(c, 200, content_size)) ||
+      codecs.zstd_is_error(codecs.zstd_set(c, 201, checksum)))
+    abort();
+  const size_t cap = codecs.zstd_bound(n);
+  uint8_t *dst = xrealloc(NULL, cap);
+  const size_t len = codecs.zstd_compress2(c, dst, cap, src, n);
+  if (codecs.zstd_is_error(len)) abort();
+  codecs.zstd_free_c(c);
+  *out_len = len;
+  return dst;
+}
+
+int64_t iw_zstd_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {
+  need_codecs();
+  const size_t got = codecs.zstd_decompress(dst, cap, src, n);
+  return codecs.zstd_is_error(got) ? -1 : (int64_t)got;
 }
 
 int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {

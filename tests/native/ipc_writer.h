@@ -182,6 +182,15 @@ uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, 
  * when the frame is bad or does not fit. The benchmark's baseline: each
  * thread keeps one context of each codec for all its calls. */
 int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap);
+/* One ZSTD frame of the n bytes at src (libzstd's ZSTD_compress2) at
+ * `level`, with a content checksum and the content size when asked; to
+ * free(). */
+uint8_t *iw_zstd_frame(int level, int checksum, int content_size, const void *src, size_t n,
+                       size_t *out_len);
+/* libzstd's decoding of the frames at src into at most cap bytes: how
+ * many, or -1 when it refuses them. */
+int64_t iw_zstd_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap);
+
 /* Whether liblz4 and libzstd can be loaded here. */
 int iw_codecs_available(void);
 

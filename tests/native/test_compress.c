@@ -24,6 +24,7 @@
 #include "check.h"
 #include "ipc_writer.h"
 #include "lz4dec.h"
+#include "zstddec.h"
 #include "tables.h"
 
 /* How a case writes its partitions. */
@@ -122,7 +123,7 @@ static struct parts cut(const struct table_src *t, int n, int batches, const str
 static int decode_where = FUNNEL_DECODE_AUTO;
 static int parse_where = FUNNEL_PARSE_AUTO; /* FUNNEL_OPTION_PARSE */
 static int write_codec;
-static int64_t decoded_on_device, device_path_reads;
+static int64_t decoded_on_device, device_path_reads, zstd_decoded_on_device;
 static int64_t last_decode_waits; /* the last read's stats.decode_waits */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
@@ -151,6 +152,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       if (decode_where == FUNNEL_DECODE_HOST) CHECK_EQ_I64(s.device_decoded, 0);
       CHECK(s.bytes_device_decoded <= s.bytes_decoded);
       decoded_on_device += s.device_decoded;
+      if (write_codec == 2) zstd_decoded_on_device += s.device_decoded;
       /* a compressed first partition keeps the read off the device path
        * unless its bodies are LZ4 frames the device may decode; after an
        * uncompressed one, the device leaves them all to the host */
@@ -172,7 +174,7 @@ static void compressed_partitions_read_as_written(void) {
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   static const int N_PARTS[] = {1, 7, 300, 2000};
   int k = 0;
-  decoded_on_device = device_path_reads = 0;
+  decoded_on_device = device_path_reads = zstd_decoded_on_device = 0;
   for (int w = 0; w < 2 * N_WRITINGS; w++)
     for (int np = 0; np < 4; np++, k++) {
       /* the second round: the device decodes the LZ4 values */
@@ -202,6 +204,7 @@ static void compressed_partitions_read_as_written(void) {
   decode_where = FUNNEL_DECODE_AUTO;
   write_codec = 0;
   CHECK(decoded_on_device > 1000); /* the device's round decoded values */
+  CHECK(zstd_decoded_on_device > 100); /* ZSTD ones too (zstddec.h) */
   /* its LZ4 reads of many partitions of one batch each, by the device path */
   CHECK(device_path_reads >= 4);
   CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
@@ -386,6 +389,50 @@ static void compressed_and_plain_partitions_mixed(void) {
   funnel_device_close(dev);
 }
 
+/* LZ4 and ZSTD partitions in one read, in turn (as writers of both might
+ * leave them), decoded on the host and on the device: one decoder launch
+ * takes both codecs' jobs (CHECK_READ_INVARIANTS counts one). */
+static void lz4_and_zstd_partitions_in_one_read(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  for (int round = 0; round < 4; round++) {
+    const int n = round < 2 ? 6 : 40; /* (fewer than the device path takes) */
+    decode_where = round % 2 == 0 ? FUNNEL_DECODE_HOST : FUNNEL_DECODE_DEVICE;
+    check_context("%d partitions, decoded on the %s", n, round % 2 == 0 ? "host" : "device");
+    struct table_src src = table_random(&every_schema, (int64_t)n * 40, 100, 500 + (uint64_t)round);
+    make_compressible(&src);
+    struct parts lz4 = cut(&src, n, 1, &WRITINGS[3].o, 0, NULL);
+    struct parts zstd = cut(&src, n, 1, &WRITINGS[5].o, 0, NULL);
+    /* (neither writing leaves a buffer raw: both have the same frames) */
+    write_codec = 1; /* (a device path's attempt, then the host path) */
+    const int64_t before_lz4 = decoded_on_device;
+    read_and_check(dev, &lz4, &src, n);
+    const int64_t lz4_alone = decoded_on_device - before_lz4;
+    /* the odd partitions ZSTD's: the same rows either way */
+    for (int i = 1; i < n; i += 2) {
+      const struct funnel_partition keep = lz4.p[i];
+      lz4.p[i] = zstd.p[i];
+      zstd.p[i] = keep;
+    }
+    const int64_t before = decoded_on_device;
+    read_and_check(dev, &lz4, &src, n);
+    /* on the device, as many buffers as when they were all LZ4 */
+    if (decode_where == FUNNEL_DECODE_DEVICE) {
+      CHECK(lz4_alone > 0);
+      CHECK_EQ_I64(decoded_on_device - before, lz4_alone);
+    }
+    write_codec = 0;
+    parts_free(&lz4);
+    parts_free(&zstd);
+    table_src_free(&src);
+  }
+  decode_where = FUNNEL_DECODE_AUTO;
+  check_context("%s", "");
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
 /* One partition of a few MiB, decoded a few buffers at a time on the host
  * threads, next to small ones. */
 static void large_compressed_partition(void) {
@@ -547,8 +594,8 @@ static void bad_compressed_buffers_name_their_place(void) {
     check_context("codec %d: one byte fewer declared", codec);
     v = declared - 1;
     memcpy(p5 + at, &v, 8);
-    if (decode_where == FUNNEL_DECODE_DEVICE && codec == 1) /* the plan's check comes first:
-                                                               the string bytes are short */
+    if (decode_where == FUNNEL_DECODE_DEVICE) /* the plan's check comes first: the string
+                                                 bytes are short */
       expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, -1, "data buffer has");
     else
       expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 1, at, codec == 1 ? "LZ4" : "ZSTD");
@@ -955,6 +1002,126 @@ static void device_decoder_reads_what_liblz4_writes(void) {
   check_context("%s", "");
 }
 
+/* The device's ZSTD decoder (zstddec.h, run here as the cpu backend runs
+ * it) against what libzstd writes: every size around a block's 128 KiB,
+ * levels from the fastest (negative) to 19, with and without the content
+ * checksum and size, several kinds of bytes; each must decode to its
+ * bytes. Spoiled frames must be refused, or decode to what libzstd
+ * decodes them to (the host would then read the same). */
+static void device_decoder_reads_what_libzstd_writes(void) {
+  uint64_t rng = 77;
+  static const int64_t SIZES[] = {0, 1, 7, 100, 4096, 65536, 131072, 131073, 300000, 1100000};
+  static const int LEVELS[] = {-5, 1, 3, 9, 19};
+  int64_t refused = 0, decoded_alike = 0;
+  for (int si = 0; si < 10; si++)
+    for (int li = 0; li < 5; li++)
+      for (int kind = 0; kind < 5; kind++) {
+        const int64_t n = SIZES[si];
+        const int level = LEVELS[li], sum = (si + kind) % 2, sized = (li + kind) % 2;
+        if (level == 19 && n > 300000) continue; /* (slow to write) */
+        check_context("%lld bytes, level %d, %s, checksum %d, size %d", (long long)n, level,
+                      kind == 0   ? "random"
+                      : kind == 1 ? "repetitive"
+                      : kind == 2 ? "runs"
+                      : kind == 3 ? "short near repeats"
+                                  : "int64 values of a few bits",
+                      sum, sized);
+        uint8_t *in = malloc((size_t)n + 1);
+        for (int64_t i = 0; i < n; i++)
+          in[i] = kind == 0   ? (uint8_t)check_rand(&rng)
+                  : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
+                  : kind == 2 ? (uint8_t)((i / 700) & 0xff)
+                  : kind == 4 ? (uint8_t)(i % 8 == 0 ? check_rand_below(&rng, 16) : 0)
+                              : 0;
+        for (int64_t i = 0; kind == 3 && i < n;) {
+          const int64_t back = 1 + (int64_t)check_rand_below(&rng, 24);
+          for (int64_t r = 4 + (int64_t)check_rand_below(&rng, 12); r > 0 && i < n; r--, i++)
+            in[i] = i >= back ? in[i - back] : (uint8_t)check_rand(&rng);
+          for (int64_t r = (int64_t)check_rand_below(&rng, 4); r > 0 && i < n; r--, i++)
+            in[i] = (uint8_t)check_rand(&rng);
+        }
+        size_t zn;
+        uint8_t *z = iw_zstd_frame(level, sum, sized, in, (size_t)n, &zn);
+        uint8_t *out = malloc((size_t)n + 1);
+        struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)z, .src_length = (int64_t)zn,
+                                      .dst = (uint64_t)(uintptr_t)out, .dst_length = n,
+                                      .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+        funnel__zstd_run_jobs(&job, 1, 0);
+        CHECK_EQ_I64(job.status, FUNNEL__LZ4_OK);
+        if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
+        /* the LZ4 decoder leaves it alone */
+        job.status = -1;
+        funnel__lz4_run_jobs(&job, 1, 0);
+        CHECK_EQ_I64(job.status, -1);
+        /* declared one byte more or less */
+        job.dst_length = n + 1;
+        funnel__zstd_run_jobs(&job, 1, 0);
+        CHECK_EQ_I64(job.status, FUNNEL__LZ4_LENGTH);
+        if (n > 0) {
+          job.dst_length = n - 1;
+          funnel__zstd_run_jobs(&job, 1, 0);
+          CHECK(job.status != FUNNEL__LZ4_OK);
+        }
+        /* two frames with a skippable one between them */
+        if (n <= 300000) {
+          uint8_t *two = malloc(2 * zn + 12), *out2 = malloc(2 * (size_t)n + 1);
+          memcpy(two, z, zn);
+          const uint8_t skip[12] = {0x5A, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4};
+          memcpy(two + zn, skip, 12);
+          memcpy(two + zn + 12, z, zn);
+          struct funnel__lz4_job j2 = {.src = (uint64_t)(uintptr_t)two,
+                                       .src_length = 2 * (int64_t)zn + 12,
+                                       .dst = (uint64_t)(uintptr_t)out2, .dst_length = 2 * n,
+                                       .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+          funnel__zstd_run_jobs(&j2, 1, 0);
+          CHECK_EQ_I64(j2.status, FUNNEL__LZ4_OK);
+          if (j2.status == FUNNEL__LZ4_OK) {
+            CHECK_MEM(out2, in, n);
+            CHECK_MEM(out2 + n, in, n);
+          }
+          free(two);
+          free(out2);
+        }
+        /* spoiled: refused, or decoded as libzstd decodes it */
+        for (int k = 0; k < (n < 5000 ? 100 : 12); k++) {
+          uint8_t *bad = iw_dup(z, zn);
+          for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
+            bad[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
+          const size_t cut = check_rand_below(&rng, 4) == 0 ? check_rand_below(&rng, zn + 1) : zn;
+          uint8_t *exact = malloc((size_t)n + 1), *ref = malloc((size_t)n + 1);
+          struct funnel__lz4_job spoiled = {.src = (uint64_t)(uintptr_t)bad,
+                                            .src_length = (int64_t)cut,
+                                            .dst = (uint64_t)(uintptr_t)exact, .dst_length = n,
+                                            .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+          funnel__zstd_run_jobs(&spoiled, 1, 0);
+          CHECK(spoiled.status >= FUNNEL__LZ4_OK && spoiled.status <= FUNNEL__LZ4_DICTIONARY);
+          if (spoiled.status == FUNNEL__LZ4_OK) {
+            decoded_alike++;
+            CHECK_EQ_I64(iw_zstd_decompress(bad, cut, ref, (size_t)n), n);
+            CHECK_MEM(exact, ref, n);
+          } else {
+            refused++;
+          }
+          free(exact);
+          free(ref);
+          free(bad);
+        }
+        free(z);
+        free(out);
+        free(in);
+      }
+  check_context("%s", "");
+  CHECK(refused > 1000 && decoded_alike > 100); /* both seen */
+  /* a frame with a dictionary id: refused as such */
+  const uint8_t dict[] = {0x28, 0xB5, 0x2F, 0xFD, 0x21, 7, 1, 1, 0, 0, 0x61};
+  uint8_t one[1];
+  struct funnel__lz4_job dj = {.src = (uint64_t)(uintptr_t)dict, .src_length = sizeof(dict),
+                               .dst = (uint64_t)(uintptr_t)one, .dst_length = 1,
+                               .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+  funnel__zstd_run_jobs(&dj, 1, 0);
+  CHECK_EQ_I64(dj.status, FUNNEL__LZ4_DICTIONARY);
+}
+
 /* Without liblz4 (FUNNEL_LZ4_LIBRARY names a file that is not there, in a
  * child process: the library is loaded once a process), an LZ4 read fails
  * naming the library; ZSTD and uncompressed reads are untouched. */
@@ -1023,12 +1190,14 @@ int main(int argc, char **argv) {
       CHECK_TEST(lz4_reads_take_the_device_path_from_48_partitions),
       CHECK_TEST(lz4_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
+      CHECK_TEST(lz4_and_zstd_partitions_in_one_read),
       CHECK_TEST(large_compressed_partition),
       CHECK_TEST(compressed_batches_without_bytes),
       CHECK_TEST(bad_compressed_buffers_name_their_place),
       CHECK_TEST(lz4_frame_after_a_failed_one_reads_as_new),
       CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(device_decoder_reads_what_liblz4_writes),
+      CHECK_TEST(device_decoder_reads_what_libzstd_writes),
       CHECK_TEST(many_blocks_of_long_sequences_decode_on_the_device),
       CHECK_TEST(device_decodes_every_value_of_columns_without_nulls),
       CHECK_TEST(device_decode_without_room_in_the_pool_decodes_on_the_host),

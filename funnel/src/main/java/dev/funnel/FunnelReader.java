@@ -259,10 +259,10 @@ public final class FunnelReader implements AutoCloseable {
   public enum Decode {
     /**
      * On a GPU: a read by the device path ({@link Parse}, many small partitions) decodes its LZ4
-     * bodies on the device; the host path decodes there LZ4 reads with at least 8 MiB of values
-     * when the device looks faster (a warp decodes a buffer, or an independent block, one sequence
-     * after another, so a few long buffers decode faster on the host threads, and many go faster
-     * on the device), on the host threads otherwise. On the cpu backend: {@link #HOST}. The
+     * bodies on the device; the host path decodes there, codec by codec, LZ4 or ZSTD values of a
+     * read with at least 8 MiB of them when the device looks faster (a warp decodes a buffer, or
+     * an LZ4 frame's independent block, so a few long buffers decode faster on the host threads,
+     * and many go faster on the device), on the host threads otherwise. On the cpu backend: {@link #HOST}. The
      * default, unless {@code FUNNEL_DECODE=host|device} was in the environment when the device
      * opened.
      */
@@ -270,12 +270,14 @@ public final class FunnelReader implements AutoCloseable {
     /** The host threads decode every buffer (liblz4, libzstd) into pinned memory, which goes up. */
     HOST,
     /**
-     * LZ4 frames go up compressed and the device decodes them: the link carries fewer bytes. On
-     * the device path every frame; on the host path those of the values (not the validity bitmaps
+     * LZ4 and ZSTD frames go up compressed and the device decodes them: the link carries fewer
+     * bytes. On the device path every LZ4 frame (a read of ZSTD bodies goes by the host path); on
+     * the host path those of the values (not the validity bitmaps
      * and offsets, which the read's checks read on the host), after which the read waits once
      * inside, for the decoder, before it launches the concat. A buffer the device cannot decode
      * goes to the host, which names what is wrong with it. The device verifies a frame's
-     * checksums when it decodes the frame whole; a frame of several independent blocks that the
+     * checksums when it decodes the frame whole (a ZSTD frame's content checksum always); an LZ4
+     * frame of several independent blocks that the
      * host path has decoded a block a warp keeps its content checksum unverified ({@link
      * ReadStats#deviceDecoded()}).
      */

@@ -1,0 +1,964 @@
+/* zstddec.h: the ZSTD frame decoder the device runs (concat.cu's
+ * funnel_zstd_decode: a warp a buffer) and the cpu backend runs alike
+ * (one thread taking every lane's share), for the buffers a read leaves
+ * to the device to decode (parse.c's dd_layout): one source, so that the
+ * tests here run the device's code. Written from the format's
+ * description (RFC 8878, Zstandard Compression and the
+ * 'application/zstd' Media Type).
+ *
+ * The warp runs the format's sequential parts (headers, the tables'
+ * descriptions, the sequences' bitstream) in every lane alike: the lanes
+ * compute the same values from the same loads, so the warp goes as one
+ * thread would, with no broadcasts. The lanes split what is parallel:
+ * the tables' fills, a block's four Huffman streams (a lane each), and
+ * each sequence's literal and match copies (a byte a lane).
+ *
+ * It decodes what libzstd writes: frames one after another (skippable
+ * frames skipped), raw, RLE and compressed blocks, every literals and
+ * sequences mode (predefined, RLE, FSE-compressed and repeated tables;
+ * raw, RLE, Huffman-compressed and treeless literals, one or four
+ * streams), with or without content size and content checksum
+ * (XXH64, verified). It checks every read against the buffer's bounds,
+ * every write against the bytes the buffer declared, every match offset
+ * against the frame's bytes decoded so far, and the tables' descriptions
+ * as libzstd does; a frame with a dictionary id is refused. Any failure is
+ * a status: the host then decodes that buffer itself (libzstd), which
+ * either finds the error and names it, or decodes what this decoder
+ * refused.
+ *
+ * A compressed block's Huffman literals are decoded into the end of the
+ * buffer's output, past where the block's output can reach while they are
+ * read: a block's output up to any sequence is never past the literals it
+ * has still to read (each byte of output is a literal read or a match),
+ * so the copies never overwrite a literal before it is read. */
+#ifndef FUNNEL_ZSTDDEC_H
+#define FUNNEL_ZSTDDEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lz4dec.h" /* the job (funnel__lz4_job) and the status codes */
+
+#if defined(__CUDACC__)
+#define FUNNEL_ZS static __device__ __forceinline__
+#define FUNNEL_ZS_SYNC() __syncwarp()
+#define FUNNEL_ZS_ANY(c) __any_sync(0xFFFFFFFFu, (c))
+#define FUNNEL_ZS_LD(p) ((unsigned)__ldg(p))
+/* the format's tables: in constant memory, which serves a warp whose lanes
+ * read the same entry at once */
+#define FUNNEL_ZS_TABLE static __constant__ const
+#else
+#define FUNNEL_ZS static inline
+#define FUNNEL_ZS_SYNC() ((void)0)
+#define FUNNEL_ZS_ANY(c) (c)
+#define FUNNEL_ZS_LD(p) ((unsigned)*(p))
+#define FUNNEL_ZS_TABLE static const
+#endif
+
+/* Shared memory every lane reads is written by lane 0 alone (the others
+ * compute the same value), then read after a sync. */
+#define FUNNEL_ZS_SET(lvalue, value) \
+  do {                               \
+    if (lane == 0) (lvalue) = (value); \
+  } while (0)
+
+/* The launch_dpath stage (backend.h) that decodes the n jobs at `args`,
+ * some of them ZSTD ones (a warp a job; the LZ4 ones as
+ * FUNNEL_DP_STAGE_LZ4 does: one launch decodes a read of both codecs). */
+#define FUNNEL_DP_STAGE_ZSTD 17
+/* A job's kind (funnel__lz4_job.kind): the buffer's ZSTD frames, whole. */
+#define FUNNEL__ZSTD_FRAMES 4
+
+/* A block decodes to at most 128 KiB (RFC 8878, Block_Maximum_Size). */
+#define FUNNEL_ZS_BLOCK_MAX (128u << 10)
+#define FUNNEL_ZS_HUF_LOG 11 /* a Huffman code's longest */
+#define FUNNEL_ZS_LL_LOG 9   /* the sequences' tables' largest accuracy logs */
+#define FUNNEL_ZS_ML_LOG 9
+#define FUNNEL_ZS_OF_LOG 8
+#define FUNNEL_ZS_WEIGHT_LOG 6 /* the Huffman weights' table */
+
+/* A block's sequences are decoded this many at a time, then the batch's
+ * literals copied by every lane at once, then its matches. */
+#define FUNNEL_ZS_BATCH 32
+
+/* An FSE state's entry: its symbol, the bits the next state reads, and
+ * the next state's base. */
+struct funnel__zs_fse {
+  uint8_t symbol, bits;
+  uint16_t base;
+};
+
+/* A warp's tables (the host's: its stack), kept from block to block of a
+ * frame for the modes that repeat them. */
+struct funnel__zstd_scratch {
+  uint16_t huf[1 << FUNNEL_ZS_HUF_LOG]; /* the symbol << 8 | its code's bits */
+  struct funnel__zs_fse ll[1 << FUNNEL_ZS_LL_LOG], ml[1 << FUNNEL_ZS_ML_LOG],
+      of[1 << FUNNEL_ZS_OF_LOG];
+  struct funnel__zs_fse weights[1 << FUNNEL_ZS_WEIGHT_LOG];
+  /* a batch of sequences (funnel__zs_batch), relative to its output's
+   * and its literals' first bytes: each one's first byte of output (and
+   * the batch's end), its match's first, its offset; its literals' first
+   * and its match's first among the batch's (and the ends) */
+  uint32_t lo[FUNNEL_ZS_BATCH + 1], m[FUNNEL_ZS_BATCH], off[FUNNEL_ZS_BATCH],
+      lpre[FUNNEL_ZS_BATCH + 1], mpre[FUNNEL_ZS_BATCH + 1];
+  uint8_t w[256];  /* a Huffman description's weights */
+  int16_t norm[256]; /* a table description's counts */
+  uint16_t nexts[1 << FUNNEL_ZS_LL_LOG]; /* a table's states' next states, as it is built */
+  int huf_log;     /* the Huffman table's bits; 0: none yet in the frame */
+  int ll_log, ml_log, of_log; /* the tables' accuracy logs; -1: none yet */
+};
+
+/* ------------------------------------------------------------- bits */
+
+/* A backward bitstream (RFC 8878, 4.1): the bits of bytes [0, n) are read
+ * from the last byte's highest bit below its end mark down to bit 0 of
+ * byte 0, a field's first bit read its highest. `bit` counts the bits
+ * still unread: bits [0, bit) in little-endian order. `c` holds bytes
+ * [pos, pos + 8) (those before 0 read as zeros, as libzstd reads past the
+ * start). Reading past the start leaves `bit` below 0. */
+struct funnel__zs_bits {
+  const uint8_t *p;
+  int64_t n, bit, pos;
+  uint64_t c;
+};
+
+FUNNEL_ZS uint64_t funnel__zs_ld8(const uint8_t *p, int64_t at, int64_t n) {
+  uint64_t v = 0;
+  for (int k = 7; k >= 0; k--) {
+    const int64_t i = at + k;
+    v = v << 8 | (i >= 0 && i < n ? FUNNEL_ZS_LD(p + i) : 0u);
+  }
+  return v;
+}
+
+FUNNEL_ZS int funnel__zs_high(uint32_t v) { /* v > 0 */
+#if defined(__CUDACC__)
+  return 31 - __clz(v);
+#else
+  return 31 - __builtin_clz(v);
+#endif
+}
+
+/* 0, or -1 when the stream is empty or its last byte holds no end mark. */
+FUNNEL_ZS int funnel__zs_bits_init(struct funnel__zs_bits *b, const uint8_t *p, int64_t n) {
+  if (n < 1) return -1;
+  const unsigned last = FUNNEL_ZS_LD(p + n - 1);
+  if (last == 0) return -1;
+  b->p = p;
+  b->n = n;
+  b->bit = 8 * (n - 1) + funnel__zs_high(last);
+  b->pos = n - 8;
+  b->c = funnel__zs_ld8(p, b->pos, n);
+  return 0;
+}
+
+/* The next k bits (k <= 56), not consumed. */
+FUNNEL_ZS uint64_t funnel__zs_peek(struct funnel__zs_bits *b, int k) {
+  if (k == 0) return 0;
+  const int64_t lo = b->bit - k;
+  if (lo < 8 * b->pos) { /* the bytes from below lo's, in the holder */
+    int64_t at = b->bit - 56;
+    at = at >= 0 ? at / 8 : -((-at + 7) / 8);
+    if (at < -8) at = -8; /* read past the start: zeros */
+    b->pos = at;
+    b->c = funnel__zs_ld8(b->p, at, b->n);
+  }
+  const int64_t s = lo - 8 * b->pos;
+  if (s < -63) return 0; /* all of it past the start */
+  const uint64_t v = s >= 0 ? b->c >> s : b->c << -s;
+  return v & (((uint64_t)1 << k) - 1);
+}
+
+/* The loop's readers: funnel__zs_fill makes the next 56 bits readable
+ * (while bit >= 0), then funnel__zs_look and funnel__zs_take read up to 56
+ * of them in all, k <= 32 each, without a bounds check apiece. */
+FUNNEL_ZS void funnel__zs_fill(struct funnel__zs_bits *b) {
+  if (b->bit - 56 >= 8 * b->pos) return;
+  int64_t at = b->bit - 56;
+  at = at >= 0 ? at / 8 : -((-at + 7) / 8);
+  if (at < -8) at = -8;
+  b->pos = at;
+  b->c = funnel__zs_ld8(b->p, at, b->n);
+}
+
+FUNNEL_ZS uint32_t funnel__zs_look(const struct funnel__zs_bits *b, int k) {
+  return (uint32_t)((b->c >> (b->bit - k - 8 * b->pos)) & (((uint64_t)1 << k) - 1));
+}
+
+FUNNEL_ZS uint32_t funnel__zs_take(struct funnel__zs_bits *b, int k) {
+  b->bit -= k;
+  return (uint32_t)((b->c >> (b->bit - 8 * b->pos)) & (((uint64_t)1 << k) - 1));
+}
+
+FUNNEL_ZS uint64_t funnel__zs_read(struct funnel__zs_bits *b, int k) {
+  const uint64_t v = funnel__zs_peek(b, k);
+  b->bit -= k;
+  return v;
+}
+
+/* ------------------------------------------------------------ tables */
+
+/* The 32 bits of the forward stream z (n bytes) from bit `bit` on, zeros
+ * past its end. */
+FUNNEL_ZS uint32_t funnel__zs_fwd(const uint8_t *z, int64_t n, int64_t bit) {
+  uint64_t w = 0;
+  for (int k = 4; k >= 0; k--) {
+    const int64_t i = bit / 8 + k;
+    w = w << 8 | (i < n ? FUNNEL_ZS_LD(z + i) : 0u);
+  }
+  return (uint32_t)(w >> (bit % 8));
+}
+
+/* A table description (RFC 8878, 4.1.1) at z (n bytes): its counts into
+ * norm (symbols up to *max_symbol, which it lowers to the last one
+ * described) and its accuracy log into *log. Returns the bytes it took, or
+ * -1 when corrupt (more than `max_log`, counts that do not sum up, a
+ * symbol past *max_symbol, past the end), as libzstd judges it. */
+FUNNEL_ZS int64_t funnel__zs_counts(const uint8_t *z, int64_t n, int max_log, int *max_symbol,
+                                    int *log, int16_t *norm, unsigned lane) {
+  if (n < 1) return -1;
+  const int al = (int)(FUNNEL_ZS_LD(z) & 15) + 5;
+  if (al > max_log) return -1;
+  int64_t bit = 4;
+  int remaining = (1 << al) + 1, threshold = 1 << al, nbits = al + 1, s = 0;
+  bool previous0 = false;
+  while (remaining > 1 && s <= *max_symbol) {
+    if (previous0) { /* repeat flags, 2 bits each: 3 goes on */
+      int zeros = 0;
+      unsigned f;
+      do {
+        if (bit > 8 * n) return -1;
+        f = funnel__zs_fwd(z, n, bit) & 3;
+        bit += 2;
+        zeros += (int)f;
+      } while (f == 3);
+      if (s + zeros > *max_symbol) return -1; /* a count must follow them */
+      for (int k = 0; k < zeros; k++, s++) FUNNEL_ZS_SET(norm[s], 0);
+    }
+    const uint32_t w = funnel__zs_fwd(z, n, bit);
+    const int max = 2 * threshold - 1 - remaining;
+    int count;
+    if ((int)(w & (uint32_t)(threshold - 1)) < max) {
+      count = (int)(w & (uint32_t)(threshold - 1));
+      bit += nbits - 1;
+    } else {
+      count = (int)(w & (uint32_t)(2 * threshold - 1));
+      if (count >= threshold) count -= max;
+      bit += nbits;
+    }
+    count--;
+    remaining -= count < 0 ? -count : count;
+    if (remaining < 1) return -1;
+    FUNNEL_ZS_SET(norm[s], (int16_t)count);
+    s++;
+    previous0 = count == 0;
+    while (remaining < threshold) {
+      nbits--;
+      threshold >>= 1;
+    }
+  }
+  if (remaining != 1 || bit > 8 * n) return -1;
+  *max_symbol = s - 1;
+  *log = al;
+  return (bit + 7) / 8;
+}
+
+/* The decoding table of counts norm[0 .. max_symbol] at accuracy log al
+ * (RFC 8878, 4.1.1): 0, or -1 when the symbols' spread does not come
+ * round. `lane` of `lanes` share it. */
+FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, const int16_t *norm,
+                                   int max_symbol, int al, unsigned lane, unsigned lanes) {
+  const uint32_t size = 1u << al, mask = size - 1;
+  uint32_t high = size - 1;
+  /* the symbols of count -1 ("less than 1") from the end, the others
+   * spread: every lane alike, writing the same */
+  for (int s = 0; s <= max_symbol; s++)
+    if (norm[s] == -1) {
+      FUNNEL_ZS_SET(t[high].symbol, (uint8_t)s);
+      high--;
+    }
+  uint32_t at = 0;
+  const uint32_t step = (size >> 1) + (size >> 3) + 3;
+  for (int s = 0; s <= max_symbol; s++)
+    for (int k = 0; k < norm[s]; k++) {
+      FUNNEL_ZS_SET(t[at].symbol, (uint8_t)s);
+      do at = (at + step) & mask;
+      while (at > high);
+    }
+  if (at != 0) return -1;
+  FUNNEL_ZS_SYNC();
+  /* a symbol's states in order take the next states from its count on: a
+   * lane a symbol, each walking the table; then a lane a state writes its
+   * entry (apart: no lane writes an entry another reads) */
+  for (int s = (int)lane; s <= max_symbol; s += (int)lanes) {
+    if (norm[s] == 0) continue;
+    uint32_t next = norm[s] == -1 ? 1u : (uint32_t)norm[s];
+    for (uint32_t u = 0; u < size; u++)
+      if (t[u].symbol == s) nexts[u] = (uint16_t)next++;
+  }
+  FUNNEL_ZS_SYNC();
+  for (uint32_t u = lane; u < size; u += lanes) {
+    const uint32_t next = nexts[u];
+    const int bits = al - funnel__zs_high(next);
+    t[u].bits = (uint8_t)bits;
+    t[u].base = (uint16_t)((next << bits) - size);
+  }
+  FUNNEL_ZS_SYNC();
+  return 0;
+}
+
+/* An RLE mode's table: every state the one symbol, reading nothing. */
+FUNNEL_ZS void funnel__zs_fse_rle(struct funnel__zs_fse *t, unsigned symbol, unsigned lane) {
+  FUNNEL_ZS_SET(t[0].symbol, (uint8_t)symbol);
+  FUNNEL_ZS_SET(t[0].bits, 0);
+  FUNNEL_ZS_SET(t[0].base, 0);
+  FUNNEL_ZS_SYNC();
+}
+
+/* The predefined distributions (RFC 8878, 3.1.1.3.2.2): literals lengths
+ * (36 symbols, accuracy 6), match lengths (53, 6), offsets (29, 5). */
+FUNNEL_ZS_TABLE int8_t funnel__zs_default_ll[36] = {
+    4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1, -1, -1, -1, -1};
+FUNNEL_ZS_TABLE int8_t funnel__zs_default_ml[53] = {
+    1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1};
+FUNNEL_ZS_TABLE int8_t funnel__zs_default_of[29] = {
+    1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1};
+
+FUNNEL_ZS int16_t funnel__zs_default(int which, int s) {
+  return which == 0   ? funnel__zs_default_ll[s]
+         : which == 1 ? funnel__zs_default_of[s]
+                      : funnel__zs_default_ml[s];
+}
+
+/* A sequences table (which: 0 literals lengths, 1 offsets, 2 match
+ * lengths) by its mode, from z (n bytes): the bytes it took, or -1. */
+FUNNEL_ZS int64_t funnel__zs_seq_table(struct funnel__zstd_scratch *sc, int which, unsigned mode,
+                                       const uint8_t *z, int64_t n, unsigned lane,
+                                       unsigned lanes) {
+  FUNNEL_ZS_SYNC(); /* the last block's readers of the tables */
+  struct funnel__zs_fse *t = which == 0 ? sc->ll : which == 1 ? sc->of : sc->ml;
+  int *log = which == 0 ? &sc->ll_log : which == 1 ? &sc->of_log : &sc->ml_log;
+  const int max_symbol = which == 0 ? 35 : which == 1 ? 31 : 52;
+  const int max_log = which == 0   ? FUNNEL_ZS_LL_LOG
+                      : which == 1 ? FUNNEL_ZS_OF_LOG
+                                   : FUNNEL_ZS_ML_LOG;
+  if (mode == 0) { /* predefined */
+    const int last = which == 0 ? 35 : which == 1 ? 28 : 52;
+    for (int s = 0; s <= last; s++) FUNNEL_ZS_SET(sc->norm[s], funnel__zs_default(which, s));
+    FUNNEL_ZS_SYNC();
+    const int al = which == 1 ? 5 : 6;
+    FUNNEL_ZS_SET(*log, al);
+    return funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, lane, lanes) == 0 ? 0 : -1;
+  }
+  if (mode == 1) { /* RLE: one byte, the symbol */
+    if (n < 1) return -1;
+    const unsigned s = FUNNEL_ZS_LD(z);
+    if ((int)s > max_symbol) return -1;
+    funnel__zs_fse_rle(t, s, lane);
+    FUNNEL_ZS_SET(*log, 0);
+    return 1;
+  }
+  if (mode == 3) return *log < 0 ? -1 : 0; /* repeat: the last one */
+  int last = max_symbol, al = 0;
+  const int64_t took = funnel__zs_counts(z, n, max_log, &last, &al, sc->norm, lane);
+  FUNNEL_ZS_SYNC();
+  if (took < 0 || funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, lane, lanes) != 0) return -1;
+  FUNNEL_ZS_SET(*log, al);
+  return took;
+}
+
+/* ----------------------------------------------------------- Huffman */
+
+/* A Huffman tree description (RFC 8878, 4.2.1) at z (n bytes) into
+ * sc->huf: the bytes it took, or -1. */
+FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const uint8_t *z,
+                                       int64_t n, unsigned lane, unsigned lanes) {
+  FUNNEL_ZS_SYNC(); /* the last block's readers of the table */
+  if (n < 1) return -1;
+  const unsigned h = FUNNEL_ZS_LD(z);
+  int k = 0; /* the weights described (the last is implied) */
+  int64_t took;
+  if (h >= 128) { /* direct: 4 bits a weight */
+    k = (int)h - 127;
+    took = 1 + (k + 1) / 2;
+    if (took > n) return -1;
+    for (int i = 0; i < k; i++) {
+      const unsigned byte = FUNNEL_ZS_LD(z + 1 + i / 2);
+      FUNNEL_ZS_SET(sc->w[i], (uint8_t)(i % 2 == 0 ? byte >> 4 : byte & 15));
+    }
+  } else { /* FSE-compressed, two states in turn */
+    took = 1 + (int64_t)h;
+    if (h == 0 || took > n) return -1;
+    int last = 255, al = 0;
+    const int64_t d =
+        funnel__zs_counts(z + 1, h, FUNNEL_ZS_WEIGHT_LOG, &last, &al, sc->norm, lane);
+    FUNNEL_ZS_SYNC();
+    if (d < 0 || funnel__zs_fse_build(sc->weights, sc->nexts, sc->norm, last, al, lane, lanes) != 0)
+      return -1;
+    struct funnel__zs_bits b;
+    if (funnel__zs_bits_init(&b, z + 1 + d, (int64_t)h - d) != 0) return -1;
+    uint32_t s1 = (uint32_t)funnel__zs_read(&b, al), s2 = (uint32_t)funnel__zs_read(&b, al);
+    if (b.bit < 0) return -1;
+    const struct funnel__zs_fse *t = sc->weights;
+    for (;;) {
+      if (k > 253) return -1;
+      FUNNEL_ZS_SET(sc->w[k], t[s1].symbol);
+      k++;
+      s1 = t[s1].base + (uint32_t)funnel__zs_read(&b, t[s1].bits);
+      if (b.bit < 0) {
+        FUNNEL_ZS_SET(sc->w[k], t[s2].symbol);
+        k++;
+        break;
+      }
+      FUNNEL_ZS_SET(sc->w[k], t[s2].symbol);
+      k++;
+      s2 = t[s2].base + (uint32_t)funnel__zs_read(&b, t[s2].bits);
+      if (b.bit < 0) {
+        FUNNEL_ZS_SET(sc->w[k], t[s1].symbol);
+      k++;
+        break;
+      }
+    }
+  }
+  FUNNEL_ZS_SYNC(); /* the weights, read by every lane */
+  /* the weights' sum, the code's length, the last weight */
+  uint32_t total = 0, ones = 0;
+  for (int i = 0; i < k; i++) {
+    if (sc->w[i] > FUNNEL_ZS_HUF_LOG) return -1;
+    if (sc->w[i] > 0) total += 1u << (sc->w[i] - 1);
+    ones += sc->w[i] == 1;
+  }
+  if (total == 0) return -1;
+  const int log = funnel__zs_high(total) + 1;
+  if (log > FUNNEL_ZS_HUF_LOG) return -1;
+  const uint32_t rest = (1u << log) - total;
+  if ((rest & (rest - 1)) != 0) return -1; /* not a power of 2 */
+  const int lastw = funnel__zs_high(rest) + 1;
+  FUNNEL_ZS_SET(sc->w[k], (uint8_t)lastw);
+  k++;
+  ones += lastw == 1;
+  if (ones < 2 || (ones & 1)) return -1; /* as libzstd: weight 1 an even count, at least 2 */
+  FUNNEL_ZS_SYNC();
+  /* the codes: the weights' symbols in turn from weight 1 up, each
+   * 2^(weight - 1) entries; a lane a weight's run of entries would race
+   * on the start, so each lane finds every symbol's start alike and
+   * writes its share */
+  uint32_t start = 0;
+  for (int wt = 1; wt <= log; wt++)
+    for (int s = 0; s < k; s++) {
+      if (sc->w[s] != wt) continue;
+      const uint32_t len = 1u << (wt - 1);
+      const uint16_t e = (uint16_t)(s << 8 | (log + 1 - wt));
+      for (uint32_t i = lane; i < len; i += lanes) sc->huf[start + i] = e;
+      start += len;
+    }
+  FUNNEL_ZS_SET(sc->huf_log, log);
+  FUNNEL_ZS_SYNC();
+  return took;
+}
+
+/* Decodes `count` literals of the Huffman stream at z (n bytes) into out:
+ * 0, or -1 when the stream does not hold exactly them. */
+FUNNEL_ZS int funnel__zs_huf_stream(const struct funnel__zstd_scratch *sc, const uint8_t *z,
+                                    int64_t n, uint8_t *out, int64_t count) {
+  struct funnel__zs_bits b;
+  if (funnel__zs_bits_init(&b, z, n) != 0) return -1;
+  const int log = sc->huf_log;
+  for (int64_t i = 0; i < count; i++) {
+    if (b.bit < 0) return -1;
+    funnel__zs_fill(&b);
+    const unsigned e = sc->huf[funnel__zs_look(&b, log)];
+    b.bit -= (int64_t)(e & 0xFF);
+    out[i] = (uint8_t)(e >> 8);
+  }
+  return b.bit == 0 ? 0 : -1;
+}
+
+/* ---------------------------------------------------------- checksum */
+
+#define FUNNEL_XXH64_P1 0x9E3779B185EBCA87ull
+#define FUNNEL_XXH64_P2 0xC2B2AE3D27D4EB4Full
+#define FUNNEL_XXH64_P3 0x165667B19E3779F9ull
+#define FUNNEL_XXH64_P4 0x85EBCA77C2B2AE63ull
+#define FUNNEL_XXH64_P5 0x27D4EB2F165667C5ull
+
+FUNNEL_ZS uint64_t funnel__xxh64_rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
+FUNNEL_ZS uint64_t funnel__xxh64_round(uint64_t acc, uint64_t v) {
+  return funnel__xxh64_rotl(acc + v * FUNNEL_XXH64_P2, 31) * FUNNEL_XXH64_P1;
+}
+FUNNEL_ZS uint64_t funnel__xxh64_merge(uint64_t h, uint64_t v) {
+  return (h ^ funnel__xxh64_round(0, v)) * FUNNEL_XXH64_P1 + FUNNEL_XXH64_P4;
+}
+FUNNEL_ZS uint64_t funnel__xxh64_ld(const uint8_t *p, int k) {
+  uint64_t v = 0;
+  for (int i = k - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+/* XXH64 with seed 0 of the n bytes at p (xxHash's doc/xxhash_spec.md),
+ * by one thread: the content checksum's low 32 bits are the frame's. */
+FUNNEL_ZS uint64_t funnel__xxh64(const uint8_t *p, int64_t n) {
+  int64_t i = 0;
+  uint64_t h;
+  if (n >= 32) {
+    uint64_t v1 = FUNNEL_XXH64_P1 + FUNNEL_XXH64_P2, v2 = FUNNEL_XXH64_P2, v3 = 0,
+             v4 = 0 - FUNNEL_XXH64_P1;
+    for (; i + 32 <= n; i += 32) {
+      v1 = funnel__xxh64_round(v1, funnel__xxh64_ld(p + i, 8));
+      v2 = funnel__xxh64_round(v2, funnel__xxh64_ld(p + i + 8, 8));
+      v3 = funnel__xxh64_round(v3, funnel__xxh64_ld(p + i + 16, 8));
+      v4 = funnel__xxh64_round(v4, funnel__xxh64_ld(p + i + 24, 8));
+    }
+    h = funnel__xxh64_rotl(v1, 1) + funnel__xxh64_rotl(v2, 7) + funnel__xxh64_rotl(v3, 12) +
+        funnel__xxh64_rotl(v4, 18);
+    h = funnel__xxh64_merge(h, v1);
+    h = funnel__xxh64_merge(h, v2);
+    h = funnel__xxh64_merge(h, v3);
+    h = funnel__xxh64_merge(h, v4);
+  } else {
+    h = FUNNEL_XXH64_P5;
+  }
+  h += (uint64_t)n;
+  for (; i + 8 <= n; i += 8)
+    h = funnel__xxh64_rotl(h ^ funnel__xxh64_round(0, funnel__xxh64_ld(p + i, 8)), 27) *
+            FUNNEL_XXH64_P1 +
+        FUNNEL_XXH64_P4;
+  if (i + 4 <= n) {
+    h = funnel__xxh64_rotl(h ^ funnel__xxh64_ld(p + i, 4) * FUNNEL_XXH64_P1, 23) *
+            FUNNEL_XXH64_P2 +
+        FUNNEL_XXH64_P3;
+    i += 4;
+  }
+  for (; i < n; i++)
+    h = funnel__xxh64_rotl(h ^ p[i] * FUNNEL_XXH64_P5, 11) * FUNNEL_XXH64_P1;
+  h ^= h >> 33;
+  h *= FUNNEL_XXH64_P2;
+  h ^= h >> 29;
+  h *= FUNNEL_XXH64_P3;
+  h ^= h >> 32;
+  return h;
+}
+
+/* ------------------------------------------------------------ blocks */
+
+/* n bytes from s to d by the lanes; d may lie after s closer than n
+ * (a match): each byte then repeats the `off` bytes before d. */
+FUNNEL_ZS void funnel__zs_copy(uint8_t *d, const uint8_t *s, uint32_t n, uint32_t off,
+                               unsigned lane, unsigned lanes) {
+  if (off >= n) {
+    for (uint32_t i = lane; i < n; i += lanes) d[i] = s[i];
+  } else {
+    for (uint32_t i = lane; i < n; i += lanes) d[i] = s[i % off];
+  }
+}
+
+/* The literals lengths' and match lengths' codes' bases and extra bits
+ * (RFC 8878, 3.1.1.3.2.1.1). */
+FUNNEL_ZS_TABLE uint32_t funnel__zs_ll_base_t[36] = {
+    0,  1,  2,  3,  4,  5,  6,   7,   8,   9,   10,   11,   12,   13,   14,    15,    16,    18,
+    20, 22, 24, 28, 32, 40, 48,  64,  128, 256, 512,  1024, 2048, 4096, 8192, 16384, 32768, 65536};
+FUNNEL_ZS_TABLE uint8_t funnel__zs_ll_bits_t[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,
+                                                    0, 0, 0, 0, 1, 1, 1, 1, 2, 2,  3,  3,
+                                                    4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+FUNNEL_ZS_TABLE uint32_t funnel__zs_ml_base_t[21] = {35,  37,  39,  41,   43,   47,   51,
+                                                     59,  67,  83,  99,   131,  259,  515,
+                                                     1027, 2051, 4099, 8195, 16387, 32771, 65539};
+FUNNEL_ZS_TABLE uint8_t funnel__zs_ml_bits_t[21] = {1, 1, 1, 1, 2,  2,  3,  3,  4,  4, 5,
+                                                    7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+FUNNEL_ZS uint32_t funnel__zs_ll_base(unsigned code) { return funnel__zs_ll_base_t[code]; }
+FUNNEL_ZS int funnel__zs_ll_bits(unsigned code) { return funnel__zs_ll_bits_t[code]; }
+FUNNEL_ZS uint32_t funnel__zs_ml_base(unsigned code) {
+  return code < 32 ? code + 3 : funnel__zs_ml_base_t[code - 32];
+}
+FUNNEL_ZS int funnel__zs_ml_bits(unsigned code) {
+  return code < 32 ? 0 : funnel__zs_ml_bits_t[code - 32];
+}
+
+/* The last q in [0, n) with a[q] <= v (a[0] <= v; a non-decreasing). */
+FUNNEL_ZS int funnel__zs_find(const uint32_t *a, int n, int64_t v) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if ((int64_t)a[mid] <= v) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* Runs a batch of nb sequences (sc->lo ...) whose output starts at out
+ * and whose la literals lie at lit: every lane copies literals, each byte
+ * to its place, then every lane writes match bytes, each from its source:
+ * the byte a match copies is traced back through the batch's earlier
+ * matches (a match repeating its last `off` bytes taken modulo) to a
+ * byte before the batch or one of its literals, which are all in place.
+ * So a batch waits on memory twice, not twice a sequence. */
+FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, uint32_t la,
+                                uint32_t ma, uint8_t *out, const uint8_t *lit, unsigned lane,
+                                unsigned lanes) {
+  for (uint32_t j = lane; j < la; j += lanes) {
+    const int q = funnel__zs_find(sc->lpre, nb, j);
+    out[sc->lo[q] + (j - sc->lpre[q])] = lit[j];
+  }
+  FUNNEL_ZS_SYNC();
+  for (uint32_t k = lane; k < ma; k += lanes) {
+    int q = funnel__zs_find(sc->mpre, nb, k);
+    const int64_t x = (int64_t)sc->m[q] + (k - sc->mpre[q]);
+    int64_t s = x;
+    for (;;) { /* s lies in sequence q's match */
+      const uint32_t o = sc->off[q], len = sc->lo[q + 1] - sc->m[q];
+      const int64_t r = s - sc->m[q];
+      s = o < len ? (int64_t)sc->m[q] - o + (int64_t)((uint32_t)r % o) : s - o;
+      if (s < 0) break; /* before the batch */
+      q = funnel__zs_find(sc->lo, nb, s);
+      if (s < (int64_t)sc->m[q]) break; /* one of its literals */
+    }
+    out[x] = out[s];
+  }
+}
+
+/* A compressed block (RFC 8878, 3.1.1.3) of n bytes at z, decoded to
+ * dst[*op ...), where the frame began at dst[frame] and the buffer ends
+ * at dst[cap]; rep: the frame's repeated offsets. */
+FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z, int64_t n,
+                               uint8_t *dst, int64_t *op_io, int64_t frame, int64_t cap,
+                               uint32_t *rep, unsigned lane, unsigned lanes) {
+  if (n < 1) return FUNNEL__LZ4_CORRUPT;
+  /* the literals section */
+  const unsigned h0 = FUNNEL_ZS_LD(z), type = h0 & 3, sf = (h0 >> 2) & 3;
+  int64_t regen, at, lsize = 0;
+  int streams = 1;
+  if (type < 2) { /* raw or RLE */
+    if (sf == 0 || sf == 2) {
+      regen = h0 >> 3;
+      at = 1;
+    } else if (sf == 1) {
+      if (n < 2) return FUNNEL__LZ4_CORRUPT;
+      regen = (h0 >> 4) + ((int64_t)FUNNEL_ZS_LD(z + 1) << 4);
+      at = 2;
+    } else {
+      if (n < 3) return FUNNEL__LZ4_CORRUPT;
+      regen = (h0 >> 4) + ((int64_t)FUNNEL_ZS_LD(z + 1) << 4) +
+              ((int64_t)FUNNEL_ZS_LD(z + 2) << 12);
+      at = 3;
+    }
+  } else {
+    const int hb = sf < 2 ? 3 : sf == 2 ? 4 : 5;
+    if (n < hb) return FUNNEL__LZ4_CORRUPT;
+    uint64_t hv = 0;
+    for (int k = hb - 1; k >= 0; k--) hv = hv << 8 | FUNNEL_ZS_LD(z + k);
+    const int sbits = sf < 2 ? 10 : sf == 2 ? 14 : 18;
+    regen = (int64_t)((hv >> 4) & ((1u << sbits) - 1));
+    lsize = (int64_t)((hv >> (4 + sbits)) & ((1u << sbits) - 1));
+    streams = sf == 0 ? 1 : 4;
+    at = hb;
+  }
+  if (regen > (int64_t)FUNNEL_ZS_BLOCK_MAX) return FUNNEL__LZ4_CORRUPT;
+  int64_t op = *op_io;
+  /* where the literals are read from */
+  const uint8_t *lit;
+  if (type == 0) {
+    if (n - at < regen) return FUNNEL__LZ4_CORRUPT;
+    lit = z + at;
+    at += regen;
+  } else {
+    if (regen > cap - op) return FUNNEL__LZ4_CORRUPT; /* no room for them at the end */
+    uint8_t *tail = dst + (cap - regen);
+    if (type == 1) {
+      if (n - at < 1) return FUNNEL__LZ4_CORRUPT;
+      const uint8_t v = (uint8_t)FUNNEL_ZS_LD(z + at);
+      for (int64_t i = lane; i < regen; i += lanes) tail[i] = v;
+      at += 1;
+    } else {
+      if (lsize > n - at) return FUNNEL__LZ4_CORRUPT;
+      const uint8_t *lz = z + at;
+      int64_t ln = lsize;
+      if (type == 2) {
+        const int64_t t = funnel__zs_huf_table(sc, lz, ln, lane, lanes);
+        if (t < 0) return FUNNEL__LZ4_CORRUPT;
+        lz += t;
+        ln -= t;
+      } else if (sc->huf_log == 0) {
+        return FUNNEL__LZ4_CORRUPT; /* treeless, no tree before */
+      }
+      int bad = 0;
+      if (streams == 1) {
+        if (lane == 0) bad = funnel__zs_huf_stream(sc, lz, ln, tail, regen);
+      } else {
+        if (ln < 6) return FUNNEL__LZ4_CORRUPT;
+        const int64_t s1 = FUNNEL_ZS_LD(lz) | FUNNEL_ZS_LD(lz + 1) << 8,
+                      s2 = FUNNEL_ZS_LD(lz + 2) | FUNNEL_ZS_LD(lz + 3) << 8,
+                      s3 = FUNNEL_ZS_LD(lz + 4) | FUNNEL_ZS_LD(lz + 5) << 8;
+        const int64_t s4 = ln - 6 - s1 - s2 - s3, seg = (regen + 3) / 4;
+        if (s4 < 1 || regen - 3 * seg < 0) return FUNNEL__LZ4_CORRUPT;
+        /* a lane a stream */
+        for (unsigned s = lane; s < 4; s += lanes) {
+          const int64_t from = 6 + (s > 0 ? s1 : 0) + (s > 1 ? s2 : 0) + (s > 2 ? s3 : 0);
+          const int64_t len = s == 0 ? s1 : s == 1 ? s2 : s == 2 ? s3 : s4;
+          bad |= funnel__zs_huf_stream(sc, lz + from, len, tail + s * seg,
+                                       s < 3 ? seg : regen - 3 * seg);
+        }
+      }
+      if (FUNNEL_ZS_ANY(bad != 0)) return FUNNEL__LZ4_CORRUPT;
+      at += lsize;
+    }
+    FUNNEL_ZS_SYNC();
+    lit = tail;
+  }
+  /* the sequences section */
+  if (at >= n) return FUNNEL__LZ4_CORRUPT;
+  int64_t nseq = FUNNEL_ZS_LD(z + at);
+  if (nseq >= 128) {
+    if (nseq < 255) {
+      if (n - at < 2) return FUNNEL__LZ4_CORRUPT;
+      nseq = ((nseq - 128) << 8) + FUNNEL_ZS_LD(z + at + 1);
+      at += 2;
+    } else {
+      if (n - at < 3) return FUNNEL__LZ4_CORRUPT;
+      nseq = FUNNEL_ZS_LD(z + at + 1) + ((int64_t)FUNNEL_ZS_LD(z + at + 2) << 8) + 0x7F00;
+      at += 3;
+    }
+  } else {
+    at += 1;
+  }
+  const int64_t block_start = op;
+  int64_t lp = 0; /* literals read */
+  if (nseq > 0) {
+    if (at >= n) return FUNNEL__LZ4_CORRUPT;
+    const unsigned modes = FUNNEL_ZS_LD(z + at++);
+    if (modes & 3) return FUNNEL__LZ4_CORRUPT;
+    const unsigned m[3] = {modes >> 6, (modes >> 4) & 3, (modes >> 2) & 3}; /* LL, OF, ML */
+    for (int which = 0; which < 3; which++) {
+      const int64_t t = funnel__zs_seq_table(sc, which, m[which], z + at, n - at, lane, lanes);
+      if (t < 0) return FUNNEL__LZ4_CORRUPT;
+      at += t;
+    }
+    FUNNEL_ZS_SYNC(); /* the tables' logs, read by every lane */
+    struct funnel__zs_bits b;
+    if (funnel__zs_bits_init(&b, z + at, n - at) != 0) return FUNNEL__LZ4_CORRUPT;
+    funnel__zs_fill(&b);
+    uint32_t sll = funnel__zs_take(&b, sc->ll_log);
+    uint32_t sof = funnel__zs_take(&b, sc->of_log);
+    uint32_t sml = funnel__zs_take(&b, sc->ml_log);
+    /* the repeated offsets, in registers */
+    uint32_t rep0 = rep[0], rep1 = rep[1], rep2 = rep[2];
+    for (int64_t i = 0; i < nseq;) {
+      /* a batch: its sequences decoded (every lane alike, lane q keeping
+       * sequence q), then run */
+      const int nb = nseq - i < FUNNEL_ZS_BATCH ? (int)(nseq - i) : FUNNEL_ZS_BATCH;
+      const int64_t b0 = op, lp0 = lp;
+      uint32_t bat = 0, bla = 0, bma = 0;
+      FUNNEL_ZS_SYNC(); /* the last batch's readers of sc->lo ... */
+      for (int q = 0; q < nb; q++, i++) {
+        const struct funnel__zs_fse el = sc->ll[sll], eo = sc->of[sof], em = sc->ml[sml];
+        const unsigned ofc = eo.symbol, llc = el.symbol, mlc = em.symbol;
+        if (ofc > 31) return FUNNEL__LZ4_CORRUPT;
+        /* the extra bits: offset (up to 31), match length, literals length
+         * (up to 16 each); a fill before each 56 bits at most */
+        if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
+        funnel__zs_fill(&b);
+        const uint32_t ov = (uint32_t)(1ull << ofc) + funnel__zs_take(&b, (int)ofc);
+        if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
+        funnel__zs_fill(&b);
+        const uint32_t ml = funnel__zs_ml_base(mlc) + funnel__zs_take(&b, funnel__zs_ml_bits(mlc));
+        const uint32_t ll = funnel__zs_ll_base(llc) + funnel__zs_take(&b, funnel__zs_ll_bits(llc));
+        if (i + 1 < nseq) { /* the states: literals length, match length, offset */
+          if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
+          funnel__zs_fill(&b);
+          sll = el.base + funnel__zs_take(&b, el.bits);
+          sml = em.base + funnel__zs_take(&b, em.bits);
+          sof = eo.base + funnel__zs_take(&b, eo.bits);
+        }
+        if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
+        /* the offset: new, or one of the three repeated */
+        uint32_t off;
+        if (ov > 3) {
+          off = ov - 3;
+          rep2 = rep1;
+          rep1 = rep0;
+          rep0 = off;
+        } else {
+          const unsigned k = ll == 0 ? ov : ov - 1; /* 0: rep0; 1, 2; 3: rep0 - 1 */
+          if (k == 0) {
+            off = rep0;
+          } else {
+            off = k == 3 ? rep0 - 1 : k == 1 ? rep1 : rep2;
+            if (off == 0) return FUNNEL__LZ4_CORRUPT;
+            if (k != 1) rep2 = rep1;
+            rep1 = rep0;
+            rep0 = off;
+          }
+        }
+        /* its literals, then its match: within the literals and the
+         * buffer (the output never reaches the literals still to read: the
+         * block would then decode to more than the buffer holds), the match
+         * within the frame's bytes */
+        if ((int64_t)ll > regen - lp || (int64_t)ll + ml > cap - op - (regen - lp - ll) ||
+            op + ll + ml - block_start > (int64_t)FUNNEL_ZS_BLOCK_MAX ||
+            (int64_t)off > op + ll - frame)
+          return FUNNEL__LZ4_CORRUPT;
+        if (lane == (unsigned)q % lanes) {
+          sc->lo[q] = bat;
+          sc->m[q] = bat + ll;
+          sc->off[q] = off;
+          sc->lpre[q] = bla;
+          sc->mpre[q] = bma;
+        }
+        bat += ll + ml;
+        bla += ll;
+        bma += ml;
+        op += ll + ml;
+        lp += ll;
+      }
+      if (lane == (unsigned)nb % lanes) {
+        sc->lo[nb] = bat;
+        sc->lpre[nb] = bla;
+        sc->mpre[nb] = bma;
+      }
+      FUNNEL_ZS_SYNC();
+      funnel__zs_batch(sc, nb, bla, bma, dst + b0, lit + lp0, lane, lanes);
+      FUNNEL_ZS_SYNC();
+    }
+    if (b.bit != 0) return FUNNEL__LZ4_CORRUPT; /* the bitstream not used up exactly */
+    rep[0] = rep0;
+    rep[1] = rep1;
+    rep[2] = rep2;
+  } else if (at != n) {
+    return FUNNEL__LZ4_CORRUPT;
+  }
+  /* the literals left */
+  const int64_t rest = regen - lp;
+  if (rest > cap - op || op + rest - block_start > (int64_t)FUNNEL_ZS_BLOCK_MAX)
+    return FUNNEL__LZ4_CORRUPT;
+  funnel__zs_copy(dst + op, lit + lp, (uint32_t)rest, 0xFFFFFFFFu, lane, lanes);
+  op += rest;
+  FUNNEL_ZS_SYNC();
+  *op_io = op;
+  return FUNNEL__LZ4_OK;
+}
+
+/* Decodes the frames of `n` bytes at `src` into exactly `cap` bytes at
+ * `dst`: a FUNNEL__LZ4_* status. */
+FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
+                                  unsigned lane, unsigned lanes, struct funnel__zstd_scratch *sc) {
+  int64_t ip = 0, op = 0;
+  if (n < 1) return FUNNEL__LZ4_CORRUPT;
+  while (ip < n) {
+    if (n - ip < 8) return FUNNEL__LZ4_CORRUPT;
+    const uint32_t magic = (uint32_t)funnel__zs_ld8(src, ip, n);
+    if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) { /* skippable */
+      const int64_t size = (int64_t)(funnel__zs_ld8(src, ip + 4, n) & 0xFFFFFFFFu);
+      if (size > n - ip - 8) return FUNNEL__LZ4_CORRUPT;
+      ip += 8 + size;
+      continue;
+    }
+    if (magic != 0xFD2FB528u) return FUNNEL__LZ4_CORRUPT;
+    const unsigned fhd = FUNNEL_ZS_LD(src + ip + 4);
+    ip += 5;
+    const unsigned fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, sum = (fhd >> 2) & 1,
+                   did = fhd & 3;
+    if (fhd & 8) return FUNNEL__LZ4_CORRUPT; /* the reserved bit */
+    const int fcs_bytes = fcs_flag == 0 ? (single ? 1 : 0) : 1 << fcs_flag;
+    const int did_bytes = did == 0 ? 0 : 1 << (did - 1);
+    const int64_t hdr = (single ? 0 : 1) + did_bytes + fcs_bytes;
+    if (n - ip < hdr) return FUNNEL__LZ4_CORRUPT;
+    /* the window: the output is whole and every offset is checked within
+     * the frame, but a frame libzstd would refuse for its window (over its
+     * default limit, 2^27) is refused, for the host to name */
+    if (!single) {
+      const unsigned wd = FUNNEL_ZS_LD(src + ip);
+      if ((wd >> 3) + 10 > 27 || ((wd >> 3) + 10 == 27 && (wd & 7) != 0))
+        return FUNNEL__LZ4_CORRUPT;
+      ip++;
+    }
+    uint64_t dict = 0;
+    for (int k = did_bytes - 1; k >= 0; k--) dict = dict << 8 | FUNNEL_ZS_LD(src + ip + k);
+    if (dict != 0) return FUNNEL__LZ4_DICTIONARY;
+    ip += did_bytes;
+    int64_t content = -1;
+    if (fcs_bytes > 0) {
+      uint64_t v = 0;
+      for (int k = fcs_bytes - 1; k >= 0; k--) v = v << 8 | FUNNEL_ZS_LD(src + ip + k);
+      if (fcs_bytes == 2) v += 256;
+      if (v > (uint64_t)(cap - op)) return FUNNEL__LZ4_LENGTH;
+      content = (int64_t)v;
+      if (single && content > ((int64_t)1 << 27)) return FUNNEL__LZ4_CORRUPT; /* its window */
+      ip += fcs_bytes;
+    }
+    /* the frame's state */
+    const int64_t frame = op;
+    uint32_t rep[3] = {1, 4, 8};
+    FUNNEL_ZS_SYNC();
+    FUNNEL_ZS_SET(sc->huf_log, 0);
+    FUNNEL_ZS_SET(sc->ll_log, -1);
+    FUNNEL_ZS_SET(sc->ml_log, -1);
+    FUNNEL_ZS_SET(sc->of_log, -1);
+    FUNNEL_ZS_SYNC();
+    int last = 0;
+    while (!last) {
+      if (n - ip < 3) return FUNNEL__LZ4_CORRUPT;
+      const uint32_t bh = FUNNEL_ZS_LD(src + ip) | FUNNEL_ZS_LD(src + ip + 1) << 8 |
+                          FUNNEL_ZS_LD(src + ip + 2) << 16;
+      ip += 3;
+      last = (int)(bh & 1);
+      const unsigned btype = (bh >> 1) & 3;
+      const int64_t bsize = bh >> 3;
+      if (btype == 3) return FUNNEL__LZ4_CORRUPT;
+      if (btype == 1) { /* RLE: one byte, bsize times */
+        if (n - ip < 1 || bsize > (int64_t)FUNNEL_ZS_BLOCK_MAX) return FUNNEL__LZ4_CORRUPT;
+        if (bsize > cap - op) return FUNNEL__LZ4_LENGTH;
+        const uint8_t v = (uint8_t)FUNNEL_ZS_LD(src + ip);
+        for (int64_t i = lane; i < bsize; i += lanes) dst[op + i] = v;
+        op += bsize;
+        ip += 1;
+      } else {
+        if (bsize > n - ip || bsize > (int64_t)FUNNEL_ZS_BLOCK_MAX) return FUNNEL__LZ4_CORRUPT;
+        if (btype == 0) {
+          if (bsize > cap - op) return FUNNEL__LZ4_LENGTH;
+          funnel__zs_copy(dst + op, src + ip, (uint32_t)bsize, 0xFFFFFFFFu, lane, lanes);
+          op += bsize;
+        } else {
+          const int st = funnel__zs_block(sc, src + ip, bsize, dst, &op, frame, cap, rep, lane,
+                                          lanes);
+          if (st != FUNNEL__LZ4_OK) return st;
+        }
+        ip += bsize;
+      }
+      FUNNEL_ZS_SYNC();
+    }
+    if (content >= 0 && op - frame != content) return FUNNEL__LZ4_LENGTH;
+    if (sum) {
+      if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
+      const uint32_t want = (uint32_t)(funnel__zs_ld8(src, ip, n) & 0xFFFFFFFFu);
+      if ((uint32_t)funnel__xxh64(dst + frame, op - frame) != want) return FUNNEL__LZ4_CORRUPT;
+      ip += 4;
+    }
+  }
+  return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
+}
+
+/* Decodes job `j` if it is a ZSTD one, its dst `base` more: its status,
+ * or -1 (another decoder's job, left alone). */
+FUNNEL_ZS int funnel__zstd_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned lane,
+                                   unsigned lanes, struct funnel__zstd_scratch *sc) {
+  if (j->kind != FUNNEL__ZSTD_FRAMES) return -1;
+  return funnel__zstd_frames((const uint8_t *)(uintptr_t)j->src, j->src_length,
+                             (uint8_t *)(uintptr_t)(j->dst + base), j->dst_length, lane, lanes,
+                             sc);
+}
+
+#if !defined(__CUDACC__)
+/* Runs the ZSTD jobs on this thread, leaving the others alone (the cpu
+ * backend's FUNNEL_DP_STAGE_ZSTD runs funnel__lz4_run_jobs too). */
+FUNNEL_ZS void funnel__zstd_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
+  struct funnel__zstd_scratch sc;
+  for (int64_t j = 0; j < n; j++) {
+    const int st = funnel__zstd_job_run(&jobs[j], base, 0, 1, &sc);
+    if (st >= 0) jobs[j].status = st;
+  }
+}
+#endif
+
+#endif
