@@ -692,7 +692,8 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
                       s2 = FUNNEL_ZS_LD(lz + 2) | FUNNEL_ZS_LD(lz + 3) << 8,
                       s3 = FUNNEL_ZS_LD(lz + 4) | FUNNEL_ZS_LD(lz + 5) << 8;
         const int64_t s4 = ln - 6 - s1 - s2 - s3, seg = (regen + 3) / 4;
-        if (s4 < 1 || regen - 3 * seg < 0) return FUNNEL__LZ4_CORRUPT;
+        /* (libzstd refuses four streams of fewer than 6 literals) */
+        if (s4 < 1 || regen < 6) return FUNNEL__LZ4_CORRUPT;
         /* a lane a stream */
         for (unsigned s = lane; s < 4; s += lanes) {
           const int64_t from = 6 + (s > 0 ? s1 : 0) + (s > 1 ? s2 : 0) + (s > 2 ? s3 : 0);

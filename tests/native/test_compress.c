@@ -1120,6 +1120,17 @@ static void device_decoder_reads_what_libzstd_writes(void) {
                                .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
   funnel__zstd_run_jobs(&dj, 1, 0);
   CHECK_EQ_I64(dj.status, FUNNEL__LZ4_DICTIONARY);
+  /* four Huffman streams of 4 literals (a hostile test's frame), which
+   * libzstd refuses: refused */
+  const uint8_t four[] = {0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x04, 0x85, 0x00, 0x00, 0x46, 0x00, 0x03, 0x81,
+                          0x11, 0x01, 0x00, 0x01, 0x00, 0x01, 0x00, 0x03, 0x03, 0x03, 0x03, 0x00};
+  uint8_t four_out[4];
+  CHECK_EQ_I64(iw_zstd_decompress(four, sizeof(four), four_out, 4), -1);
+  struct funnel__lz4_job fj = {.src = (uint64_t)(uintptr_t)four, .src_length = sizeof(four),
+                               .dst = (uint64_t)(uintptr_t)four_out, .dst_length = 4,
+                               .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+  funnel__zstd_run_jobs(&fj, 1, 0);
+  CHECK_EQ_I64(fj.status, FUNNEL__LZ4_CORRUPT);
 }
 
 /* Without liblz4 (FUNNEL_LZ4_LIBRARY names a file that is not there, in a
