@@ -152,26 +152,9 @@ FUNNEL_ZS int funnel__zs_bits_init(struct funnel__zs_bits *b, const uint8_t *p, 
   return 0;
 }
 
-/* The next k bits (k <= 56), not consumed. */
-FUNNEL_ZS uint64_t funnel__zs_peek(struct funnel__zs_bits *b, int k) {
-  if (k == 0) return 0;
-  const int64_t lo = b->bit - k;
-  if (lo < 8 * b->pos) { /* the bytes from below lo's, in the holder */
-    int64_t at = b->bit - 56;
-    at = at >= 0 ? at / 8 : -((-at + 7) / 8);
-    if (at < -8) at = -8; /* read past the start: zeros */
-    b->pos = at;
-    b->c = funnel__zs_ld8(b->p, at, b->n);
-  }
-  const int64_t s = lo - 8 * b->pos;
-  if (s < -63) return 0; /* all of it past the start */
-  const uint64_t v = s >= 0 ? b->c >> s : b->c << -s;
-  return v & (((uint64_t)1 << k) - 1);
-}
-
-/* The loop's readers: funnel__zs_fill makes the next 56 bits readable
- * (while bit >= 0), then funnel__zs_look and funnel__zs_take read up to 56
- * of them in all, k <= 32 each, without a bounds check apiece. */
+/* The readers: funnel__zs_fill makes the next 56 bits readable (while
+ * bit >= 0), then funnel__zs_look and funnel__zs_take read up to 56 of
+ * them in all, k <= 32 each, without a bounds check apiece. */
 FUNNEL_ZS void funnel__zs_fill(struct funnel__zs_bits *b) {
   if (b->bit - 56 >= 8 * b->pos) return;
   int64_t at = b->bit - 56;
@@ -188,12 +171,6 @@ FUNNEL_ZS uint32_t funnel__zs_look(const struct funnel__zs_bits *b, int k) {
 FUNNEL_ZS uint32_t funnel__zs_take(struct funnel__zs_bits *b, int k) {
   b->bit -= k;
   return (uint32_t)((b->c >> (b->bit - 8 * b->pos)) & (((uint64_t)1 << k) - 1));
-}
-
-FUNNEL_ZS uint64_t funnel__zs_read(struct funnel__zs_bits *b, int k) {
-  const uint64_t v = funnel__zs_peek(b, k);
-  b->bit -= k;
-  return v;
 }
 
 /* ------------------------------------------------------------ tables */
@@ -399,14 +376,16 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
       return -1;
     struct funnel__zs_bits b;
     if (funnel__zs_bits_init(&b, z + 1 + d, (int64_t)h - d) != 0) return -1;
-    uint32_t s1 = (uint32_t)funnel__zs_read(&b, al), s2 = (uint32_t)funnel__zs_read(&b, al);
+    funnel__zs_fill(&b);
+    uint32_t s1 = funnel__zs_take(&b, al), s2 = funnel__zs_take(&b, al);
     if (b.bit < 0) return -1;
     const struct funnel__zs_fse *t = sc->weights;
     for (;;) {
       if (k > 253) return -1;
       FUNNEL_ZS_SET(sc->w[k], t[s1].symbol);
       k++;
-      s1 = t[s1].base + (uint32_t)funnel__zs_read(&b, t[s1].bits);
+      funnel__zs_fill(&b); /* (bit >= 0 here: the loop ends once below) */
+      s1 = t[s1].base + funnel__zs_take(&b, t[s1].bits);
       if (b.bit < 0) {
         FUNNEL_ZS_SET(sc->w[k], t[s2].symbol);
         k++;
@@ -414,7 +393,8 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
       }
       FUNNEL_ZS_SET(sc->w[k], t[s2].symbol);
       k++;
-      s2 = t[s2].base + (uint32_t)funnel__zs_read(&b, t[s2].bits);
+      funnel__zs_fill(&b);
+      s2 = t[s2].base + funnel__zs_take(&b, t[s2].bits);
       if (b.bit < 0) {
         FUNNEL_ZS_SET(sc->w[k], t[s1].symbol);
       k++;
@@ -543,15 +523,10 @@ FUNNEL_ZS uint64_t funnel__xxh64(const uint8_t *p, int64_t n) {
 
 /* ------------------------------------------------------------ blocks */
 
-/* n bytes from s to d by the lanes; d may lie after s closer than n
- * (a match): each byte then repeats the `off` bytes before d. */
-FUNNEL_ZS void funnel__zs_copy(uint8_t *d, const uint8_t *s, uint32_t n, uint32_t off,
-                               unsigned lane, unsigned lanes) {
-  if (off >= n) {
-    for (uint32_t i = lane; i < n; i += lanes) d[i] = s[i];
-  } else {
-    for (uint32_t i = lane; i < n; i += lanes) d[i] = s[i % off];
-  }
+/* n bytes from s to d by the lanes (d never after s within n bytes). */
+FUNNEL_ZS void funnel__zs_copy(uint8_t *d, const uint8_t *s, uint32_t n, unsigned lane,
+                               unsigned lanes) {
+  for (uint32_t i = lane; i < n; i += lanes) d[i] = s[i];
 }
 
 /* The literals lengths' and match lengths' codes' bases and extra bits
@@ -833,7 +808,7 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
   const int64_t rest = regen - lp;
   if (rest > cap - op || op + rest - block_start > (int64_t)FUNNEL_ZS_BLOCK_MAX)
     return FUNNEL__LZ4_CORRUPT;
-  funnel__zs_copy(dst + op, lit + lp, (uint32_t)rest, 0xFFFFFFFFu, lane, lanes);
+  funnel__zs_copy(dst + op, lit + lp, (uint32_t)rest, lane, lanes);
   op += rest;
   FUNNEL_ZS_SYNC();
   *op_io = op;
@@ -918,7 +893,7 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
         if (bsize > n - ip || bsize > (int64_t)FUNNEL_ZS_BLOCK_MAX) return FUNNEL__LZ4_CORRUPT;
         if (btype == 0) {
           if (bsize > cap - op) return FUNNEL__LZ4_LENGTH;
-          funnel__zs_copy(dst + op, src + ip, (uint32_t)bsize, 0xFFFFFFFFu, lane, lanes);
+          funnel__zs_copy(dst + op, src + ip, (uint32_t)bsize, lane, lanes);
           op += bsize;
         } else {
           const int st = funnel__zs_block(sc, src + ip, bsize, dst, &op, frame, cap, rep, lane,
