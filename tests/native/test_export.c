@@ -53,6 +53,8 @@ struct consumer_cuda {
   void *stream;
 };
 
+/* The consumer works on the device the arrays name (device_id, checked in
+ * check_array to be the one the tests run on): cuda:N's N, not device 0. */
 static bool consumer_open(struct consumer_cuda *cu) {
   memset(cu, 0, sizeof(*cu));
   cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -71,7 +73,7 @@ static bool consumer_open(struct consumer_cuda *cu) {
   return CHECK(cu->init && cu->device_get && cu->primary_retain && cu->ctx_set_current &&
                cu->stream_create && cu->stream_wait_event && cu->copy_d2h && cu->stream_sync &&
                cu->stream_destroy) &&
-         CHECK_EQ_I64(cu->init(0), 0) && CHECK_EQ_I64(cu->device_get(&dev, 0), 0) &&
+         CHECK_EQ_I64(cu->init(0), 0) && CHECK_EQ_I64(cu->device_get(&dev, cuda_ordinal()), 0) &&
          CHECK_EQ_I64(cu->primary_retain(&ctx, dev), 0) &&
          CHECK_EQ_I64(cu->ctx_set_current(ctx), 0) &&
          CHECK_EQ_I64(cu->stream_create(&cu->stream, 1 /* non-blocking */), 0);
