@@ -15,6 +15,10 @@
  *                one preallocated device buffer (the pattern of cudf #2881)
  *   host_concat  memcpy every column piece to its final place in one pinned
  *                host buffer (one thread), then one copy
+ *   host_stage   pageable sources only, and no device: the bytes staged
+ *                into pinned memory as funnel stages them (its host threads);
+ *                by default with --devices alone, where it shows what the
+ *                host's memory allows processes that stage at once
  *
  * Compression is a dimension of a workload (--compress): the same columns
  * written with each buffer of the RecordBatch compressed (LZ4_FRAME as
@@ -97,6 +101,7 @@
 #include "check.h"
 #include "device.h"
 #include "ipc_writer.h"
+#include "read.h" /* funnel__stage_bytes */
 
 #define WARMUP 2
 #define MAX_SHAPES 256
@@ -1042,6 +1047,21 @@ static int iter_host_concat(struct bench *b, const struct workload *w, int src,
   return st;
 }
 
+/* What the host's memory allows a pageable read's staging: the partitions'
+ * bytes copied into the pinned buffer as funnel stages them (its host
+ * threads, tasks of FUNNEL__STAGE_TASK, stores that bypass the cache), no
+ * device involved. Beside funnel in --devices, it tells whether the
+ * processes' pageable reads slow down together because they share the
+ * host's memory. */
+static int iter_host_stage(struct bench *b, const struct workload *w, int src,
+                           struct sample *out, struct funnel_error *err) {
+  (void)err;
+  const struct span sp = span_begin();
+  funnel__stage_bytes(b->host_buf, source_base(w, src), w->total_bytes);
+  span_end(&sp, out);
+  return FUNNEL_OK;
+}
+
 /* What a plugin does with compressed partitions today, as a lower bound
  * (the header comment says what it leaves out): one thread decompresses
  * every buffer to its final place in one pinned host buffer, partition by
@@ -1114,6 +1134,7 @@ struct strategy {
   int column_only; /* CSV and JSON carry it as a column of every row, not a row */
   int codecs;      /* ANY_CODEC, PLAIN_ONLY or COMPRESSED_ONLY */
   const char *unavailable; /* not measured, and why (printed on its row) */
+  int pageable_only; /* measured on pageable sources only */
 };
 
 enum {
@@ -1132,29 +1153,32 @@ enum {
   S_LINK_COMPRESSED,
   S_FUNNEL_HOST_DECODE,
   S_FUNNEL_GPU_DECODE,
+  S_HOST_STAGE,
   S_BATCHED_SCATTER, /* last: it may leave the device unusable (iter_batched_scatter) */
   N_STRATEGIES
 };
 static const struct strategy STRATEGIES[N_STRATEGIES] = {
-    {"funnel", iter_funnel, 0, 0, 0, 0, ANY_CODEC, NULL},
-    {"funnel_copy", iter_funnel_copy, 1, 0, 0, 0, ANY_CODEC, NULL},
-    {"funnel_direct", iter_funnel_direct, 1, 0, 0, 0, ANY_CODEC, NULL},
-    {"funnel_host", iter_funnel_host, 0, 0, 0, 0, ANY_CODEC, NULL},
-    {"funnel_device", iter_funnel_device, 0, 0, 0, 0, ANY_CODEC, NULL},
-    {"link", iter_link, 0, 0, 0, 0, ANY_CODEC, NULL},
-    {"floor", iter_floor, 0, 0, 0, 1, ANY_CODEC, NULL},
-    {"naive", iter_naive, 0, 0, 1, 0, PLAIN_ONLY, NULL},
-    {"host_concat", iter_host_concat, 0, 0, 0, 0, PLAIN_ONLY, NULL},
-    {"kernel", iter_kernel, 1, 1, 0, 0, ANY_CODEC, NULL},
-    {"d2d", iter_d2d, 1, 1, 0, 0, ANY_CODEC, NULL},
-    {"host_decompress_concat", iter_host_decompress_concat, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
-    {"link_compressed", iter_link_compressed, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
-    {"funnel_host_decode", iter_funnel_host_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
-    {"funnel_gpu_decode", iter_funnel_gpu_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL},
-    {"batched_scatter", iter_batched_scatter, 0, 0, 1, 0, PLAIN_ONLY, NULL},
+    {"funnel", iter_funnel, 0, 0, 0, 0, ANY_CODEC, NULL, 0},
+    {"funnel_copy", iter_funnel_copy, 1, 0, 0, 0, ANY_CODEC, NULL, 0},
+    {"funnel_direct", iter_funnel_direct, 1, 0, 0, 0, ANY_CODEC, NULL, 0},
+    {"funnel_host", iter_funnel_host, 0, 0, 0, 0, ANY_CODEC, NULL, 0},
+    {"funnel_device", iter_funnel_device, 0, 0, 0, 0, ANY_CODEC, NULL, 0},
+    {"link", iter_link, 0, 0, 0, 0, ANY_CODEC, NULL, 0},
+    {"floor", iter_floor, 0, 0, 0, 1, ANY_CODEC, NULL, 0},
+    {"naive", iter_naive, 0, 0, 1, 0, PLAIN_ONLY, NULL, 0},
+    {"host_concat", iter_host_concat, 0, 0, 0, 0, PLAIN_ONLY, NULL, 0},
+    {"kernel", iter_kernel, 1, 1, 0, 0, ANY_CODEC, NULL, 0},
+    {"d2d", iter_d2d, 1, 1, 0, 0, ANY_CODEC, NULL, 0},
+    {"host_decompress_concat", iter_host_decompress_concat, 0, 0, 0, 0, COMPRESSED_ONLY, NULL, 0},
+    {"link_compressed", iter_link_compressed, 0, 0, 0, 0, COMPRESSED_ONLY, NULL, 0},
+    {"funnel_host_decode", iter_funnel_host_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL, 0},
+    {"funnel_gpu_decode", iter_funnel_gpu_decode, 0, 0, 0, 0, COMPRESSED_ONLY, NULL, 0},
+    {"host_stage", iter_host_stage, 0, 0, 0, 0, ANY_CODEC, NULL, 1},
+    {"batched_scatter", iter_batched_scatter, 0, 0, 1, 0, PLAIN_ONLY, NULL, 0},
 };
 
-static int strategy_applies(const struct strategy *s, const struct workload *w) {
+static int strategy_applies(const struct strategy *s, const struct workload *w, int src) {
+  if ((s->pinned_only && src != SRC_PINNED) || (s->pageable_only && src == SRC_PINNED)) return 0;
   return s->codecs == ANY_CODEC || (s->codecs == COMPRESSED_ONLY) == (w->codec != CODEC_NONE);
 }
 
@@ -1223,7 +1247,7 @@ static bool measure_begin(struct bench *b, const struct workload *w, int src,
                           struct measurement *m, struct timing *t) {
   memset(m, 0, sizeof(*m));
   *t = (struct timing){.s = s, .m = m};
-  if ((s->pinned_only && src != SRC_PINNED) || !strategy_applies(s, w)) {
+  if (!strategy_applies(s, w, src)) {
     m->skipped = 1;
     return false;
   }
@@ -1638,7 +1662,9 @@ static void usage(FILE *f) {
           "  --strategy    strategies to run, comma-separated (funnel, link and floor always\n"
           "                run, and on compressed rows link_compressed): funnel_copy,\n"
           "                funnel_direct, funnel_host, funnel_device, naive, host_concat,\n"
-          "                batched_scatter, kernel, d2d, host_decompress_concat; on\n"
+          "                batched_scatter, kernel, d2d, host_decompress_concat, host_stage\n"
+          "                (pageable sources: the bytes staged into pinned memory as funnel\n"
+          "                stages them, no device; on by default with --devices only); on\n"
           "                compressed rows funnel_host_decode and funnel_gpu_decode (funnel\n"
           "                with every buffer decoded on the host threads, or the values on\n"
           "                the device, LZ4 and ZSTD) too, and naive, host_concat and\n"
@@ -1650,7 +1676,8 @@ static void usage(FILE *f) {
           "                runs an executor a GPU) reads the same partitions, first alone, one\n"
           "                device after the other, then all at once, each strategy started on\n"
           "                every device together; reports each device's ms alone and together\n"
-          "                and the aggregate GB/s (funnel and link unless --strategy says)\n"
+          "                and the aggregate GB/s (funnel, link and host_stage unless\n"
+          "                --strategy says)\n"
           "  --dump        write each workload to DIR/PxCxR-MIX/ for the Java driver\n"
           "  --list        print the shape x mix runs selected and those skipped, then exit\n",
           WARMUP);
@@ -1814,8 +1841,10 @@ static void parse_options(int argc, char **argv, struct options *o) {
     if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "cuda") != 0)
       die("--devices reads on cuda:N devices: leave --backend out (or say cuda)");
     if (o->concurrent > 1) die("--devices and --concurrent: one or the other");
-    if (!o->strategy_chosen) select_strategies(o, "funnel,link");
+    if (!o->strategy_chosen) select_strategies(o, "funnel,link,host_stage");
   }
+  /* host_stage only tells something beside reads of other processes */
+  if (!o->strategy_chosen && o->n_devices == 0) o->strategy_off[S_HOST_STAGE] = 1;
   if (o->codecs & ~1u && !iw_codecs_available())
     die("--compress lz4 or zstd: liblz4.so.1 and libzstd.so.1 cannot be loaded here");
   const int quick = o->preset == PRESET_QUICK;
@@ -2995,8 +3024,8 @@ static int run_group(struct report *rep, const struct options *opt, struct workl
   }
   /* what a dead child did not send back */
   for (int s = 0; s < N_STRATEGIES; s++) {
-    if (opt->strategy_off[s] || (STRATEGIES[s].pinned_only && src != SRC_PINNED) ||
-        !strategy_applies(&STRATEGIES[s], w) || STRATEGIES[s].unavailable != NULL || received[s])
+    if (opt->strategy_off[s] || !strategy_applies(&STRATEGIES[s], w, src) ||
+        STRATEGIES[s].unavailable != NULL || received[s])
       continue;
     m[s].skipped = 0;
     m[s].status = FUNNEL_ERR_FATAL;

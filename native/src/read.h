@@ -177,6 +177,11 @@ struct funnel__transfer {
 
 /* The rounds a staging plan's block is staged in (transfer.c). */
 int64_t funnel__stage_rounds(const struct funnel__stage_plan *sp);
+/* `n` bytes from `src` to `dst` (pinned), copied as a read stages its
+ * pageable partitions: in FUNNEL__STAGE_TASK tasks on the host threads, with
+ * stores that bypass the cache. funnel_bench's host_stage: what the host's
+ * memory lets staging alone reach, beside the reads that stage. */
+void funnel__stage_bytes(uint8_t *dst, const uint8_t *src, int64_t n);
 
 /* Before parsing: when every partition lies in the pinned pool, enqueues
  * their copies at once, so they fly while the host parses and plans

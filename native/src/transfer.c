@@ -391,6 +391,15 @@ static void stage_tasks(const struct funnel__stage_plan *sp, int64_t n) {
   for (int64_t i = 0; i < n; i++) stage_task((void *)sp, i);
 }
 
+void funnel__stage_bytes(uint8_t *dst, const uint8_t *src, int64_t n) {
+  if (n <= 0) return;
+  struct funnel__stage_copy c = {.dst = dst, .src = src, .length = n, .first_byte = 0};
+  const int64_t task = FUNNEL__STAGE_TASK;
+  const struct funnel__stage_plan sp = {.copies = &c, .n = 1, .bytes = n,
+                                        .tasks = (n + task - 1) / task, .task_bytes = task};
+  stage_tasks(&sp, sp.tasks);
+}
+
 /* The end, in the staging block, of the bytes that tasks [0, end_task)
  * have written (the gaps between partitions come along in the copies). */
 static const uint8_t *staged_upto(const struct funnel__stage_plan *sp, int64_t end_task) {
