@@ -230,15 +230,17 @@ extern "C" __global__ void __launch_bounds__(64, 14)
 // one a block (its tables and a batch of sequences, about 12 KiB of
 // shared memory: 16 blocks an SM, at most 128 registers), the warps
 // striding over the jobs; its LZ4 ones too, as funnel_lz4_decode runs them
-// (the scratch is either's), so that a read decodes in one launch. No
-// gate: the device path's one-go reads decode LZ4 only.
+// (the scratch is either's), so that a read decodes in one launch. `gate`
+// as funnel_lz4_decode's.
 
 extern "C" __global__ void __launch_bounds__(32, 16)
-    funnel_zstd_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base) {
+    funnel_zstd_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base,
+                       const flat::funnel__dp_args *gate) {
   __shared__ union {
     funnel__zstd_scratch z;
     funnel__lz4_scratch l;
   } scratch;
+  if (gate != nullptr && flat::funnel__dp_shut(gate)) return;
   const unsigned lane = threadIdx.x & 31;
   for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
     const funnel__lz4_job job = jobs[j];

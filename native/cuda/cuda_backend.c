@@ -270,9 +270,9 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
     if (n <= 0) return FUNNEL_OK;
     int64_t gx = n < FUNNEL__CONCAT_MAX_BLOCKS ? n : FUNNEL__CONCAT_MAX_BLOCKS;
     FUNNEL_RETURN_NOT_OK(enter(cu, error));
-    CUdeviceptr a = (CUdeviceptr)args;
+    CUdeviceptr a = (CUdeviceptr)args, gate = (CUdeviceptr)first;
     uint64_t base = (uint64_t)m;
-    void *params[] = {&a, &n, &base};
+    void *params[] = {&a, &n, &base, &gate};
     int st = CU(cuLaunchKernel, (cu->zstd, (unsigned)gx, 1, 1, 32, 1, 1, 0, (CUstream)stream,
                                  params, NULL));
     leave(cu);

@@ -364,8 +364,9 @@ enum funnel_transfer {
 
 /* Where a read parses the partitions' IPC headers (FUNNEL_OPTION_PARSE). */
 enum funnel_parse {
-  /* DEVICE for many small partitions (at least 128, or 48 of LZ4 bodies the
-   * device decodes, of at most 256 KiB on average), HOST otherwise; the
+  /* DEVICE for many small partitions (at least 128, or 48 of LZ4 or ZSTD
+   * bodies the device decodes, of at most 256 KiB on average, 16 KiB for
+   * ZSTD ones), HOST otherwise; the
    * default unless FUNNEL_PARSE=host|device in the environment when the
    * device opened says otherwise */
   FUNNEL_PARSE_AUTO = 0,
@@ -384,12 +385,15 @@ enum funnel_parse {
    * sends the whole read to the host path (stats.device_left), which gives
    * the same table or the same error as HOST. Without the reader's schema,
    * the first non-empty partition's gives it. Compressed partitions: LZ4_FRAME
-   * bodies, when the device may decode them (FUNNEL_OPTION_DECODE not
+   * or ZSTD bodies (one codec a read: the first batch's; a partition of the
+   * other sends the read to the host path), when the device may decode them (FUNNEL_OPTION_DECODE not
    * HOST), go up compressed and the device reads every buffer's prefix,
    * then the read waits for the size of the decoded buffers (a second wait:
    * stats.syncs_in_read is 2), allocates them and the output (without room
    * for both, it takes the host path), and the device decodes every frame
-   * and parses as above; a read of ZSTD bodies takes the host path. */
+   * and parses as above. AUTO takes the device path for a read of ZSTD
+   * bodies of at most 16 KiB a partition on average (a warp decodes a ZSTD
+   * frame at about 8 MB/s). */
   FUNNEL_PARSE_DEVICE = 2
 };
 
@@ -397,8 +401,7 @@ enum funnel_parse {
  * The host threads decode every buffer with liblz4 and libzstd, into the
  * pinned pool, from where it goes up; the device can decode LZ4_FRAME and
  * ZSTD buffers, so the link carries fewer bytes. A read by the device path
- * (FUNNEL_OPTION_PARSE) decodes its LZ4 bodies there (a read of ZSTD
- * bodies goes by the host path). A read by the host path
+ * (FUNNEL_OPTION_PARSE) decodes its LZ4 or ZSTD bodies there. A read by the host path
  * decodes there the buffers whose bytes the host does not read (the values
  * and string bytes; validity bitmaps and offsets are read by the read's
  * checks and decoded on the host): their frames go up compressed and a
@@ -416,7 +419,7 @@ enum funnel_parse {
  * decodes or names. */
 enum funnel_decode {
   /* On a device backend (cuda): a read by the device path (many small
-   * partitions) decodes its LZ4 bodies on the device. The host path
+   * partitions) decodes its LZ4 or ZSTD bodies on the device. The host path
    * decodes there, codec by codec, LZ4 or ZSTD values of a read with at
    * least 8 MiB of them when the device looks faster (a warp decodes a
    * buffer, or an LZ4 frame's independent block: a few long buffers
@@ -622,7 +625,7 @@ struct funnel_read_stats {
   int64_t overlap_parts;     /* device path: the parts its partitions were parsed in while
                                 the later parts were copied (0: parsed after the copy); a
                                 read the device left to the host path: its attempt's */
-  int64_t decode_waits;      /* device path, LZ4 bodies: its waits before its decoder was
+  int64_t decode_waits;      /* device path, compressed bodies: its waits before its decoder was
                                 enqueued: 0 when both passes went in one go (a read of up to
                                 4 MiB, from a guess of the decoded bytes), 1 when it waited
                                 for the first pass's sizes, 2 when it went in one go, found the

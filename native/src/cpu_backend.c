@@ -87,16 +87,14 @@ static void *worker(void *arg) {
         funnel__concat_segments(t->src, t->count);
         break;
       case TASK_DPATH:
-        if (t->stage == FUNNEL_DP_STAGE_ZSTD) { /* every job, as the kernel */
-          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
-          funnel__zstd_run_jobs(t->dst, t->count, (uint64_t)t->count2);
-          break;
-        }
-        if (t->stage == FUNNEL_DP_STAGE_LZ4) {
-          /* first: a gated pass's args (dpath.h), as the kernel takes it */
+        if (t->stage == FUNNEL_DP_STAGE_LZ4 || t->stage == FUNNEL_DP_STAGE_ZSTD) {
+          /* first: a gated pass's args (dpath.h), as the kernels take it */
           const struct funnel__dp_args *gate = (const struct funnel__dp_args *)(uintptr_t)t->first;
-          if (gate == NULL || !funnel__dp_shut(gate))
-            funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
+          if (gate != NULL && funnel__dp_shut(gate)) break;
+          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
+          /* every job, as the ZSTD kernel runs them */
+          if (t->stage == FUNNEL_DP_STAGE_ZSTD)
+            funnel__zstd_run_jobs(t->dst, t->count, (uint64_t)t->count2);
           break;
         }
         /* one compilation of the stages runs every read alike */

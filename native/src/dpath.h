@@ -16,26 +16,27 @@
  * buffers inside the body, field nodes and buffer counts against the
  * schema, buffer sizes, string offsets first, last and rising, null counts
  * against the validity bits). Anything else (an error, a schema written
- * differently, several batches, an IPC file, a ZSTD body) leaves the read
+ * differently, several batches, an IPC file, bodies of two codecs) leaves the read
  * to the host path, which reads the same bytes again and gives its own
  * answer or error. So a partition the device path takes is one the host
  * path takes, with the same table: test_parity and the fuzz harness hold
  * the two to that.
  *
- * A read of LZ4_FRAME bodies (args.zmode) makes two passes of the parse.
- * The first (FUNNEL_DP_UNPACK) reads every buffer's 8-byte prefix and makes
- * it a job of the LZ4 decoder (lz4dec.h): a frame decodes into the read's
+ * A read of LZ4_FRAME or ZSTD bodies (args.zmode; one codec a read,
+ * args.zcodec) makes two passes of the parse. The first (FUNNEL_DP_UNPACK)
+ * reads every buffer's 8-byte prefix and makes it a job of the codec's
+ * decoder (lz4dec.h, zstddec.h): a frame decodes into the read's
  * decoded buffers, at a place the pass reserves (summary.zbytes); raw bytes
  * (prefix -1) and empty buffers are read where they lie. The host then
  * allocates the decoded buffers and the output, the decoder runs, and the
  * second pass (FUNNEL_DP_DECODED) parses as a plain read does, each buffer
  * read where its job says. A buffer the host would refuse (a prefix that
- * no LZ4 frame of its bytes can reach, too short for one) or that fails to
+ * no frame of its bytes can reach, too short for one) or that fails to
  * decode leaves its partition to the host path, which names what is wrong.
- * The decoder verifies each frame's checksums as the host's liblz4 does
- * (lz4dec.h: every job here decodes whole frames).
+ * The decoders verify each frame's checksums as liblz4 and libzstd do
+ * (every job here decodes whole frames).
  *
- * A small read of LZ4 bodies makes both passes in one go, with no wait
+ * A small read of compressed bodies makes both passes in one go, with no wait
  * between: the host allocates the decoded buffers (args.zguess bytes) and
  * the output from a guess before the first pass, and the second pass runs
  * on a second args (its own summary) gated by the first's summary
@@ -158,8 +159,8 @@ static inline int funnel__dp_parse_lanes(int64_t n_parts) {
 /* What a read's parse does (args.zmode). */
 enum funnel__dp_zmode {
   FUNNEL_DP_PLAIN = 0,   /* uncompressed partitions: every buffer where it lies */
-  FUNNEL_DP_UNPACK = 1,  /* LZ4 bodies, first pass: the buffers' jobs, nothing bound */
-  FUNNEL_DP_DECODED = 2  /* LZ4 bodies, second pass: each buffer where its job put it */
+  FUNNEL_DP_UNPACK = 1,  /* compressed bodies, first pass: the buffers' jobs, nothing bound */
+  FUNNEL_DP_DECODED = 2  /* compressed bodies, second pass: each buffer where its job put it */
 };
 
 /* Words of each bit buffer: 32 rows a word. */
@@ -292,10 +293,13 @@ struct funnel__dp_args {
   /* struct funnel__dp_slice[n_parts * n_cols] for a read with nested
    * columns, else 0 */
   uint64_t slices;
-  /* a read of LZ4 bodies: enum funnel__dp_zmode, its jobs (struct
+  /* a read of compressed bodies: enum funnel__dp_zmode, its jobs (struct
    * funnel__lz4_job[n_parts * n_buffers], partition major; dst an offset
-   * in zscratch), and its decoded buffers (FUNNEL_DP_DECODED) */
+   * in zscratch), and its decoded buffers (FUNNEL_DP_DECODED); zcodec its
+   * bodies' codec (FUNNEL__CODEC_LZ4_FRAME 0, FUNNEL__CODEC_ZSTD 1): a
+   * body of the other leaves its partition to the host path */
   int64_t zmode;
+  int64_t zcodec;
   uint64_t zjobs;
   uint64_t zscratch;
   /* a second pass enqueued with the first (FUNNEL_DP_DECODED): the first
@@ -591,14 +595,15 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
   return dp_all(ok, lanes);
 }
 
-/* The most bytes an LZ4 buffer of n bytes declares that the host takes
- * (decode.c, funnel__codec_max_decoded). */
-FUNNEL_DP int64_t dp_lz4_max_decoded(int64_t n) {
-  return n > (INT64_MAX - 4096) / 256 ? INT64_MAX - 4096 : n * 256 + 4096;
+/* The most bytes a buffer of n bytes of the codec (zcodec) declares that
+ * the host takes (decode.c, funnel__codec_max_decoded). */
+FUNNEL_DP int64_t dp_max_decoded(int64_t zcodec, int64_t n) {
+  const int64_t ratio = zcodec == 0 ? 256 : 32768;
+  return n > (INT64_MAX - 4096) / ratio ? INT64_MAX - 4096 : n * ratio + 4096;
 }
 
 /* A FUNNEL_DP_UNPACK pass over the batch whose buffers lie at `buf`, body
- * at `body` in the partition (`compressed`: an LZ4_FRAME body): each buffer
+ * at `body` in the partition (`compressed`: a body of args.zcodec): each buffer
  * a job of partition p's in args.zjobs, the frames' places reserved in the
  * decoded buffers (8-byte aligned, summary.zbytes). Raw bytes (prefix -1),
  * an empty buffer and every buffer of an uncompressed body are SKIP jobs
@@ -622,7 +627,8 @@ FUNNEL_DP_ONCE bool dp_batch_unpack(const struct funnel__dp_args *a, int64_t p, 
       out += len - 8;
       continue;
     }
-    if (want < -1 || (want == 0 && len > 8) || want > dp_lz4_max_decoded(len - 8)) return false;
+    if (want < -1 || (want == 0 && len > 8) || want > dp_max_decoded(a->zcodec, len - 8))
+      return false;
     need += (want + 7) / 8 * 8;
     out += want;
     frames += want > 0;
@@ -650,7 +656,8 @@ FUNNEL_DP_ONCE bool dp_batch_unpack(const struct funnel__dp_args *a, int64_t p, 
     } else if (want == 0) { /* empty: the prefix alone */
       j.src_length = j.dst_length = 0;
     } else if (want > 0) {
-      j = (struct funnel__lz4_job){src + 8, len - 8, (uint64_t)at, want, FUNNEL__LZ4_FRAMES, -1};
+      j = (struct funnel__lz4_job){src + 8, len - 8, (uint64_t)at, want,
+                                   a->zcodec == 0 ? FUNNEL__LZ4_FRAMES : FUNNEL__ZSTD_FRAMES, -1};
       at += (want + 7) / 8 * 8;
     }
     jobs[k] = j;
@@ -675,8 +682,8 @@ FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, int compress
  * holds: its rows, and where its rows, field nodes and buffers lie in `r`
  * (any 0 when absent); *compressed when its body is; r->bad unless it is
  * one the parse can take (a node a column and the schema's buffers, no
- * compression but an LZ4_FRAME body of BUFFER method in a read of them,
- * args.zmode). */
+ * compression but, in a read of compressed bodies (args.zmode), its codec
+ * (args.zcodec) and the BUFFER method). */
 FUNNEL_DP int64_t dp_batch_fields(const struct funnel__dp_args *a, struct funnel__fb *r,
                                   struct funnel__fb_table h, uint32_t *rows_at, uint32_t *nodes,
                                   uint32_t *buffers, int *compressed) {
@@ -689,9 +696,10 @@ FUNNEL_DP int64_t dp_batch_fields(const struct funnel__dp_args *a, struct funnel
   if (compression != 0) {
     if (a->zmode == FUNNEL_DP_PLAIN) {
       r->bad = true;
-    } else { /* codec 0 (LZ4_FRAME) and method 0 (BUFFER), as the host reads them */
+    } else { /* the read's codec and method 0 (BUFFER), as the host reads them */
       const struct funnel__fb_table ct = funnel__fb_table_at(r, compression);
-      if (funnel__fb_u8(r, ct, 0, 0) != 0 || funnel__fb_u8(r, ct, 1, 0) != 0) r->bad = true;
+      if (funnel__fb_u8(r, ct, 0, 0) != a->zcodec || funnel__fb_u8(r, ct, 1, 0) != 0)
+        r->bad = true;
     }
   }
   if ((int64_t)n_nodes != a->n_cols || (int64_t)n_buffers != a->n_buffers) r->bad = true;

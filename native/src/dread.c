@@ -156,16 +156,19 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
   if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
   if (scan->bad) return false; /* the host path names what is wrong */
   const bool automatic = o->parse == FUNNEL_PARSE_AUTO;
-  /* ZSTD bodies the host decodes; LZ4 ones the device may (on the cpu
-   * backend AUTO leaves decoding to the host threads, as parse.c does) */
+  /* compressed bodies the device decodes unless the host is asked to (on
+   * the cpu backend AUTO leaves decoding to the host threads, as parse.c
+   * does) */
   if (codec != FUNNEL__CODEC_NONE &&
-      (codec != FUNNEL__CODEC_LZ4_FRAME || o->decode == FUNNEL_DECODE_HOST ||
+      (o->decode == FUNNEL_DECODE_HOST ||
        (o->decode == FUNNEL_DECODE_AUTO && t->dev->be.arrow_device_type == ARROW_DEVICE_CPU)))
     return false;
   const int64_t bytes = scan->bytes, first = scan->first;
   const int64_t min_parts =
       codec == FUNNEL__CODEC_NONE ? FUNNEL__DPATH_MIN_PARTS : FUNNEL__DPATH_MIN_PARTS_LZ4;
-  if (automatic && ((int64_t)count < min_parts || bytes > FUNNEL__DPATH_MAX_AVG * (int64_t)count))
+  const int64_t max_avg =
+      codec == FUNNEL__CODEC_ZSTD ? FUNNEL__DPATH_MAX_AVG_ZSTD : FUNNEL__DPATH_MAX_AVG;
+  if (automatic && ((int64_t)count < min_parts || bytes > max_avg * (int64_t)count))
     return false;
   if (first >= 0 && (known == NULL || automatic)) {
     struct funnel__partition pv;
@@ -224,7 +227,7 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
                        const struct funnel_partition *parts, int64_t n,
                        const struct funnel__schema *schema, const struct dp_layout *l,
                        int64_t out_capacity, uint64_t dev, uint64_t summary_back,
-                       uint8_t *host) {
+                       int codec, uint8_t *host) {
   const bool z = l->zjobs >= 0;
   const int n_cols = schema->n_fields;
   struct funnel__dp_column *cols = (struct funnel__dp_column *)(host + l->columns);
@@ -249,7 +252,8 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
       .n_cols = n_cols, .n_var = n_var, .n_buffers = n_buffers,
       .tmpl_bytes = dev + (uint64_t)l->tmpl, .summary_back = summary_back,
       .slices = l->slices >= 0 ? dev + (uint64_t)l->slices : 0,
-      .zmode = z ? FUNNEL_DP_UNPACK : FUNNEL_DP_PLAIN, .zjobs = z ? dev + (uint64_t)l->zjobs : 0};
+      .zmode = z ? FUNNEL_DP_UNPACK : FUNNEL_DP_PLAIN, .zcodec = z ? codec : 0,
+      .zjobs = z ? dev + (uint64_t)l->zjobs : 0};
   /* the template from the first of the first few non-empty partitions
    * that gives one (funnel__dp_template_of says which do not) */
   for (int64_t p = 0, tries = 0; p < n && tries < FUNNEL__DP_TEMPLATE_TRIES; p++) {
@@ -474,6 +478,8 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + at);
   const uint64_t args = t->dp_scratch + (uint64_t)at;
   const bool decoded = a->zmode == FUNNEL_DP_DECODED && !gated; /* the second of two passes */
+  /* the decoder of the read's codec (the ZSTD one runs LZ4 jobs too) */
+  const int zstage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
    * each round that completes it (the head goes up first) */
@@ -509,7 +515,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
                                                             stream, error));
     if (st == FUNNEL_OK)
       st = funnel__work_enqueued(
-          &w, funnel__dev_launch_dpath_from(be, FUNNEL_DP_STAGE_LZ4,
+          &w, funnel__dev_launch_dpath_from(be, zstage,
                                             t->dp_scratch + (uint64_t)l->zjobs, (int64_t)args,
                                             n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
@@ -525,7 +531,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
     /* every buffer's job: a warp a job, the SKIPs done at once */
     if (st == FUNNEL_OK)
       st = funnel__work_enqueued(
-          &w, funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_LZ4, t->dp_scratch + (uint64_t)l->zjobs,
+          &w, funnel__dev_launch_dpath(be, zstage, t->dp_scratch + (uint64_t)l->zjobs,
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
   }
   const int gate = gated ? FUNNEL_DP_STAGE_GATED : 0;
@@ -790,7 +796,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     if (st != FUNNEL_OK) return st;
   }
   write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity, t->dp_scratch,
-             z ? 0 : summary_back, d->host);
+             z ? 0 : summary_back, codec, d->host);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);

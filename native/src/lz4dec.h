@@ -43,6 +43,10 @@
  * (cuda) a job; its `m` is added to every job's dst (0: the jobs' dst are
  * addresses; the device path's jobs are offsets in its decoded buffers). */
 #define FUNNEL_DP_STAGE_LZ4 16
+/* The launch_dpath stage (backend.h) that decodes the n jobs at `args`,
+ * some of them ZSTD ones (zstddec.h: a warp a job; the LZ4 ones as
+ * FUNNEL_DP_STAGE_LZ4 does: one launch decodes a read of both codecs). */
+#define FUNNEL_DP_STAGE_ZSTD 17
 
 /* One buffer to decode: the frames of `src_length` bytes at `src` into
  * exactly `dst_length` bytes at `dst` (device addresses); `status` is
@@ -62,7 +66,10 @@ enum {
   FUNNEL__LZ4_STORED = 2, /* one stored (uncompressed) block */
   /* nothing to decode: the buffer's dst_length bytes lie at src as they
    * are (the device path's raw and empty buffers, dpath.h) */
-  FUNNEL__LZ4_SKIP = 3
+  FUNNEL__LZ4_SKIP = 3,
+  /* the buffer's ZSTD frames, whole: FUNNEL_DP_STAGE_ZSTD's (zstddec.h),
+   * which FUNNEL_DP_STAGE_LZ4 leaves alone */
+  FUNNEL__ZSTD_FRAMES = 4
 };
 
 enum {

@@ -207,8 +207,8 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
    * sums, and the plan from them; or, when the device leaves partitions
    * to the host, the host path after it. Chosen before the early copies,
    * whose allocation then holds the attempt's tables and output too.
-   * Compressed partitions go up as they are by the device path (LZ4
-   * bodies, which it decodes); else the host path decodes them after
+   * Compressed partitions go up as they are by the device path (LZ4 and
+   * ZSTD bodies, which it decodes); else the host path decodes them after
    * parsing, and they go up decoded: no early copies */
   *on_device = NULL;
   *codec = st == FUNNEL_OK ? funnel__first_codec(parts, count, scan) : FUNNEL__CODEC_NONE;

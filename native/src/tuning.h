@@ -66,6 +66,14 @@
  * partitions' bytes (the room is held with the table's output) */
 #define FUNNEL__LZ4_ONE_GO_MAX_RATIO 4
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
+/* ... and of ZSTD bodies, of at most this many bytes a partition on
+ * average: a warp decodes a frame at about 8 MB/s (FUNNEL__DEVICE_ZSTD_WARP_BPS
+ * below), so a read waits on its longest buffer, where the host path's
+ * threads decode at 0.5 GB/s each. Spark's partitions (10 to 100 rows)
+ * are a few KiB; before this limit the device path took no ZSTD body and
+ * such reads spent 2 to 10 times the LZ4 ones' time on the host path
+ * (H200, 50000x4x1 mixed: 12.5 ms against 1.2). Not tuned finely. */
+#define FUNNEL__DPATH_MAX_AVG_ZSTD ((int64_t)16 << 10)
 /* The device path keeps 40 bytes a (partition, column) piece on the device
  * (dread.c): above this many pieces (640 MiB of them) a read takes the
  * host path, which keeps none; a read of LZ4 bodies as many jobs of 48

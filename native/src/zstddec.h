@@ -62,13 +62,6 @@
     if (lane == 0) (lvalue) = (value); \
   } while (0)
 
-/* The launch_dpath stage (backend.h) that decodes the n jobs at `args`,
- * some of them ZSTD ones (a warp a job; the LZ4 ones as
- * FUNNEL_DP_STAGE_LZ4 does: one launch decodes a read of both codecs). */
-#define FUNNEL_DP_STAGE_ZSTD 17
-/* A job's kind (funnel__lz4_job.kind): the buffer's ZSTD frames, whole. */
-#define FUNNEL__ZSTD_FRAMES 4
-
 /* A block decodes to at most 128 KiB (RFC 8878, Block_Maximum_Size). */
 #define FUNNEL_ZS_BLOCK_MAX (128u << 10)
 #define FUNNEL_ZS_HUF_LOG 11 /* a Huffman code's longest */

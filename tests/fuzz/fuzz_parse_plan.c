@@ -34,9 +34,9 @@
  * give it, and aborts when it takes what the host path rejects, or takes it
  * with other rows, null counts, string bytes or buffer positions than the
  * host path found (it may leave anything to the host path, which then reads
- * it: a read's answer never comes from the device parser alone). LZ4
- * bodies it reads as a read does: unpacked, decoded by the device's
- * decoder, parsed again; their pieces' bytes, not their positions, must be
+ * it: a read's answer never comes from the device parser alone). LZ4 and
+ * ZSTD bodies it reads as a read does: unpacked, decoded by the device's
+ * decoders, parsed again; their pieces' bytes, not their positions, must be
  * the host path's.
  *
  * Compressed partitions: their bodies are decoded as a read decodes them
@@ -495,8 +495,8 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   a.slices = (uint64_t)(uintptr_t)slices;
   uint8_t *tmpl = zalloc((size_t)funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers));
   a.tmpl_bytes = (uint64_t)(uintptr_t)tmpl;
-  /* the read's codec, as reader.c finds it: LZ4 bodies are unpacked first,
-   * ZSTD ones the host decodes */
+  /* the read's codec, as reader.c finds it: compressed bodies (LZ4, ZSTD)
+   * are unpacked first */
   int codec = FUNNEL__CODEC_NONE;
   for (int p = 0, tries = 0; p < n && tries < 16; p++) {
     if (in->lengths[p] == 0) continue;
@@ -509,10 +509,10 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
   }
   struct funnel__lz4_job *jobs = NULL;
   uint8_t *zbuf = NULL;
-  if (codec == FUNNEL__CODEC_ZSTD) n_cols = 0; /* nothing to run */
-  if (codec == FUNNEL__CODEC_LZ4_FRAME) {
+  if (codec == FUNNEL__CODEC_LZ4_FRAME || codec == FUNNEL__CODEC_ZSTD) {
     jobs = zalloc((size_t)n * (size_t)n_buffers * sizeof(*jobs));
     a.zmode = FUNNEL_DP_UNPACK;
+    a.zcodec = codec;
     a.zjobs = (uint64_t)(uintptr_t)jobs;
   }
   /* as dread.c finds it: the first non-empty partition that gives one */
@@ -525,7 +525,10 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
      * as much as the host's images may take), decoded, then parsed again */
     if (s->left == 0 && s->zbytes <= ((int64_t)64 << 20)) {
       zbuf = zalloc((size_t)s->zbytes);
+      /* as the read's decoder runs them: the ZSTD one runs LZ4 jobs too */
       funnel__lz4_run_jobs(jobs, (int64_t)n * n_buffers, (uint64_t)(uintptr_t)zbuf);
+      if (codec == FUNNEL__CODEC_ZSTD)
+        funnel__zstd_run_jobs(jobs, (int64_t)n * n_buffers, (uint64_t)(uintptr_t)zbuf);
       memset(s, 0, sizeof(*s) + (size_t)(n_cols + n_var) * sizeof(int64_t));
       s->first_left = n;
       a.zmode = FUNNEL_DP_DECODED;
@@ -541,7 +544,7 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
     funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 0, 1 + n_var, n);
   const int64_t *nulls = (const int64_t *)(s + 1), *var_bytes = nulls + n_cols;
   if (n_cols == 0) {
-    /* a ZSTD read: the host path's */
+    /* nothing the device path parses */
   } else if (s->left == 0) {
     if (!host_ok) fail("the device parser took partitions the host path rejects");
     if (s->rows != plan->rows || s->batches != plan->batches)

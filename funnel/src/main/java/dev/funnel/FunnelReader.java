@@ -230,9 +230,10 @@ public final class FunnelReader implements AutoCloseable {
   /** Where a read parses the partitions' IPC headers (funnel.h's enum funnel_parse). */
   public enum Parse {
     /**
-     * {@link #DEVICE} for many small partitions (at least 128, or 48 of LZ4 bodies the device
-     * decodes, of at most 256 KiB on average), {@link #HOST} otherwise; the default, unless {@code
-     * FUNNEL_PARSE=host|device} was in the environment when the device opened.
+     * {@link #DEVICE} for many small partitions (at least 128, or 48 of LZ4 or ZSTD bodies the
+     * device decodes, of at most 256 KiB on average, 16 KiB for ZSTD ones), {@link #HOST}
+     * otherwise; the default, unless {@code FUNNEL_PARSE=host|device} was in the environment when
+     * the device opened.
      */
     AUTO,
     /** The host parses and plans every partition; the read never waits inside. */
@@ -259,7 +260,7 @@ public final class FunnelReader implements AutoCloseable {
   public enum Decode {
     /**
      * On a GPU: a read by the device path ({@link Parse}, many small partitions) decodes its LZ4
-     * bodies on the device; the host path decodes there, codec by codec, LZ4 or ZSTD values of a
+     * or ZSTD bodies on the device; the host path decodes there, codec by codec, LZ4 or ZSTD values of a
      * read with at least 8 MiB of them when the device looks faster (a warp decodes a buffer, or
      * an LZ4 frame's independent block, so a few long buffers decode faster on the host threads,
      * and many go faster on the device), on the host threads otherwise. On the cpu backend: {@link #HOST}. The
@@ -271,7 +272,7 @@ public final class FunnelReader implements AutoCloseable {
     HOST,
     /**
      * LZ4 and ZSTD frames go up compressed and the device decodes them: the link carries fewer
-     * bytes. On the device path every LZ4 frame (a read of ZSTD bodies goes by the host path); on
+     * bytes. On the device path every frame (LZ4 or ZSTD, one codec a read); on
      * the host path those of the values (not the validity bitmaps
      * and offsets, which the read's checks read on the host), after which the read waits once
      * inside, for the decoder, before it launches the concat. A buffer the device cannot decode

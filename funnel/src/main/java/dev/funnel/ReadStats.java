@@ -28,9 +28,9 @@ package dev.funnel;
  * device decoded {@code deviceDecoded} buffers of values to {@code bytesDeviceDecoded} bytes
  * ({@link FunnelReader.Decode}). Such a read waits once for the device's decoder (one sync and one
  * launch more), and when the compressed partitions lie in the pinned pool their frames are read
- * where they lie: up to one copy per compressed partition more. A read of LZ4 bodies by the device
- * path decodes every frame there ({@code deviceDecoded} of them, to {@code bytesDeviceDecoded};
- * {@code bytesDecoded} counts the raw buffers too, {@code decodeNanos} and {@code decodedPinned}
+ * where they lie: up to one copy per compressed partition more. A read of LZ4 or ZSTD bodies by
+ * the device path decodes every frame there ({@code deviceDecoded} of them, to {@code
+ * bytesDeviceDecoded}; {@code bytesDecoded} counts the raw buffers too, {@code decodeNanos} and {@code decodedPinned}
  * are 0) and makes two launches more (the first pass and the decoder). A small one (up to 4 MiB
  * of partitions) makes both passes in one go, from a guess of the bytes its frames decode to
  * ({@code decodeWaits} 0); a larger one, or one whose guess would hold more than 4 times its
