@@ -56,10 +56,10 @@ struct funnel_device {
   struct funnel__config config;
   void *stream; /* the device's own: copies back, and frees after a read's work */
   struct funnel__pool pool;
-  /* the decoded bytes a KiB of partitions of the device's last read of LZ4
-   * bodies by the device path (0: none yet), for the next one's guess
-   * (dread.c) */
-  _Atomic int64_t lz4_per_k;
+  /* the decoded bytes a KiB of partitions of the device's last read of
+   * compressed bodies by the device path, by codec (FUNNEL__CODEC_LZ4_FRAME,
+   * FUNNEL__CODEC_ZSTD; 0: none yet), for the next one's guess (dread.c) */
+  _Atomic int64_t per_k[2];
 };
 
 struct funnel_device *funnel__device_ref(struct funnel_device *dev);

@@ -646,13 +646,13 @@ static void count_decoded(struct funnel_table *t, const struct funnel__dp_summar
   t->stats.bytes_device_decoded = s->zframe_bytes;
 }
 
-/* The room a read of LZ4 bodies of `bytes` bytes of partitions makes for
+/* The room a read of compressed bodies of `bytes` bytes of partitions makes for
  * its decoded buffers before its first pass, so that both passes go in one
  * go (dpath.h); 0: two passes, a wait between (a large read, whose wait
  * costs it little and whose guess would hold much memory; a shared
  * output, allocated once; no summary the kernels can send back). The
- * guess: 1.5 times what the device's last read of LZ4 bodies decoded
- * a byte of its partitions, plus an eighth of the bytes, or before any
+ * guess: 1.5 times what the device's last read of the codec's bodies
+ * decoded a byte of its partitions, plus an eighth of the bytes, or before any
  * such read twice the bytes; *expect, the bytes it expects. The output is
  * laid out from the guess and held with the table, so a guess over
  * FUNNEL__LZ4_ONE_GO_MAX_RATIO times the bytes (the last read's frames
@@ -660,22 +660,23 @@ static void count_decoded(struct funnel_table *t, const struct funnel__dp_summar
  * passes instead: a small table never holds much more than its partitions'
  * bytes a few times over (a hostile test: a 100 KB read after one of
  * zeros held 32.8 MB). */
-static int64_t lz4_guess(const struct funnel_table *t, const struct funnel__read_options *o,
-                         int64_t bytes, uint64_t summary_back, int64_t *expect) {
+static int64_t decode_guess(const struct funnel_table *t, const struct funnel__read_options *o,
+                            int codec, int64_t bytes, uint64_t summary_back, int64_t *expect) {
   *expect = 0;
   if (summary_back == 0 || o->shareable || bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES) return 0;
-  const int64_t per_k = atomic_load(&t->dev->lz4_per_k);
+  const int64_t per_k = atomic_load(&t->dev->per_k[codec]);
   *expect = per_k > 0 ? bytes / 1024 * per_k + bytes % 1024 * per_k / 1024 : bytes;
   const int64_t guess = per_k > 0 ? *expect / 2 * 3 + bytes / 8 : 2 * bytes;
   return guess > FUNNEL__LZ4_ONE_GO_MAX_RATIO * bytes ? 0 : funnel__align_up(guess + 4096, 8);
 }
 
-/* What a read of LZ4 bodies decoded (its decoded buffers' bytes), for the
- * next one's guess. */
-static void lz4_decoded(struct funnel_table *t, int64_t bytes, int64_t zbytes) {
+/* What a read of the codec's bodies decoded (its decoded buffers' bytes),
+ * for the next one's guess (a ratio a codec: ZSTD's frames of zeros
+ * decode to far more than LZ4's). */
+static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int64_t zbytes) {
   if (bytes <= 0) return;
   const double per_k = (double)zbytes * 1024.0 / (double)bytes;
-  atomic_store(&t->dev->lz4_per_k, per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
+  atomic_store(&t->dev->per_k[codec], per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
 }
 
 /* The second pass of a read of LZ4 bodies in one go (dpath.h): args2, as
@@ -756,7 +757,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   struct funnel_backend *be = &t->dev->be;
   int64_t capacity = output_bound(schema, bytes);
   int64_t zexpect;
-  int64_t zguess = z ? lz4_guess(t, o, bytes, summary_back, &zexpect) : 0;
+  int64_t zguess = z ? decode_guess(t, o, codec, bytes, summary_back, &zexpect) : 0;
   int st = FUNNEL_OK;
   if (!z && t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
       (t->reserved != 0 || t->scratch == 0)) {
@@ -811,7 +812,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
       /* zbytes comes with the layout's summary (funnel__dp_layout_end) */
       if (!s->laid_out) return leave_to_host(t, s, n, error);
       count_decoded(t, s);
-      lz4_decoded(t, bytes, s->zbytes);
+      learn_decoded(t, codec, bytes, s->zbytes);
       *out = d;
       return FUNNEL_OK;
     }
@@ -825,7 +826,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->stats.decode_waits++;
     if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
     zbytes = s->zbytes;
-    lz4_decoded(t, bytes, zbytes);
+    learn_decoded(t, codec, bytes, zbytes);
     if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
     capacity = output_bound(schema, bytes + zbytes);
     if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);

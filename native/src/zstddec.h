@@ -835,11 +835,16 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
     if (n - ip < hdr) return FUNNEL__LZ4_CORRUPT;
     /* the window: the output is whole and every offset is checked within
      * the frame, but a frame libzstd would refuse for its window (over its
-     * default limit, 2^27) is refused, for the host to name */
+     * default limit, 2^27) is refused, for the host to name. A block
+     * holds at most the window's bytes and 128 KiB (RFC 8878, 3.1.1.2.4,
+     * Block_Maximum_Size; libzstd from 1.5.6 refuses larger ones) */
+    int64_t block_max = (int64_t)FUNNEL_ZS_BLOCK_MAX;
     if (!single) {
       const unsigned wd = FUNNEL_ZS_LD(src + ip);
       if ((wd >> 3) + 10 > 27 || ((wd >> 3) + 10 == 27 && (wd & 7) != 0))
         return FUNNEL__LZ4_CORRUPT;
+      const int64_t base = (int64_t)1 << ((wd >> 3) + 10), window = base + base / 8 * (wd & 7);
+      if (window < block_max) block_max = window;
       ip++;
     }
     uint64_t dict = 0;
@@ -854,6 +859,7 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
       if (v > (uint64_t)(cap - op)) return FUNNEL__LZ4_LENGTH;
       content = (int64_t)v;
       if (single && content > ((int64_t)1 << 27)) return FUNNEL__LZ4_CORRUPT; /* its window */
+      if (single && content < block_max) block_max = content;
       ip += fcs_bytes;
     }
     /* the frame's state */
@@ -876,22 +882,24 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
       const int64_t bsize = bh >> 3;
       if (btype == 3) return FUNNEL__LZ4_CORRUPT;
       if (btype == 1) { /* RLE: one byte, bsize times */
-        if (n - ip < 1 || bsize > (int64_t)FUNNEL_ZS_BLOCK_MAX) return FUNNEL__LZ4_CORRUPT;
+        if (n - ip < 1 || bsize > block_max) return FUNNEL__LZ4_CORRUPT;
         if (bsize > cap - op) return FUNNEL__LZ4_LENGTH;
         const uint8_t v = (uint8_t)FUNNEL_ZS_LD(src + ip);
         for (int64_t i = lane; i < bsize; i += lanes) dst[op + i] = v;
         op += bsize;
         ip += 1;
       } else {
-        if (bsize > n - ip || bsize > (int64_t)FUNNEL_ZS_BLOCK_MAX) return FUNNEL__LZ4_CORRUPT;
+        if (bsize > n - ip || bsize > block_max) return FUNNEL__LZ4_CORRUPT;
         if (btype == 0) {
           if (bsize > cap - op) return FUNNEL__LZ4_LENGTH;
           funnel__zs_copy(dst + op, src + ip, (uint32_t)bsize, lane, lanes);
           op += bsize;
         } else {
+          const int64_t before = op;
           const int st = funnel__zs_block(sc, src + ip, bsize, dst, &op, frame, cap, rep, lane,
                                           lanes);
           if (st != FUNNEL__LZ4_OK) return st;
+          if (op - before > block_max) return FUNNEL__LZ4_CORRUPT;
         }
         ip += bsize;
       }
