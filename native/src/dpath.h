@@ -16,8 +16,8 @@
  * buffers inside the body, field nodes and buffer counts against the
  * schema, buffer sizes, string offsets first, last and rising, null counts
  * against the validity bits). Anything else (an error, a schema written
- * differently, several batches, an IPC file, bodies of two codecs) leaves the read
- * to the host path, which reads the same bytes again and gives its own
+ * differently, several batches, an IPC file, bodies of two codecs) leaves
+ * the read to the host path, which reads the same bytes again and gives its own
  * answer or error. So a partition the device path takes is one the host
  * path takes, with the same table: test_parity and the fuzz harness hold
  * the two to that.

@@ -478,7 +478,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + at);
   const uint64_t args = t->dp_scratch + (uint64_t)at;
   const bool decoded = a->zmode == FUNNEL_DP_DECODED && !gated; /* the second of two passes */
-  /* the decoder of the read's codec (the ZSTD one runs LZ4 jobs too) */
+  /* the decoder of the read's codec */
   const int zstage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
@@ -676,7 +676,8 @@ static int64_t decode_guess(const struct funnel_table *t, const struct funnel__r
 static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int64_t zbytes) {
   if (bytes <= 0) return;
   const double per_k = (double)zbytes * 1024.0 / (double)bytes;
-  atomic_store(&t->dev->per_k[codec], per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
+  atomic_store(&t->dev->per_k[codec],
+               per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
 }
 
 /* The second pass of a read of LZ4 bodies in one go (dpath.h): args2, as

@@ -261,7 +261,8 @@ static void break_partition_5(struct parts *ps) {
 }
 
 /* A small read of LZ4 bodies by the device path makes both passes in one
- * go (and of ZSTD bodies, the steps run again with them), from a guess of its decoded bytes by the device's last such read
+ * go (and of ZSTD bodies, the steps run again with them), from a guess
+ * of its decoded bytes by the device's last such read
  * (decode_waits 0). Each step's read, in turn, on one device:
  *   random values, the device's first: a guess of twice the bytes holds;
  *   repeating values: they decode to more than the guess the random read
