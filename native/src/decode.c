@@ -148,10 +148,7 @@ const char *funnel__codec_name(int codec) {
 }
 
 int64_t funnel__codec_max_decoded(int codec, int64_t n) {
-  /* An LZ4 sequence adds at most 255 bytes of match a byte of length code;
-   * a ZSTD block of 128 KiB can be 4 bytes (an RLE block). */
-  const int64_t ratio = codec == FUNNEL__CODEC_LZ4_FRAME ? 256 : 32768;
-  return n > (INT64_MAX - 4096) / ratio ? INT64_MAX - 4096 : n * ratio + 4096;
+  return funnel__max_decoded(codec == FUNNEL__CODEC_LZ4_FRAME ? 0 : 1, n);
 }
 
 /* Contexts given back, for the next task to take: an LZ4 context of 4 MiB

@@ -595,13 +595,6 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
   return dp_all(ok, lanes);
 }
 
-/* The most bytes a buffer of n bytes of the codec (zcodec) declares that
- * the host takes (decode.c, funnel__codec_max_decoded). */
-FUNNEL_DP int64_t dp_max_decoded(int64_t zcodec, int64_t n) {
-  const int64_t ratio = zcodec == 0 ? 256 : 32768;
-  return n > (INT64_MAX - 4096) / ratio ? INT64_MAX - 4096 : n * ratio + 4096;
-}
-
 /* A FUNNEL_DP_UNPACK pass over the batch whose buffers lie at `buf`, body
  * at `body` in the partition (`compressed`: a body of args.zcodec): each buffer
  * a job of partition p's in args.zjobs, the frames' places reserved in the
@@ -627,7 +620,7 @@ FUNNEL_DP_ONCE bool dp_batch_unpack(const struct funnel__dp_args *a, int64_t p, 
       out += len - 8;
       continue;
     }
-    if (want < -1 || (want == 0 && len > 8) || want > dp_max_decoded(a->zcodec, len - 8))
+    if (want < -1 || (want == 0 && len > 8) || want > funnel__max_decoded(a->zcodec, len - 8))
       return false;
     need += (want + 7) / 8 * 8;
     out += want;

@@ -39,6 +39,16 @@
 #define FUNNEL_LZ_SYNC() ((void)0)
 #endif
 
+/* The most bytes a compressed buffer of n bytes may declare that it
+ * decodes to, by its codec (0 LZ4_FRAME, else ZSTD): the host's parse
+ * (decode.c) and the device path's (dpath.h) refuse more alike. An LZ4
+ * sequence adds at most 255 bytes of match a byte of length code; a ZSTD
+ * block of 128 KiB can be 4 bytes (an RLE block). */
+FUNNEL_LZ int64_t funnel__max_decoded(int64_t codec, int64_t n) {
+  const int64_t ratio = codec == 0 ? 256 : 32768;
+  return n > (INT64_MAX - 4096) / ratio ? INT64_MAX - 4096 : n * ratio + 4096;
+}
+
 /* The launch_dpath stage (backend.h) that decodes n jobs at `args`, a warp
  * (cuda) a job; its `m` is added to every job's dst (0: the jobs' dst are
  * addresses; the device path's jobs are offsets in its decoded buffers). */

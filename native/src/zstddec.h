@@ -390,7 +390,7 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
       s2 = t[s2].base + funnel__zs_take(&b, t[s2].bits);
       if (b.bit < 0) {
         FUNNEL_ZS_SET(sc->w[k], t[s1].symbol);
-      k++;
+        k++;
         break;
       }
     }
