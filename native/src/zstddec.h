@@ -10,8 +10,10 @@
  * descriptions, the sequences' bitstream) in every lane alike: the lanes
  * compute the same values from the same loads, so the warp goes as one
  * thread would, with no broadcasts. The lanes split what is parallel:
- * the tables' fills, a block's four Huffman streams (a lane each), and
- * each sequence's literal and match copies (a byte a lane).
+ * building the tables (the FSE tables' spread and next states, the
+ * Huffman codes' ranks and entries: votes and prefix sums over the lanes,
+ * no lane walking a table alone), a block's four Huffman streams (a lane
+ * each), and each sequence's literal and match copies (a byte a lane).
  *
  * It decodes what libzstd writes: frames one after another (skippable
  * frames skipped), raw, RLE and compressed blocks, every literals and
@@ -39,18 +41,31 @@
 
 #include "lz4dec.h" /* the job (funnel__lz4_job) and the status codes */
 
+/* The lanes are a warp's 32 on the device and one on the host, where the
+ * warp's votes and shuffles are those of a warp of one lane. */
 #if defined(__CUDACC__)
 #define FUNNEL_ZS static __device__ __forceinline__
 #define FUNNEL_ZS_SYNC() __syncwarp()
 #define FUNNEL_ZS_ANY(c) __any_sync(0xFFFFFFFFu, (c))
+#define FUNNEL_ZS_BALLOT(c) __ballot_sync(0xFFFFFFFFu, (c))
+#define FUNNEL_ZS_MATCH(v) __match_any_sync(0xFFFFFFFFu, (v)) /* the lanes of the same v */
+#define FUNNEL_ZS_FROM(v, q) __shfl_sync(0xFFFFFFFFu, (v), (q)) /* lane q's v */
+#define FUNNEL_ZS_POPC(v) __popc(v)
+#define FUNNEL_ZS_FFS(v) __ffs(v)
 #define FUNNEL_ZS_LD(p) ((unsigned)__ldg(p))
 /* the format's tables: in constant memory, which serves a warp whose lanes
  * read the same entry at once */
 #define FUNNEL_ZS_TABLE static __constant__ const
 #else
+#include <string.h>
 #define FUNNEL_ZS static inline
 #define FUNNEL_ZS_SYNC() ((void)0)
 #define FUNNEL_ZS_ANY(c) (c)
+#define FUNNEL_ZS_BALLOT(c) ((c) ? 1u : 0u)
+#define FUNNEL_ZS_MATCH(v) ((void)(v), 1u)
+#define FUNNEL_ZS_FROM(v, q) ((void)(q), (v))
+#define FUNNEL_ZS_POPC(v) ((unsigned)__builtin_popcount(v))
+#define FUNNEL_ZS_FFS(v) __builtin_ffs((int)(v))
 #define FUNNEL_ZS_LD(p) ((unsigned)*(p))
 #define FUNNEL_ZS_TABLE static const
 #endif
@@ -116,6 +131,22 @@ struct funnel__zs_bits {
 };
 
 FUNNEL_ZS uint64_t funnel__zs_ld8(const uint8_t *p, int64_t at, int64_t n) {
+  if (at >= 0 && at <= n - 8) { /* inside the stream: whole words */
+#if defined(__CUDACC__)
+    /* the three aligned words around them, when those lie inside too */
+    const uintptr_t a = (uintptr_t)(p + at);
+    const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
+    if ((const uint8_t *)w >= p && (const uint8_t *)(w + 3) <= p + n) {
+      const unsigned sh = (unsigned)(a & 3) * 8;
+      const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
+      return (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
+    }
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p + at, 8);
+    return v;
+#endif
+  }
   uint64_t v = 0;
   for (int k = 7; k >= 0; k--) {
     const int64_t i = at + k;
@@ -233,40 +264,95 @@ FUNNEL_ZS int64_t funnel__zs_counts(const uint8_t *z, int64_t n, int max_log, in
   return (bit + 7) / 8;
 }
 
-/* The decoding table of counts norm[0 .. max_symbol] at accuracy log al
- * (RFC 8878, 4.1.1): 0, or -1 when the symbols' spread does not come
- * round. `lane` of `lanes` share it. */
-FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, const int16_t *norm,
-                                   int max_symbol, int al, unsigned lane, unsigned lanes) {
-  const uint32_t size = 1u << al, mask = size - 1;
-  uint32_t high = size - 1;
-  /* the symbols of count -1 ("less than 1") from the end, the others
-   * spread: every lane alike, writing the same */
-  for (int s = 0; s <= max_symbol; s++)
-    if (norm[s] == -1) {
-      FUNNEL_ZS_SET(t[high].symbol, (uint8_t)s);
-      high--;
-    }
-  uint32_t at = 0;
-  const uint32_t step = (size >> 1) + (size >> 3) + 3;
-  for (int s = 0; s <= max_symbol; s++)
-    for (int k = 0; k < norm[s]; k++) {
-      FUNNEL_ZS_SET(t[at].symbol, (uint8_t)s);
-      do at = (at + step) & mask;
-      while (at > high);
-    }
-  if (at != 0) return -1;
-  FUNNEL_ZS_SYNC();
-  /* a symbol's states in order take the next states from its count on: a
-   * lane a symbol, each walking the table; then a lane a state writes its
-   * entry (apart: no lane writes an entry another reads) */
-  for (int s = (int)lane; s <= max_symbol; s += (int)lanes) {
-    if (norm[s] == 0) continue;
-    uint32_t next = norm[s] == -1 ? 1u : (uint32_t)norm[s];
-    for (uint32_t u = 0; u < size; u++)
-      if (t[u].symbol == s) nexts[u] = (uint16_t)next++;
+/* The warp's inclusive prefix sum of v over its lanes, and lane 31's. */
+FUNNEL_ZS uint32_t funnel__zs_scan(uint32_t v, unsigned lane) {
+#if defined(__CUDACC__)
+  for (unsigned o = 1; o < 32; o <<= 1) {
+    const uint32_t y = __shfl_up_sync(0xFFFFFFFFu, v, o);
+    if (lane >= o) v += y;
   }
+#else
+  (void)lane;
+#endif
+  return v;
+}
+
+FUNNEL_ZS uint32_t funnel__zs_sum(uint32_t v) {
+#if defined(__CUDACC__)
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+#endif
+  return v;
+}
+
+/* The last q in [0, n) with a[q] <= v (a[0] <= v; a non-decreasing). */
+FUNNEL_ZS int funnel__zs_find16(const uint16_t *a, int n, uint32_t v) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (a[mid] <= v) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* The decoding table of counts norm[0 .. max_symbol] at accuracy log al
+ * (RFC 8878, 4.1.1), which uses norm up: 0, or -1 when the counts do not
+ * fill the table. The lanes share every step, none walking the table
+ * alone. */
+FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, int16_t *norm,
+                                   int max_symbol, int al, unsigned lane, unsigned lanes) {
+  const uint32_t size = 1u << al, mask = size - 1, below = (1u << lane) - 1;
+  /* each symbol's first occurrence among the spread ones (the positive
+   * counts before it, into nexts[s]), and the symbols of count -1 ("less
+   * than 1") at the end of the table, the first one last */
+  uint32_t spread = 0, low = 0;
+  for (int s0 = 0; s0 <= max_symbol; s0 += (int)lanes) {
+    const int s = s0 + (int)lane;
+    const int c = s <= max_symbol ? norm[s] : 0;
+    const uint32_t mine = c > 0 ? (uint32_t)c : 0u, upto = funnel__zs_scan(mine, lane);
+    const unsigned lows = FUNNEL_ZS_BALLOT(c == -1);
+    if (s <= max_symbol) {
+      nexts[s] = (uint16_t)(spread + upto - mine);
+      const uint32_t r = low + FUNNEL_ZS_POPC(lows & below);
+      if (c == -1 && r < size) t[size - 1 - r].symbol = (uint8_t)s;
+    }
+    spread += FUNNEL_ZS_FROM(upto, lanes - 1);
+    low += FUNNEL_ZS_POPC(lows);
+  }
+  if (spread + low != size) return -1;
   FUNNEL_ZS_SYNC();
+  /* the spread: the occurrences in symbol order take the positions the
+   * step visits from 0 (j * step, modulo the size: every position once,
+   * the step being odd), those past `high` (the count -1 ones') skipped */
+  const uint32_t high = size - 1 - low, step = (size >> 1) + (size >> 3) + 3;
+  uint32_t placed = 0;
+  for (uint32_t j0 = 0; j0 < size; j0 += lanes) {
+    const uint32_t j = j0 + lane, at = (j * step) & mask;
+    const bool takes = j < size && at <= high;
+    const unsigned takers = FUNNEL_ZS_BALLOT(takes);
+    if (takes)
+      t[at].symbol = (uint8_t)funnel__zs_find16(nexts, max_symbol + 1,
+                                                placed + FUNNEL_ZS_POPC(takers & below));
+    placed += FUNNEL_ZS_POPC(takers);
+  }
+  for (int s = (int)lane; s <= max_symbol; s += (int)lanes)
+    if (norm[s] == -1) norm[s] = 1;
+  FUNNEL_ZS_SYNC();
+  /* a symbol's states in order take the next states from its count on:
+   * a state's is its symbol's count so far (norm[s], counting up) and its
+   * rank among the lanes of the same symbol */
+  for (uint32_t u0 = 0; u0 < size; u0 += lanes) {
+    const uint32_t u = u0 + lane;
+    const unsigned s = u < size ? t[u].symbol : 256u + lane;
+    const unsigned same = FUNNEL_ZS_MATCH(s);
+    const int from = u < size ? norm[s] : 0;
+    FUNNEL_ZS_SYNC();
+    if (u < size) {
+      nexts[u] = (uint16_t)(from + (int)FUNNEL_ZS_POPC(same & below));
+      if ((same >> lane) == 1u) norm[s] = (int16_t)(from + (int)FUNNEL_ZS_POPC(same));
+    }
+    FUNNEL_ZS_SYNC();
+  }
   for (uint32_t u = lane; u < size; u += lanes) {
     const uint32_t next = nexts[u];
     const int bits = al - funnel__zs_high(next);
@@ -316,7 +402,7 @@ FUNNEL_ZS int64_t funnel__zs_seq_table(struct funnel__zstd_scratch *sc, int whic
                                    : FUNNEL_ZS_ML_LOG;
   if (mode == 0) { /* predefined */
     const int last = which == 0 ? 35 : which == 1 ? 28 : 52;
-    for (int s = 0; s <= last; s++) FUNNEL_ZS_SET(sc->norm[s], funnel__zs_default(which, s));
+    for (int s = (int)lane; s <= last; s += (int)lanes) sc->norm[s] = funnel__zs_default(which, s);
     FUNNEL_ZS_SYNC();
     const int al = which == 1 ? 5 : 6;
     FUNNEL_ZS_SET(*log, al);
@@ -396,13 +482,20 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
     }
   }
   FUNNEL_ZS_SYNC(); /* the weights, read by every lane */
-  /* the weights' sum, the code's length, the last weight */
+  /* the weights' sum, the code's length, the last weight: the lanes split
+   * the weights */
+  const unsigned below = (1u << lane) - 1;
   uint32_t total = 0, ones = 0;
-  for (int i = 0; i < k; i++) {
-    if (sc->w[i] > FUNNEL_ZS_HUF_LOG) return -1;
-    if (sc->w[i] > 0) total += 1u << (sc->w[i] - 1);
-    ones += sc->w[i] == 1;
+  bool over = false;
+  for (int i0 = 0; i0 < k; i0 += (int)lanes) {
+    const int i = i0 + (int)lane;
+    const unsigned wi = i < k ? sc->w[i] : 0u;
+    over |= wi > FUNNEL_ZS_HUF_LOG;
+    if (wi > 0 && wi <= FUNNEL_ZS_HUF_LOG) total += 1u << (wi - 1);
+    ones += FUNNEL_ZS_POPC(FUNNEL_ZS_BALLOT(wi == 1));
   }
+  if (FUNNEL_ZS_ANY(over)) return -1;
+  total = funnel__zs_sum(total);
   if (total == 0) return -1;
   const int log = funnel__zs_high(total) + 1;
   if (log > FUNNEL_ZS_HUF_LOG) return -1;
@@ -413,20 +506,44 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
   k++;
   ones += lastw == 1;
   if (ones < 2 || (ones & 1)) return -1; /* as libzstd: weight 1 an even count, at least 2 */
-  FUNNEL_ZS_SYNC();
   /* the codes: the weights' symbols in turn from weight 1 up, each
-   * 2^(weight - 1) entries; a lane a weight's run of entries would race
-   * on the start, so each lane finds every symbol's start alike and
-   * writes its share */
-  uint32_t start = 0;
-  for (int wt = 1; wt <= log; wt++)
-    for (int s = 0; s < k; s++) {
-      if (sc->w[s] != wt) continue;
-      const uint32_t len = 1u << (wt - 1);
-      const uint16_t e = (uint16_t)(s << 8 | (log + 1 - wt));
-      for (uint32_t i = lane; i < len; i += lanes) sc->huf[start + i] = e;
-      start += len;
+   * 2^(weight - 1) entries. A symbol's first entry follows those of the
+   * lighter weights and those of its own weight's earlier symbols: its
+   * rank among the latter into nexts[s], the symbols of each weight
+   * counted in norm[weight] */
+  for (int wt = (int)lane; wt <= FUNNEL_ZS_HUF_LOG; wt += (int)lanes) sc->norm[wt] = 0;
+  FUNNEL_ZS_SYNC();
+  for (int s0 = 0; s0 < k; s0 += (int)lanes) {
+    const int s = s0 + (int)lane;
+    const unsigned ws = s < k ? sc->w[s] : 0u; /* (the lanes past k as weight 0: no entries) */
+    const unsigned same = FUNNEL_ZS_MATCH(ws);
+    const int from = sc->norm[ws];
+    FUNNEL_ZS_SYNC();
+    if (s < k) sc->nexts[s] = (uint16_t)(from + (int)FUNNEL_ZS_POPC(same & below));
+    if ((same >> lane) == 1u) sc->norm[ws] = (int16_t)(from + (int)FUNNEL_ZS_POPC(same));
+    FUNNEL_ZS_SYNC();
+  }
+  /* the entries: a symbol's by its lane when they are fewer than the
+   * lanes, else by every lane, one such symbol after another */
+  for (int s0 = 0; s0 < k; s0 += (int)lanes) {
+    const int s = s0 + (int)lane;
+    const unsigned ws = s < k ? sc->w[s] : 0u;
+    uint32_t start = 0, len = 0;
+    if (ws > 0) {
+      for (unsigned wt = 1; wt < ws; wt++) start += (uint32_t)sc->norm[wt] << (wt - 1);
+      len = 1u << (ws - 1);
+      start += (uint32_t)sc->nexts[s] << (ws - 1);
     }
+    const uint32_t e = (uint32_t)s << 8 | (uint32_t)(log + 1 - (int)ws);
+    if (len < lanes)
+      for (uint32_t i = 0; i < len; i++) sc->huf[start + i] = (uint16_t)e;
+    for (unsigned big = FUNNEL_ZS_BALLOT(len >= lanes); big != 0; big &= big - 1) {
+      const int q = FUNNEL_ZS_FFS(big) - 1;
+      const uint32_t qs = FUNNEL_ZS_FROM(start, q), ql = FUNNEL_ZS_FROM(len, q),
+                     qe = FUNNEL_ZS_FROM(e, q);
+      for (uint32_t i = lane; i < ql; i += lanes) sc->huf[qs + i] = (uint16_t)qe;
+    }
+  }
   FUNNEL_ZS_SET(sc->huf_log, log);
   FUNNEL_ZS_SYNC();
   return took;
