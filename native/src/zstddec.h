@@ -118,35 +118,52 @@ struct funnel__zstd_scratch {
 
 /* ------------------------------------------------------------- bits */
 
+/* The bytes a decoder's loads may touch: its job's source, [lo, hi). A
+ * stream inside it is read by whole aligned words where those lie inside
+ * it too, its own bounds applied after. */
+struct funnel__zs_span {
+  const uint8_t *lo, *hi;
+};
+
 /* A backward bitstream (RFC 8878, 4.1): the bits of bytes [0, n) are read
  * from the last byte's highest bit below its end mark down to bit 0 of
  * byte 0, a field's first bit read its highest. `bit` counts the bits
  * still unread: bits [0, bit) in little-endian order. `c` holds bytes
  * [pos, pos + 8) (those before 0 read as zeros, as libzstd reads past the
- * start). Reading past the start leaves `bit` below 0. */
+ * start). Reading past the start leaves `bit` below 0. A stream lies in a
+ * block (at most 128 KiB, or the init refuses it), so 32 bits count it. */
 struct funnel__zs_bits {
   const uint8_t *p;
-  int64_t n, bit, pos;
+  struct funnel__zs_span span;
+  int32_t n, bit, pos;
   uint64_t c;
 };
 
-FUNNEL_ZS uint64_t funnel__zs_ld8(const uint8_t *p, int64_t at, int64_t n) {
-  if (at >= 0 && at <= n - 8) { /* inside the stream: whole words */
+/* Bytes [at, at + 8) of the n at p, those outside [0, n) as zeros; at >= -8. */
+FUNNEL_ZS uint64_t funnel__zs_ld8(const uint8_t *p, int64_t at, int64_t n,
+                                  struct funnel__zs_span span) {
 #if defined(__CUDACC__)
-    /* the three aligned words around them, when those lie inside too */
-    const uintptr_t a = (uintptr_t)(p + at);
-    const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
-    if ((const uint8_t *)w >= p && (const uint8_t *)(w + 3) <= p + n) {
-      const unsigned sh = (unsigned)(a & 3) * 8;
-      const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
-      return (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
-    }
-#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* the three aligned words around them, when those lie in the span */
+  const uintptr_t a = (uintptr_t)p + (uintptr_t)(intptr_t)at;
+  const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
+  if ((const uint8_t *)w >= span.lo && (const uint8_t *)(w + 3) <= span.hi) {
+    const unsigned sh = (unsigned)(a & 3) * 8;
+    const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
+    uint64_t v = (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
+    if (at < 0) v &= at <= -8 ? 0 : ~(uint64_t)0 << (8 * -at);
+    if (at > n - 8) v &= at >= n ? 0 : ((uint64_t)1 << (8 * (n - at))) - 1;
+    return v;
+  }
+#else
+  (void)span;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (at >= 0 && at <= n - 8) {
     uint64_t v;
     memcpy(&v, p + at, 8);
     return v;
-#endif
   }
+#endif
+#endif
   uint64_t v = 0;
   for (int k = 7; k >= 0; k--) {
     const int64_t i = at + k;
@@ -163,16 +180,19 @@ FUNNEL_ZS int funnel__zs_high(uint32_t v) { /* v > 0 */
 #endif
 }
 
-/* 0, or -1 when the stream is empty or its last byte holds no end mark. */
-FUNNEL_ZS int funnel__zs_bits_init(struct funnel__zs_bits *b, const uint8_t *p, int64_t n) {
-  if (n < 1) return -1;
+/* 0, or -1 when the stream is empty, longer than a block can hold, or its
+ * last byte holds no end mark. */
+FUNNEL_ZS int funnel__zs_bits_init(struct funnel__zs_bits *b, const uint8_t *p, int64_t n,
+                                   struct funnel__zs_span span) {
+  if (n < 1 || n > (int64_t)FUNNEL_ZS_BLOCK_MAX) return -1;
   const unsigned last = FUNNEL_ZS_LD(p + n - 1);
   if (last == 0) return -1;
   b->p = p;
-  b->n = n;
-  b->bit = 8 * (n - 1) + funnel__zs_high(last);
-  b->pos = n - 8;
-  b->c = funnel__zs_ld8(p, b->pos, n);
+  b->span = span;
+  b->n = (int32_t)n;
+  b->bit = 8 * (b->n - 1) + funnel__zs_high(last);
+  b->pos = b->n - 8;
+  b->c = funnel__zs_ld8(p, b->pos, n, span);
   return 0;
 }
 
@@ -181,11 +201,10 @@ FUNNEL_ZS int funnel__zs_bits_init(struct funnel__zs_bits *b, const uint8_t *p, 
  * them in all, k <= 32 each, without a bounds check apiece. */
 FUNNEL_ZS void funnel__zs_fill(struct funnel__zs_bits *b) {
   if (b->bit - 56 >= 8 * b->pos) return;
-  int64_t at = b->bit - 56;
-  at = at >= 0 ? at / 8 : -((-at + 7) / 8);
+  int32_t at = (b->bit - 56) >> 3; /* (rounded down: the shift is arithmetic) */
   if (at < -8) at = -8;
   b->pos = at;
-  b->c = funnel__zs_ld8(b->p, at, b->n);
+  b->c = funnel__zs_ld8(b->p, at, b->n, b->span);
 }
 
 FUNNEL_ZS uint32_t funnel__zs_look(const struct funnel__zs_bits *b, int k) {
@@ -420,7 +439,8 @@ FUNNEL_ZS int64_t funnel__zs_seq_table(struct funnel__zstd_scratch *sc, int whic
   int last = max_symbol, al = 0;
   const int64_t took = funnel__zs_counts(z, n, max_log, &last, &al, sc->norm, lane);
   FUNNEL_ZS_SYNC();
-  if (took < 0 || funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, lane, lanes) != 0) return -1;
+  if (took < 0 || funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, lane, lanes) != 0)
+    return -1;
   FUNNEL_ZS_SET(*log, al);
   return took;
 }
@@ -430,7 +450,8 @@ FUNNEL_ZS int64_t funnel__zs_seq_table(struct funnel__zstd_scratch *sc, int whic
 /* A Huffman tree description (RFC 8878, 4.2.1) at z (n bytes) into
  * sc->huf: the bytes it took, or -1. */
 FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const uint8_t *z,
-                                       int64_t n, unsigned lane, unsigned lanes) {
+                                       int64_t n, struct funnel__zs_span span, unsigned lane,
+                                       unsigned lanes) {
   FUNNEL_ZS_SYNC(); /* the last block's readers of the table */
   if (n < 1) return -1;
   const unsigned h = FUNNEL_ZS_LD(z);
@@ -454,7 +475,7 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
     if (d < 0 || funnel__zs_fse_build(sc->weights, sc->nexts, sc->norm, last, al, lane, lanes) != 0)
       return -1;
     struct funnel__zs_bits b;
-    if (funnel__zs_bits_init(&b, z + 1 + d, (int64_t)h - d) != 0) return -1;
+    if (funnel__zs_bits_init(&b, z + 1 + d, (int64_t)h - d, span) != 0) return -1;
     funnel__zs_fill(&b);
     uint32_t s1 = funnel__zs_take(&b, al), s2 = funnel__zs_take(&b, al);
     if (b.bit < 0) return -1;
@@ -550,18 +571,22 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
 }
 
 /* Decodes `count` literals of the Huffman stream at z (n bytes) into out:
- * 0, or -1 when the stream does not hold exactly them. */
+ * 0, or -1 when the stream does not hold exactly them. A fill makes 56
+ * bits readable, as many codes of the table's longest as those hold. */
 FUNNEL_ZS int funnel__zs_huf_stream(const struct funnel__zstd_scratch *sc, const uint8_t *z,
-                                    int64_t n, uint8_t *out, int64_t count) {
+                                    int64_t n, struct funnel__zs_span span, uint8_t *out,
+                                    int64_t count) {
   struct funnel__zs_bits b;
-  if (funnel__zs_bits_init(&b, z, n) != 0) return -1;
-  const int log = sc->huf_log;
-  for (int64_t i = 0; i < count; i++) {
+  if (funnel__zs_bits_init(&b, z, n, span) != 0) return -1;
+  const int log = sc->huf_log, per = 56 / log;
+  for (int64_t i = 0; i < count;) {
     if (b.bit < 0) return -1;
     funnel__zs_fill(&b);
-    const unsigned e = sc->huf[funnel__zs_look(&b, log)];
-    b.bit -= (int64_t)(e & 0xFF);
-    out[i] = (uint8_t)(e >> 8);
+    for (const int64_t end = count - i < per ? count : i + per; i < end; i++) {
+      const unsigned e = sc->huf[funnel__zs_look(&b, log)];
+      b.bit -= (int32_t)(e & 0xFF);
+      out[i] = (uint8_t)(e >> 8);
+    }
   }
   return b.bit == 0 ? 0 : -1;
 }
@@ -708,8 +733,9 @@ FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, u
  * dst[*op ...), where the frame began at dst[frame] and the buffer ends
  * at dst[cap]; rep: the frame's repeated offsets. */
 FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z, int64_t n,
-                               uint8_t *dst, int64_t *op_io, int64_t frame, int64_t cap,
-                               uint32_t *rep, unsigned lane, unsigned lanes) {
+                               struct funnel__zs_span span, uint8_t *dst, int64_t *op_io,
+                               int64_t frame, int64_t cap, uint32_t *rep, unsigned lane,
+                               unsigned lanes) {
   if (n < 1) return FUNNEL__LZ4_CORRUPT;
   /* the literals section */
   const unsigned h0 = FUNNEL_ZS_LD(z), type = h0 & 3, sf = (h0 >> 2) & 3;
@@ -761,7 +787,7 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
       const uint8_t *lz = z + at;
       int64_t ln = lsize;
       if (type == 2) {
-        const int64_t t = funnel__zs_huf_table(sc, lz, ln, lane, lanes);
+        const int64_t t = funnel__zs_huf_table(sc, lz, ln, span, lane, lanes);
         if (t < 0) return FUNNEL__LZ4_CORRUPT;
         lz += t;
         ln -= t;
@@ -770,7 +796,7 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
       }
       int bad = 0;
       if (streams == 1) {
-        if (lane == 0) bad = funnel__zs_huf_stream(sc, lz, ln, tail, regen);
+        if (lane == 0) bad = funnel__zs_huf_stream(sc, lz, ln, span, tail, regen);
       } else {
         if (ln < 6) return FUNNEL__LZ4_CORRUPT;
         const int64_t s1 = FUNNEL_ZS_LD(lz) | FUNNEL_ZS_LD(lz + 1) << 8,
@@ -783,7 +809,7 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
         for (unsigned s = lane; s < 4; s += lanes) {
           const int64_t from = 6 + (s > 0 ? s1 : 0) + (s > 1 ? s2 : 0) + (s > 2 ? s3 : 0);
           const int64_t len = s == 0 ? s1 : s == 1 ? s2 : s == 2 ? s3 : s4;
-          bad |= funnel__zs_huf_stream(sc, lz + from, len, tail + s * seg,
+          bad |= funnel__zs_huf_stream(sc, lz + from, len, span, tail + s * seg,
                                        s < 3 ? seg : regen - 3 * seg);
         }
       }
@@ -823,7 +849,7 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
     }
     FUNNEL_ZS_SYNC(); /* the tables' logs, read by every lane */
     struct funnel__zs_bits b;
-    if (funnel__zs_bits_init(&b, z + at, n - at) != 0) return FUNNEL__LZ4_CORRUPT;
+    if (funnel__zs_bits_init(&b, z + at, n - at, span) != 0) return FUNNEL__LZ4_CORRUPT;
     funnel__zs_fill(&b);
     uint32_t sll = funnel__zs_take(&b, sc->ll_log);
     uint32_t sof = funnel__zs_take(&b, sc->of_log);
@@ -931,11 +957,12 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
                                   unsigned lane, unsigned lanes, struct funnel__zstd_scratch *sc) {
   int64_t ip = 0, op = 0;
   if (n < 1) return FUNNEL__LZ4_CORRUPT;
+  const struct funnel__zs_span span = {src, src + n};
   while (ip < n) {
     if (n - ip < 8) return FUNNEL__LZ4_CORRUPT;
-    const uint32_t magic = (uint32_t)funnel__zs_ld8(src, ip, n);
+    const uint32_t magic = (uint32_t)funnel__zs_ld8(src, ip, n, span);
     if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) { /* skippable */
-      const int64_t size = (int64_t)(funnel__zs_ld8(src, ip + 4, n) & 0xFFFFFFFFu);
+      const int64_t size = (int64_t)(funnel__zs_ld8(src, ip + 4, n, span) & 0xFFFFFFFFu);
       if (size > n - ip - 8) return FUNNEL__LZ4_CORRUPT;
       ip += 8 + size;
       continue;
@@ -1013,8 +1040,8 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
           op += bsize;
         } else {
           const int64_t before = op;
-          const int st = funnel__zs_block(sc, src + ip, bsize, dst, &op, frame, cap, rep, lane,
-                                          lanes);
+          const int st = funnel__zs_block(sc, src + ip, bsize, span, dst, &op, frame, cap, rep,
+                                          lane, lanes);
           if (st != FUNNEL__LZ4_OK) return st;
           if (op - before > block_max) return FUNNEL__LZ4_CORRUPT;
         }
@@ -1025,7 +1052,7 @@ FUNNEL_ZS int funnel__zstd_frames(const uint8_t *src, int64_t n, uint8_t *dst, i
     if (content >= 0 && op - frame != content) return FUNNEL__LZ4_LENGTH;
     if (sum) {
       if (n - ip < 4) return FUNNEL__LZ4_CORRUPT;
-      const uint32_t want = (uint32_t)(funnel__zs_ld8(src, ip, n) & 0xFFFFFFFFu);
+      const uint32_t want = (uint32_t)(funnel__zs_ld8(src, ip, n, span) & 0xFFFFFFFFu);
       if ((uint32_t)funnel__xxh64(dst + frame, op - frame) != want) return FUNNEL__LZ4_CORRUPT;
       ip += 4;
     }

@@ -21,7 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "check.h"
+#include "device.h"
+#include "dpath.h"
 #include "ipc_writer.h"
 #include "lz4dec.h"
 #include "zstddec.h"
@@ -1198,6 +1201,137 @@ static void device_decoder_reads_what_libzstd_writes(void) {
   check_context("%s", "");
 }
 
+/* The ZSTD decoder as the test's backend runs it (on cuda the kernel, a
+ * warp a frame, whose votes and shuffles the host's one lane never takes)
+ * against the host's run of the same source: frames libzstd wrote at
+ * every level, with and without checksum and size, and spoiled copies of
+ * them, all in one launch. Each job must end in the host's status and,
+ * decoded, hold the host's bytes (and the frame's input, unspoiled). */
+static void device_decodes_zstd_frames_as_the_host_does(void) {
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  struct funnel_backend *be = &dev->be;
+  static const int64_t SIZES[] = {0, 1, 7, 100, 245, 1000, 4096, 65536, 131073, 300000};
+  static const int LEVELS[] = {-5, 1, 3, 9, 19};
+  enum { MAX_JOBS = 4096 };
+  struct funnel__lz4_job *jobs = calloc(MAX_JOBS, sizeof(*jobs));
+  uint8_t **srcs = calloc(MAX_JOBS, sizeof(*srcs)), **want = calloc(MAX_JOBS, sizeof(*want));
+  int64_t *want_status = calloc(MAX_JOBS, sizeof(*want_status));
+  int64_t n_jobs = 0, src_total = 0, dst_total = 0;
+  uint64_t rng = 1234;
+  for (int si = 0; si < 10; si++)
+    for (int li = 0; li < 5; li++)
+      for (int kind = 0; kind < 5; kind++) {
+        const int64_t n = SIZES[si];
+        uint8_t *in = malloc((size_t)n + 1);
+        for (int64_t i = 0; i < n; i++)
+          in[i] = kind == 0   ? (uint8_t)check_rand(&rng)
+                  : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
+                  : kind == 2 ? (uint8_t)((i / 700) & 0xff)
+                  : kind == 3 ? (uint8_t)("abcdefghijklmnopqrstuvwxyz"[check_rand_below(&rng, 26)] -
+                                          (check_rand_below(&rng, 9) == 0 ? 32 : 0))
+                              : (uint8_t)(i % 8 == 0 ? check_rand_below(&rng, 16) : 0);
+        size_t zn;
+        uint8_t *z =
+            iw_zstd_frame(LEVELS[li], (si + kind) % 2, (li + kind) % 2, in, (size_t)n, &zn);
+        const int copies = 1 + (n <= 4096 ? 12 : 3);
+        for (int c = 0; c < copies && n_jobs < MAX_JOBS; c++) {
+          uint8_t *frame = iw_dup(z, zn);
+          size_t len = zn;
+          if (c > 0) { /* spoiled: bytes changed, or cut short */
+            for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
+              frame[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
+            if (check_rand_below(&rng, 4) == 0) len = check_rand_below(&rng, zn + 1);
+          }
+          uint8_t *out = malloc((size_t)n + 1);
+          struct funnel__lz4_job host = {.src = (uint64_t)(uintptr_t)frame,
+                                         .src_length = (int64_t)len,
+                                         .dst = (uint64_t)(uintptr_t)out, .dst_length = n,
+                                         .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+          funnel__zstd_run_jobs(&host, 1, 0);
+          if (c == 0) {
+            CHECK_EQ_I64(host.status, FUNNEL__LZ4_OK);
+            CHECK_MEM(out, in, n);
+          }
+          jobs[n_jobs] = (struct funnel__lz4_job){.src = (uint64_t)src_total,
+                                                  .src_length = (int64_t)len,
+                                                  .dst = (uint64_t)dst_total, .dst_length = n,
+                                                  .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+          srcs[n_jobs] = frame;
+          want[n_jobs] = out;
+          want_status[n_jobs] = host.status;
+          src_total += (int64_t)len + 1;
+          dst_total += n + 1;
+          n_jobs++;
+        }
+        free(z);
+        free(in);
+      }
+  /* one launch over every job: sources and outputs back to back */
+  uint8_t *src_host = malloc((size_t)src_total), *dst_host = malloc((size_t)dst_total);
+  for (int64_t j = 0; j < n_jobs; j++)
+    memcpy(src_host + jobs[j].src, srcs[j], (size_t)jobs[j].src_length);
+  memset(dst_host, 0xA5, (size_t)dst_total);
+  uint64_t dsrc = 0, ddst = 0, djobs = 0;
+  void *stream = NULL, *done = NULL;
+  const size_t jobs_bytes = (size_t)n_jobs * sizeof(*jobs);
+  int st = funnel__dev_stream_create(be, &stream, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)src_total, stream, &dsrc, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, (size_t)dst_total, stream, &ddst, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_alloc(be, jobs_bytes, stream, &djobs, &err);
+  for (int64_t j = 0; j < n_jobs; j++) {
+    jobs[j].src += dsrc;
+    jobs[j].dst += ddst;
+  }
+  if (st == FUNNEL_OK)
+    st = funnel__dev_copy_h2d_async(be, dsrc, src_host, (size_t)src_total, stream, &err);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_copy_h2d_async(be, ddst, dst_host, (size_t)dst_total, stream, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_copy_h2d_async(be, djobs, jobs, jobs_bytes, stream, &err);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_launch_dpath(be, FUNNEL_DP_STAGE_ZSTD, djobs, n_jobs, 0, stream, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_copy_d2h_async(be, jobs, djobs, jobs_bytes, stream, &err);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_copy_d2h_async(be, dst_host, ddst, (size_t)dst_total, stream, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_event_create(be, &done, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, done, stream, &err);
+  if (st == FUNNEL_OK) st = funnel__dev_event_wait(be, done, &err);
+  CHECK_OK(st, &err);
+  int64_t decoded = 0, refused = 0;
+  for (int64_t j = 0; j < n_jobs && st == FUNNEL_OK; j++) {
+    check_context("job %lld: %lld bytes from %lld", (long long)j, (long long)jobs[j].dst_length,
+                  (long long)jobs[j].src_length);
+    CHECK_EQ_I64(jobs[j].status, want_status[j]);
+    if (want_status[j] == FUNNEL__LZ4_OK && jobs[j].status == FUNNEL__LZ4_OK) {
+      CHECK_MEM(dst_host + (jobs[j].dst - ddst), want[j], jobs[j].dst_length);
+      decoded++;
+    } else {
+      refused++;
+    }
+  }
+  check_context("%s", "");
+  CHECK(decoded > 300 && refused > 1000); /* both seen */
+  printf("    %lld jobs: %lld decoded, %lld refused\n", (long long)n_jobs, (long long)decoded,
+         (long long)refused);
+  if (done != NULL) funnel__dev_event_destroy(be, done);
+  if (djobs) funnel__dev_free(be, djobs, stream);
+  if (ddst) funnel__dev_free(be, ddst, stream);
+  if (dsrc) funnel__dev_free(be, dsrc, stream);
+  if (stream != NULL) funnel__dev_stream_destroy(be, stream);
+  for (int64_t j = 0; j < n_jobs; j++) {
+    free(srcs[j]);
+    free(want[j]);
+  }
+  free(src_host);
+  free(dst_host);
+  free(srcs);
+  free(want);
+  free(want_status);
+  free(jobs);
+  funnel_device_close(dev);
+}
+
 /* Without liblz4 (FUNNEL_LZ4_LIBRARY names a file that is not there, in a
  * child process: the library is loaded once a process), an LZ4 read fails
  * naming the library; ZSTD and uncompressed reads are untouched. */
@@ -1274,6 +1408,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(device_decoder_reads_what_liblz4_writes),
       CHECK_TEST(device_decoder_reads_what_libzstd_writes),
+      CHECK_TEST(device_decodes_zstd_frames_as_the_host_does),
       CHECK_TEST(many_blocks_of_long_sequences_decode_on_the_device),
       CHECK_TEST(device_decodes_every_value_of_columns_without_nulls),
       CHECK_TEST(device_decode_without_room_in_the_pool_decodes_on_the_host),
