@@ -868,17 +868,27 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
         const unsigned ofc = eo.symbol, llc = el.symbol, mlc = em.symbol;
         if (ofc > 31) return FUNNEL__LZ4_CORRUPT;
         /* the extra bits: offset (up to 31), match length, literals length
-         * (up to 16 each); a fill before each 56 bits at most */
+         * (up to 16 each), then the states (up to 9 bits each): one fill
+         * when they fit the 56 bits it makes readable (most sequences of
+         * shuffle data), else a fill before each 56 bits at most. A read
+         * past the stream's start is found at the end (`bit` only falls) */
+        const int mlb = funnel__zs_ml_bits(mlc), llb = funnel__zs_ll_bits(llc);
+        const bool more = i + 1 < nseq;
+        const bool one = (int)ofc + mlb + llb + (more ? el.bits + em.bits + eo.bits : 0) <= 56;
         if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
         funnel__zs_fill(&b);
         const uint32_t ov = (uint32_t)(1ull << ofc) + funnel__zs_take(&b, (int)ofc);
-        if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
-        funnel__zs_fill(&b);
-        const uint32_t ml = funnel__zs_ml_base(mlc) + funnel__zs_take(&b, funnel__zs_ml_bits(mlc));
-        const uint32_t ll = funnel__zs_ll_base(llc) + funnel__zs_take(&b, funnel__zs_ll_bits(llc));
-        if (i + 1 < nseq) { /* the states: literals length, match length, offset */
+        if (!one) {
           if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
           funnel__zs_fill(&b);
+        }
+        const uint32_t ml = funnel__zs_ml_base(mlc) + funnel__zs_take(&b, mlb);
+        const uint32_t ll = funnel__zs_ll_base(llc) + funnel__zs_take(&b, llb);
+        if (more) { /* the states: literals length, match length, offset */
+          if (!one) {
+            if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
+            funnel__zs_fill(&b);
+          }
           sll = el.base + funnel__zs_take(&b, el.bits);
           sml = em.base + funnel__zs_take(&b, em.bits);
           sof = eo.base + funnel__zs_take(&b, eo.bits);
