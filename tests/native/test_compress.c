@@ -944,6 +944,16 @@ static void device_decode_without_room_in_the_pool_decodes_on_the_host(void) {
   funnel_device_close(dev);
 }
 
+/* A copy of the zn bytes at z (zn > 0) with 1 to 3 of them changed, cut
+ * short one time in four: its length into *len. */
+static uint8_t *spoiled_copy(uint64_t *rng, const uint8_t *z, size_t zn, size_t *len) {
+  uint8_t *bad = iw_dup(z, zn);
+  for (int flips = 1 + (int)check_rand_below(rng, 3); flips > 0; flips--)
+    bad[check_rand_below(rng, zn)] ^= (uint8_t)(1 + check_rand_below(rng, 255));
+  *len = check_rand_below(rng, 4) == 0 ? check_rand_below(rng, zn + 1) : zn;
+  return bad;
+}
+
 /* The device's LZ4 decoder (lz4dec.h, as the cpu backend runs it) against
  * the frames liblz4 writes, of both kinds, from 0 bytes to several blocks,
  * random and repetitive; then every frame spoiled at random bytes, decoded
@@ -1021,10 +1031,8 @@ static void device_decoder_reads_what_liblz4_writes(void) {
         }
         /* spoiled */
         for (int k = 0; k < (n < 5000 ? 200 : 20); k++) {
-          uint8_t *bad = iw_dup(z, zn);
-          for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
-            bad[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
-          const size_t cut = check_rand_below(&rng, 4) == 0 ? check_rand_below(&rng, zn + 1) : zn;
+          size_t cut;
+          uint8_t *bad = spoiled_copy(&rng, z, zn, &cut);
           uint8_t *exact = malloc((size_t)n + 1);
           struct funnel__lz4_job spoiled = {.src = (uint64_t)(uintptr_t)bad,
                                             .src_length = (int64_t)cut,
@@ -1132,10 +1140,8 @@ static void device_decoder_reads_what_libzstd_writes(void) {
         }
         /* spoiled: refused, or decoded as libzstd decodes it */
         for (int k = 0; k < (n < 5000 ? 100 : 12); k++) {
-          uint8_t *bad = iw_dup(z, zn);
-          for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
-            bad[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
-          const size_t cut = check_rand_below(&rng, 4) == 0 ? check_rand_below(&rng, zn + 1) : zn;
+          size_t cut;
+          uint8_t *bad = spoiled_copy(&rng, z, zn, &cut);
           uint8_t *exact = malloc((size_t)n + 1), *ref = malloc((size_t)n + 1);
           struct funnel__lz4_job spoiled = {.src = (uint64_t)(uintptr_t)bad,
                                             .src_length = (int64_t)cut,
@@ -1237,13 +1243,8 @@ static void device_decodes_zstd_frames_as_the_host_does(void) {
             iw_zstd_frame(LEVELS[li], (si + kind) % 2, (li + kind) % 2, in, (size_t)n, &zn);
         const int copies = 1 + (n <= 4096 ? 12 : 3);
         for (int c = 0; c < copies && n_jobs < MAX_JOBS; c++) {
-          uint8_t *frame = iw_dup(z, zn);
           size_t len = zn;
-          if (c > 0) { /* spoiled: bytes changed, or cut short */
-            for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
-              frame[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
-            if (check_rand_below(&rng, 4) == 0) len = check_rand_below(&rng, zn + 1);
-          }
+          uint8_t *frame = c == 0 ? iw_dup(z, zn) : spoiled_copy(&rng, z, zn, &len);
           uint8_t *out = malloc((size_t)n + 1);
           struct funnel__lz4_job host = {.src = (uint64_t)(uintptr_t)frame,
                                          .src_length = (int64_t)len,
