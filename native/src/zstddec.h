@@ -342,12 +342,13 @@ FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, in
   FUNNEL_ZS_SYNC();
   /* the spread: the occurrences in symbol order take the positions the
    * step visits from 0 (j * step, modulo the size: every position once,
-   * the step being odd), those past `high` (the count -1 ones') skipped */
-  const uint32_t high = size - 1 - low, step = (size >> 1) + (size >> 3) + 3;
+   * the step being odd), the last `low` ones (the count -1 symbols')
+   * skipped; when every symbol is a count -1 one there is none to take */
+  const uint32_t step = (size >> 1) + (size >> 3) + 3;
   uint32_t placed = 0;
   for (uint32_t j0 = 0; j0 < size; j0 += lanes) {
     const uint32_t j = j0 + lane, at = (j * step) & mask;
-    const bool takes = j < size && at <= high;
+    const bool takes = j < size && at + low < size;
     const unsigned takers = FUNNEL_ZS_BALLOT(takes);
     if (takes)
       t[at].symbol = (uint8_t)funnel__zs_find16(nexts, max_symbol + 1,
@@ -658,10 +659,18 @@ FUNNEL_ZS uint64_t funnel__xxh64(const uint8_t *p, int64_t n) {
 
 /* ------------------------------------------------------------ blocks */
 
-/* n bytes from s to d by the lanes (d never after s within n bytes). */
+/* n bytes from s to d by the lanes (d never after s within n bytes: a
+ * byte written is one read before it). Every lane reads its byte of a
+ * round before any lane writes, whatever order the lanes run in: a write
+ * may land on a byte another lane of the same round reads. */
 FUNNEL_ZS void funnel__zs_copy(uint8_t *d, const uint8_t *s, uint32_t n, unsigned lane,
                                unsigned lanes) {
-  for (uint32_t i = lane; i < n; i += lanes) d[i] = s[i];
+  for (uint32_t i0 = 0; i0 < n; i0 += lanes) {
+    const uint32_t i = i0 + lane;
+    const uint8_t v = i < n ? s[i] : 0;
+    FUNNEL_ZS_SYNC();
+    if (i < n) d[i] = v;
+  }
 }
 
 /* The literals lengths' and match lengths' codes' bases and extra bits
@@ -708,9 +717,15 @@ FUNNEL_ZS int funnel__zs_find(const uint32_t *a, int n, int64_t v) {
 FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, uint32_t la,
                                 uint32_t ma, uint8_t *out, const uint8_t *lit, unsigned lane,
                                 unsigned lanes) {
-  for (uint32_t j = lane; j < la; j += lanes) {
-    const int q = funnel__zs_find(sc->lpre, nb, j);
-    out[sc->lo[q] + (j - sc->lpre[q])] = lit[j];
+  /* (the literals may lie in the buffer's last bytes, where the output
+   * comes within 3 bytes of them: each lane reads its literal of a round
+   * before any lane writes, as funnel__zs_copy) */
+  for (uint32_t j0 = 0; j0 < la; j0 += lanes) {
+    const uint32_t j = j0 + lane;
+    const int q = j < la ? funnel__zs_find(sc->lpre, nb, j) : 0;
+    const uint8_t v = j < la ? lit[j] : 0;
+    FUNNEL_ZS_SYNC();
+    if (j < la) out[sc->lo[q] + (j - sc->lpre[q])] = v;
   }
   FUNNEL_ZS_SYNC();
   for (uint32_t k = lane; k < ma; k += lanes) {

@@ -1058,6 +1058,14 @@ static void device_decoder_reads_what_liblz4_writes(void) {
   check_context("%s", "");
 }
 
+/* One compressed block: raw literals "abcd", one sequence, the literals
+ * lengths' and match lengths' tables RLE, the offsets' FSE-compressed with
+ * each of its 32 symbols of count -1. */
+static const uint8_t ALL_LOW_FRAME[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0xcd, 0x00, 0x00,
+                                        0x20, 0x61, 0x62, 0x63, 0x64, 0x01, 0x64, 0x04, 0x00,
+                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x3f};
+
 /* The device's ZSTD decoder (zstddec.h, run here as the cpu backend runs
  * it) against what libzstd writes: every size around a block's 128 KiB,
  * levels from the fastest (negative) to 19, with and without the content
@@ -1185,6 +1193,20 @@ static void device_decoder_reads_what_libzstd_writes(void) {
                                .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
   funnel__zstd_run_jobs(&fj, 1, 0);
   CHECK_EQ_I64(fj.status, FUNNEL__LZ4_CORRUPT);
+  /* a frame whose offsets' table gives each of its 32 symbols a count of
+   * -1 ("less than 1": a state each, no spread; a reviewer's), which
+   * libzstd decodes to "abcddddd" */
+  uint8_t lows_out[8];
+  CHECK_EQ_I64(iw_zstd_decompress(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME), lows_out, 8), 8);
+  CHECK(memcmp(lows_out, "abcddddd", 8) == 0);
+  memset(lows_out, 0, 8);
+  struct funnel__lz4_job lj = {.src = (uint64_t)(uintptr_t)ALL_LOW_FRAME,
+                               .src_length = sizeof(ALL_LOW_FRAME),
+                               .dst = (uint64_t)(uintptr_t)lows_out, .dst_length = 8,
+                               .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+  funnel__zstd_run_jobs(&lj, 1, 0);
+  CHECK_EQ_I64(lj.status, FUNNEL__LZ4_OK);
+  CHECK(memcmp(lows_out, "abcddddd", 8) == 0);
   /* a raw block of the window's 1 KiB decodes; one of 2 KiB, over the
    * window (RFC 8878's Block_Maximum_Size; libzstd refuses it from 1.5.6
    * on, earlier ones take it) is refused, for the host to decide */
@@ -1269,6 +1291,21 @@ static void device_decodes_zstd_frames_as_the_host_does(void) {
         free(z);
         free(in);
       }
+  /* the frame of ALL_LOW_FRAME (an FSE table of count -1 symbols only) */
+  {
+    uint8_t *out = malloc(8);
+    CHECK_EQ_I64(iw_zstd_decompress(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME), out, 8), 8);
+    jobs[n_jobs] = (struct funnel__lz4_job){.src = (uint64_t)src_total,
+                                            .src_length = sizeof(ALL_LOW_FRAME),
+                                            .dst = (uint64_t)dst_total, .dst_length = 8,
+                                            .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
+    srcs[n_jobs] = iw_dup(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME));
+    want[n_jobs] = out;
+    want_status[n_jobs] = FUNNEL__LZ4_OK;
+    src_total += (int64_t)sizeof(ALL_LOW_FRAME) + 1;
+    dst_total += 9;
+    n_jobs++;
+  }
   /* one launch over every job: sources and outputs back to back */
   uint8_t *src_host = malloc((size_t)src_total), *dst_host = malloc((size_t)dst_total);
   for (int64_t j = 0; j < n_jobs; j++)
