@@ -314,6 +314,19 @@ FUNNEL_ZS int funnel__zs_find16(const uint16_t *a, int n, uint32_t v) {
   return lo;
 }
 
+/* A live lane's rank among the live lanes of the same key before it,
+ * added to count[key], which counts those so far: the count before and
+ * that rank. Then count[key] counts them all (its group's last lane
+ * writes it, after every lane has read it). */
+FUNNEL_ZS int funnel__zs_rank(int16_t *count, unsigned key, bool live, unsigned lane) {
+  const unsigned same = FUNNEL_ZS_MATCH(live ? key : 0x10000u + lane), below = (1u << lane) - 1;
+  const int from = live ? count[key] : 0;
+  FUNNEL_ZS_SYNC();
+  if (live && (same >> lane) == 1u) count[key] = (int16_t)(from + (int)FUNNEL_ZS_POPC(same));
+  FUNNEL_ZS_SYNC();
+  return from + (int)FUNNEL_ZS_POPC(same & below);
+}
+
 /* The decoding table of counts norm[0 .. max_symbol] at accuracy log al
  * (RFC 8878, 4.1.1), which uses norm up: 0, or -1 when the counts do not
  * fill the table. The lanes share every step, none walking the table
@@ -363,15 +376,8 @@ FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, in
    * rank among the lanes of the same symbol */
   for (uint32_t u0 = 0; u0 < size; u0 += lanes) {
     const uint32_t u = u0 + lane;
-    const unsigned s = u < size ? t[u].symbol : 256u + lane;
-    const unsigned same = FUNNEL_ZS_MATCH(s);
-    const int from = u < size ? norm[s] : 0;
-    FUNNEL_ZS_SYNC();
-    if (u < size) {
-      nexts[u] = (uint16_t)(from + (int)FUNNEL_ZS_POPC(same & below));
-      if ((same >> lane) == 1u) norm[s] = (int16_t)(from + (int)FUNNEL_ZS_POPC(same));
-    }
-    FUNNEL_ZS_SYNC();
+    const int next = funnel__zs_rank(norm, u < size ? t[u].symbol : 0u, u < size, lane);
+    if (u < size) nexts[u] = (uint16_t)next;
   }
   for (uint32_t u = lane; u < size; u += lanes) {
     const uint32_t next = nexts[u];
@@ -506,7 +512,6 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
   FUNNEL_ZS_SYNC(); /* the weights, read by every lane */
   /* the weights' sum, the code's length, the last weight: the lanes split
    * the weights */
-  const unsigned below = (1u << lane) - 1;
   uint32_t total = 0, ones = 0;
   bool over = false;
   for (int i0 = 0; i0 < k; i0 += (int)lanes) {
@@ -537,13 +542,8 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
   FUNNEL_ZS_SYNC();
   for (int s0 = 0; s0 < k; s0 += (int)lanes) {
     const int s = s0 + (int)lane;
-    const unsigned ws = s < k ? sc->w[s] : 0u; /* (the lanes past k as weight 0: no entries) */
-    const unsigned same = FUNNEL_ZS_MATCH(ws);
-    const int from = sc->norm[ws];
-    FUNNEL_ZS_SYNC();
-    if (s < k) sc->nexts[s] = (uint16_t)(from + (int)FUNNEL_ZS_POPC(same & below));
-    if ((same >> lane) == 1u) sc->norm[ws] = (int16_t)(from + (int)FUNNEL_ZS_POPC(same));
-    FUNNEL_ZS_SYNC();
+    const int rank = funnel__zs_rank(sc->norm, s < k ? sc->w[s] : 0u, s < k, lane);
+    if (s < k) sc->nexts[s] = (uint16_t)rank;
   }
   /* the entries: a symbol's by its lane when they are fewer than the
    * lanes, else by every lane, one such symbol after another */
