@@ -154,6 +154,29 @@ int64_t iw_zstd_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t ca
   return codecs.zstd_is_error(got) ? -1 : (int64_t)got;
 }
 
+void iw_sample_bytes(uint8_t *out, int64_t n, int kind, uint64_t *rng) {
+  for (int64_t i = 0; i < n; i++)
+    out[i] = kind == 0   ? (uint8_t)check_rand(rng)
+             : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
+             : kind == 2 ? (uint8_t)((i / 700) & 0xff)
+             : kind == 3 ? (uint8_t)("abcdefghijklmnopqrstuvwxyz"[check_rand_below(rng, 26)] -
+                                     (check_rand_below(rng, 9) == 0 ? 32 : 0))
+                         : (uint8_t)(i % 8 == 0 ? check_rand_below(rng, 16) : 0);
+}
+
+uint8_t *iw_spoiled_copy(uint64_t *rng, const uint8_t *z, size_t zn, size_t *len) {
+  uint8_t *bad = iw_dup(z, zn);
+  for (int flips = 1 + (int)check_rand_below(rng, 3); flips > 0; flips--)
+    bad[check_rand_below(rng, zn)] ^= (uint8_t)(1 + check_rand_below(rng, 255));
+  *len = check_rand_below(rng, 4) == 0 ? check_rand_below(rng, zn + 1) : zn;
+  return bad;
+}
+
+const uint8_t IW_ZSTD_ALL_LOW_FRAME[34] = {
+    0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0xcd, 0x00, 0x00, 0x20, 0x61, 0x62,
+    0x63, 0x64, 0x01, 0x64, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x3f};
+
 int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {
   need_codecs();
   if (n == 0) return 0;

@@ -191,6 +191,21 @@ uint8_t *iw_zstd_frame(int level, int checksum, int content_size, const void *sr
  * many, or -1 when it refuses them. */
 int64_t iw_zstd_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap);
 
+/* n test bytes of a kind the decoders' tests compress (rng drawn for
+ * kinds 0, 3 and 4): 0 random, 1 repeated text, 2 runs of 700 bytes, 3
+ * lowercase words now and then capitalised (as string columns: Huffman
+ * literals, FSE-compressed tables), 4 int64 values of a few bits. */
+void iw_sample_bytes(uint8_t *out, int64_t n, int kind, uint64_t *rng);
+/* A copy (to free()) of the zn > 0 bytes at z with 1 to 3 of them
+ * changed, cut short one time in four: its length into *len. */
+uint8_t *iw_spoiled_copy(uint64_t *rng, const uint8_t *z, size_t zn, size_t *len);
+/* One ZSTD frame of a compressed block: raw literals "abcd", one
+ * sequence, the literals lengths' and match lengths' tables RLE, the
+ * offsets' FSE-compressed with each of its 32 symbols of count -1 ("less
+ * than 1": an FSE table with nothing to spread). libzstd decodes it to
+ * "abcddddd". */
+extern const uint8_t IW_ZSTD_ALL_LOW_FRAME[34];
+
 /* Whether liblz4 and libzstd can be loaded here. */
 int iw_codecs_available(void);
 

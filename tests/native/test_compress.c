@@ -944,16 +944,6 @@ static void device_decode_without_room_in_the_pool_decodes_on_the_host(void) {
   funnel_device_close(dev);
 }
 
-/* A copy of the zn bytes at z (zn > 0) with 1 to 3 of them changed, cut
- * short one time in four: its length into *len. */
-static uint8_t *spoiled_copy(uint64_t *rng, const uint8_t *z, size_t zn, size_t *len) {
-  uint8_t *bad = iw_dup(z, zn);
-  for (int flips = 1 + (int)check_rand_below(rng, 3); flips > 0; flips--)
-    bad[check_rand_below(rng, zn)] ^= (uint8_t)(1 + check_rand_below(rng, 255));
-  *len = check_rand_below(rng, 4) == 0 ? check_rand_below(rng, zn + 1) : zn;
-  return bad;
-}
-
 /* The device's LZ4 decoder (lz4dec.h, as the cpu backend runs it) against
  * the frames liblz4 writes, of both kinds, from 0 bytes to several blocks,
  * random and repetitive; then every frame spoiled at random bytes, decoded
@@ -1032,7 +1022,7 @@ static void device_decoder_reads_what_liblz4_writes(void) {
         /* spoiled */
         for (int k = 0; k < (n < 5000 ? 200 : 20); k++) {
           size_t cut;
-          uint8_t *bad = spoiled_copy(&rng, z, zn, &cut);
+          uint8_t *bad = iw_spoiled_copy(&rng, z, zn, &cut);
           uint8_t *exact = malloc((size_t)n + 1);
           struct funnel__lz4_job spoiled = {.src = (uint64_t)(uintptr_t)bad,
                                             .src_length = (int64_t)cut,
@@ -1057,14 +1047,6 @@ static void device_decoder_reads_what_liblz4_writes(void) {
       }
   check_context("%s", "");
 }
-
-/* One compressed block: raw literals "abcd", one sequence, the literals
- * lengths' and match lengths' tables RLE, the offsets' FSE-compressed with
- * each of its 32 symbols of count -1. */
-static const uint8_t ALL_LOW_FRAME[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0xcd, 0x00, 0x00,
-                                        0x20, 0x61, 0x62, 0x63, 0x64, 0x01, 0x64, 0x04, 0x00,
-                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x3f};
 
 /* The device's ZSTD decoder (zstddec.h, run here as the cpu backend runs
  * it) against what libzstd writes: every size around a block's 128 KiB,
@@ -1149,7 +1131,7 @@ static void device_decoder_reads_what_libzstd_writes(void) {
         /* spoiled: refused, or decoded as libzstd decodes it */
         for (int k = 0; k < (n < 5000 ? 100 : 12); k++) {
           size_t cut;
-          uint8_t *bad = spoiled_copy(&rng, z, zn, &cut);
+          uint8_t *bad = iw_spoiled_copy(&rng, z, zn, &cut);
           uint8_t *exact = malloc((size_t)n + 1), *ref = malloc((size_t)n + 1);
           struct funnel__lz4_job spoiled = {.src = (uint64_t)(uintptr_t)bad,
                                             .src_length = (int64_t)cut,
@@ -1197,11 +1179,13 @@ static void device_decoder_reads_what_libzstd_writes(void) {
    * -1 ("less than 1": a state each, no spread; a reviewer's), which
    * libzstd decodes to "abcddddd" */
   uint8_t lows_out[8];
-  CHECK_EQ_I64(iw_zstd_decompress(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME), lows_out, 8), 8);
+  const uint8_t *lows = IW_ZSTD_ALL_LOW_FRAME;
+  const size_t lows_n = sizeof(IW_ZSTD_ALL_LOW_FRAME);
+  CHECK_EQ_I64(iw_zstd_decompress(lows, lows_n, lows_out, 8), 8);
   CHECK(memcmp(lows_out, "abcddddd", 8) == 0);
   memset(lows_out, 0, 8);
-  struct funnel__lz4_job lj = {.src = (uint64_t)(uintptr_t)ALL_LOW_FRAME,
-                               .src_length = sizeof(ALL_LOW_FRAME),
+  struct funnel__lz4_job lj = {.src = (uint64_t)(uintptr_t)lows,
+                               .src_length = (int64_t)lows_n,
                                .dst = (uint64_t)(uintptr_t)lows_out, .dst_length = 8,
                                .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
   funnel__zstd_run_jobs(&lj, 1, 0);
@@ -1253,20 +1237,14 @@ static void device_decodes_zstd_frames_as_the_host_does(void) {
       for (int kind = 0; kind < 5; kind++) {
         const int64_t n = SIZES[si];
         uint8_t *in = malloc((size_t)n + 1);
-        for (int64_t i = 0; i < n; i++)
-          in[i] = kind == 0   ? (uint8_t)check_rand(&rng)
-                  : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
-                  : kind == 2 ? (uint8_t)((i / 700) & 0xff)
-                  : kind == 3 ? (uint8_t)("abcdefghijklmnopqrstuvwxyz"[check_rand_below(&rng, 26)] -
-                                          (check_rand_below(&rng, 9) == 0 ? 32 : 0))
-                              : (uint8_t)(i % 8 == 0 ? check_rand_below(&rng, 16) : 0);
+        iw_sample_bytes(in, n, kind, &rng);
         size_t zn;
         uint8_t *z =
             iw_zstd_frame(LEVELS[li], (si + kind) % 2, (li + kind) % 2, in, (size_t)n, &zn);
         const int copies = 1 + (n <= 4096 ? 12 : 3);
         for (int c = 0; c < copies && n_jobs < MAX_JOBS; c++) {
           size_t len = zn;
-          uint8_t *frame = c == 0 ? iw_dup(z, zn) : spoiled_copy(&rng, z, zn, &len);
+          uint8_t *frame = c == 0 ? iw_dup(z, zn) : iw_spoiled_copy(&rng, z, zn, &len);
           uint8_t *out = malloc((size_t)n + 1);
           struct funnel__lz4_job host = {.src = (uint64_t)(uintptr_t)frame,
                                          .src_length = (int64_t)len,
@@ -1291,18 +1269,19 @@ static void device_decodes_zstd_frames_as_the_host_does(void) {
         free(z);
         free(in);
       }
-  /* the frame of ALL_LOW_FRAME (an FSE table of count -1 symbols only) */
+  /* IW_ZSTD_ALL_LOW_FRAME (an FSE table of count -1 symbols only) */
   {
+    const size_t lows_n = sizeof(IW_ZSTD_ALL_LOW_FRAME);
     uint8_t *out = malloc(8);
-    CHECK_EQ_I64(iw_zstd_decompress(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME), out, 8), 8);
+    CHECK_EQ_I64(iw_zstd_decompress(IW_ZSTD_ALL_LOW_FRAME, lows_n, out, 8), 8);
     jobs[n_jobs] = (struct funnel__lz4_job){.src = (uint64_t)src_total,
-                                            .src_length = sizeof(ALL_LOW_FRAME),
+                                            .src_length = (int64_t)lows_n,
                                             .dst = (uint64_t)dst_total, .dst_length = 8,
                                             .kind = FUNNEL__ZSTD_FRAMES, .status = -1};
-    srcs[n_jobs] = iw_dup(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME));
+    srcs[n_jobs] = iw_dup(IW_ZSTD_ALL_LOW_FRAME, lows_n);
     want[n_jobs] = out;
     want_status[n_jobs] = FUNNEL__LZ4_OK;
-    src_total += (int64_t)sizeof(ALL_LOW_FRAME) + 1;
+    src_total += (int64_t)lows_n + 1;
     dst_total += 9;
     n_jobs++;
   }

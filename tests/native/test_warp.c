@@ -155,7 +155,8 @@ static int warp_decode(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
       if (kind == K_BALLOT) r = ballot;
       else if (kind == K_ANY) r = ballot != 0;
       else if (kind == K_MATCH)
-        for (int q = 0; q < LANES; q++) r |= (uint64_t)((uint32_t)lane_val[q] == (uint32_t)lane_val[l]) << q;
+        for (int q = 0; q < LANES; q++)
+          r |= (uint64_t)((uint32_t)lane_val[q] == (uint32_t)lane_val[l]) << q;
       else if (kind == K_SHFL) r = lane_val[lane_arg[l] & 31];
       else if (kind == K_UP) r = l >= lane_arg[l] ? lane_val[l - lane_arg[l]] : lane_val[l];
       else if (kind == K_XOR) r = lane_val[(l ^ lane_arg[l]) & 31];
@@ -172,14 +173,6 @@ static int warp_decode(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
 }
 
 /* ------------------------------------------------------------------ tests */
-
-/* One compressed block: raw literals "abcd", one sequence, the offsets'
- * table FSE-compressed with each of its 32 symbols of count -1 (an FSE
- * table with nothing to spread: a reviewer's frame). */
-static const uint8_t ALL_LOW_FRAME[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0xcd, 0x00, 0x00,
-                                        0x20, 0x61, 0x62, 0x63, 0x64, 0x01, 0x64, 0x04, 0x00,
-                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x3f};
 
 /* A frame (zn bytes, at an offset of 0 to 7 from an aligned buffer, as
  * the device's sources are) decoded into exactly n bytes in each order:
@@ -218,25 +211,18 @@ static void warp_decodes_what_libzstd_writes(void) {
         check_context("%lld bytes, level %d, kind %d", (long long)n, LEVELS[li], kind);
         uint8_t *in = malloc((size_t)n + 1), *out = malloc((size_t)n + 1),
                 *ref = malloc((size_t)n + 1);
-        for (int64_t i = 0; i < n; i++)
-          in[i] = kind == 0   ? (uint8_t)check_rand(&rng)
-                  : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)
-                  : kind == 2 ? (uint8_t)((i / 700) & 0xff)
-                  : kind == 3 ? (uint8_t)("abcdefghijklmnopqrstuvwxyz"[check_rand_below(&rng, 26)] -
-                                          (check_rand_below(&rng, 9) == 0 ? 32 : 0))
-                              : (uint8_t)(i % 8 == 0 ? check_rand_below(&rng, 16) : 0);
+        iw_sample_bytes(in, n, kind, &rng);
         size_t zn;
-        uint8_t *z = iw_zstd_frame(LEVELS[li], (si + kind) % 2, (li + kind) % 2, in, (size_t)n, &zn);
+        uint8_t *z =
+            iw_zstd_frame(LEVELS[li], (si + kind) % 2, (li + kind) % 2, in, (size_t)n, &zn);
         const int st = decode_in_every_order(z, zn, out, n, (int)(check_rand_below(&rng, 8)),
                                              (uint32_t)check_rand(&rng));
         CHECK_EQ_I64(st, FUNNEL__LZ4_OK);
         if (st == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
         /* spoiled: refused, or decoded as libzstd decodes it */
         for (int k = 0; k < (n <= 4096 ? 6 : 2); k++) {
-          uint8_t *bad = iw_dup(z, zn);
-          for (int flips = 1 + (int)check_rand_below(&rng, 3); flips > 0; flips--)
-            bad[check_rand_below(&rng, zn)] ^= (uint8_t)(1 + check_rand_below(&rng, 255));
-          const size_t cut = check_rand_below(&rng, 4) == 0 ? check_rand_below(&rng, zn + 1) : zn;
+          size_t cut;
+          uint8_t *bad = iw_spoiled_copy(&rng, z, zn, &cut);
           const int sst = decode_in_every_order(bad, cut, out, n, (int)check_rand_below(&rng, 8),
                                                 (uint32_t)check_rand(&rng));
           CHECK(sst >= FUNNEL__LZ4_OK && sst <= FUNNEL__LZ4_DICTIONARY);
@@ -260,9 +246,9 @@ static void warp_decodes_what_libzstd_writes(void) {
   CHECK(refused > 200 && decoded_alike > 20);
   /* an FSE table of count -1 symbols only */
   uint8_t lows[8], ref[8];
-  CHECK_EQ_I64(iw_zstd_decompress(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME), ref, 8), 8);
-  CHECK_EQ_I64(decode_in_every_order(ALL_LOW_FRAME, sizeof(ALL_LOW_FRAME), lows, 8, 3, 1),
-               FUNNEL__LZ4_OK);
+  const size_t lows_n = sizeof(IW_ZSTD_ALL_LOW_FRAME);
+  CHECK_EQ_I64(iw_zstd_decompress(IW_ZSTD_ALL_LOW_FRAME, lows_n, ref, 8), 8);
+  CHECK_EQ_I64(decode_in_every_order(IW_ZSTD_ALL_LOW_FRAME, lows_n, lows, 8, 3, 1), FUNNEL__LZ4_OK);
   CHECK_MEM(lows, ref, 8);
 }
 
