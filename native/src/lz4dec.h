@@ -168,13 +168,21 @@ FUNNEL_LZ int funnel__lz4_block_next(const uint8_t *z, int64_t n, const struct f
 #define FUNNEL_LZ_WINDOW(in, i, end) ((i) + lane < (end) ? (unsigned)__ldg((in) + (i) + lane) : 0u)
 
 /* Byte j of window v (held by lane j): the shuffle of a converged warp
- * (the decoder's lanes never diverge around one). */
+ * (the decoder's lanes never diverge around one). The PTX here and in
+ * FUNNEL_LZ_PREFETCH is the device's alone: a host emulation of the warp
+ * (tests/native/test_warp.c) defines FUNNEL_LZ_NO_PTX, and its own
+ * __shfl_sync stands in. (__shfl_sync on the device: the same instruction
+ * count and registers, but other code, its constants in registers.) */
 static __device__ __forceinline__ unsigned funnel__lz_at(unsigned v, unsigned j, const uint8_t *in,
                                                          uint32_t i, uint32_t end) {
   (void)in, (void)i, (void)end;
+#if defined(FUNNEL_LZ_NO_PTX)
+  return __shfl_sync(0xFFFFFFFFu, v, j);
+#else
   unsigned r;
   asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(j));
   return r;
+#endif
 }
 
 /* this lane's byte of window v */
@@ -185,7 +193,11 @@ static __device__ __forceinline__ unsigned funnel__lz_at(unsigned v, unsigned j,
 /* whether c holds in any lane */
 #define FUNNEL_LZ_ANY(c) __any_sync(0xFFFFFFFFu, (c))
 /* a hint: the L1 line of p, for the walk to find there */
+#if defined(FUNNEL_LZ_NO_PTX)
+#define FUNNEL_LZ_PREFETCH(p) ((void)(p))
+#else
 #define FUNNEL_LZ_PREFETCH(p) asm volatile("prefetch.global.L1 [%0];" ::"l"(p))
+#endif
 /* each lane once, k its index (the host's one thread: every k below n) */
 #define FUNNEL_LZ_EACH(k, n) for (uint32_t k = lane, k##_once = 1; k##_once; k##_once = 0)
 /* the longest part of a sequence a lane writes the sources of alone (the
