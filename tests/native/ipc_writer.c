@@ -42,6 +42,15 @@ typedef struct {
 static struct {
   size_t (*lz4f_bound)(size_t, const lz4f_preferences *);
   size_t (*lz4f_compress)(void *, size_t, const void *, size_t, const lz4f_preferences *);
+  size_t (*lz4f_create_c)(void **, unsigned);
+  size_t (*lz4f_free_c)(void *);
+  size_t (*lz4f_begin)(void *, void *, size_t, const lz4f_preferences *);
+  size_t (*lz4f_update)(void *, void *, size_t, const void *, size_t, const void *);
+  size_t (*lz4f_end)(void *, void *, size_t, const void *);
+  size_t (*lz4f_update_bound)(size_t, const lz4f_preferences *);
+  int (*lz4_bound)(int);
+  int (*lz4_compress)(const char *, char *, int, int);
+  int (*lz4_compress_hc)(const char *, char *, int, int, int);
   size_t (*lz4f_create_d)(void **, unsigned);
   size_t (*lz4f_free_d)(void *);
   size_t (*lz4f_decompress)(void *, void *, size_t *, const void *, size_t *, const void *);
@@ -66,6 +75,15 @@ static void codecs_load(void) {
   if (lz4 == NULL || zstd == NULL) return;
   *(void **)&codecs.lz4f_bound = dlsym(lz4, "LZ4F_compressFrameBound");
   *(void **)&codecs.lz4f_compress = dlsym(lz4, "LZ4F_compressFrame");
+  *(void **)&codecs.lz4f_create_c = dlsym(lz4, "LZ4F_createCompressionContext");
+  *(void **)&codecs.lz4f_free_c = dlsym(lz4, "LZ4F_freeCompressionContext");
+  *(void **)&codecs.lz4f_begin = dlsym(lz4, "LZ4F_compressBegin");
+  *(void **)&codecs.lz4f_update = dlsym(lz4, "LZ4F_compressUpdate");
+  *(void **)&codecs.lz4f_end = dlsym(lz4, "LZ4F_compressEnd");
+  *(void **)&codecs.lz4f_update_bound = dlsym(lz4, "LZ4F_compressBound");
+  *(void **)&codecs.lz4_bound = dlsym(lz4, "LZ4_compressBound");
+  *(void **)&codecs.lz4_compress = dlsym(lz4, "LZ4_compress_default");
+  *(void **)&codecs.lz4_compress_hc = dlsym(lz4, "LZ4_compress_HC");
   *(void **)&codecs.lz4f_create_d = dlsym(lz4, "LZ4F_createDecompressionContext");
   *(void **)&codecs.lz4f_free_d = dlsym(lz4, "LZ4F_freeDecompressionContext");
   *(void **)&codecs.lz4f_decompress = dlsym(lz4, "LZ4F_decompress");
@@ -80,7 +98,10 @@ static void codecs_load(void) {
   *(void **)&codecs.zstd_free_c = dlsym(zstd, "ZSTD_freeCCtx");
   *(void **)&codecs.zstd_set = dlsym(zstd, "ZSTD_CCtx_setParameter");
   *(void **)&codecs.zstd_compress2 = dlsym(zstd, "ZSTD_compress2");
-  codecs.ok = codecs.lz4f_bound && codecs.lz4f_compress && codecs.lz4f_create_d &&
+  codecs.ok = codecs.lz4f_bound && codecs.lz4f_compress && codecs.lz4f_create_c &&
+              codecs.lz4f_free_c && codecs.lz4f_begin && codecs.lz4f_update && codecs.lz4f_end &&
+              codecs.lz4f_update_bound && codecs.lz4_bound && codecs.lz4_compress &&
+              codecs.lz4_compress_hc && codecs.lz4f_create_d &&
               codecs.lz4f_free_d && codecs.lz4f_decompress && codecs.lz4f_is_error &&
               codecs.zstd_bound && codecs.zstd_compress && codecs.zstd_decompress &&
               codecs.zstd_is_error && codecs.zstd_create_d && codecs.zstd_decompress_d &&
@@ -129,6 +150,60 @@ uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, 
   return dst;
 }
 
+uint8_t *iw_lz4_frame(const struct iw_lz4_shape *shape, const void *src, size_t n,
+                      size_t *out_len) {
+  need_codecs();
+  lz4f_preferences p;
+  memset(&p, 0, sizeof(p));
+  p.frame_info.block_size_id = shape->block_size_id;
+  p.frame_info.block_mode = shape->linked ? 0 : 1;
+  p.frame_info.content_checksum = shape->content_checksum;
+  p.frame_info.content_size = shape->content_size ? (unsigned long long)n : 0;
+  p.frame_info.block_checksum = shape->block_checksum;
+  p.compression_level = shape->level;
+  uint8_t *dst;
+  size_t len;
+  if (shape->piece == 0) {
+    const size_t cap = codecs.lz4f_bound(n, &p);
+    dst = xrealloc(NULL, cap);
+    len = codecs.lz4f_compress(dst, cap, src, n, &p);
+    if (codecs.lz4f_is_error(len)) abort();
+  } else { /* a block a piece: each update flushed */
+    p.auto_flush = 1;
+    void *c;
+    if (codecs.lz4f_is_error(codecs.lz4f_create_c(&c, 100))) abort();
+    const size_t pieces = n / shape->piece + 1;
+    const size_t cap = 32 + pieces * codecs.lz4f_update_bound(shape->piece, &p);
+    dst = xrealloc(NULL, cap);
+    len = codecs.lz4f_begin(c, dst, cap, &p);
+    for (size_t at = 0; !codecs.lz4f_is_error(len) && at < n; at += shape->piece) {
+      const size_t k = n - at < shape->piece ? n - at : shape->piece;
+      const size_t w =
+          codecs.lz4f_update(c, dst + len, cap - len, (const uint8_t *)src + at, k, NULL);
+      len = codecs.lz4f_is_error(w) ? w : len + w;
+    }
+    if (!codecs.lz4f_is_error(len)) {
+      const size_t w = codecs.lz4f_end(c, dst + len, cap - len, NULL);
+      len = codecs.lz4f_is_error(w) ? w : len + w;
+    }
+    codecs.lz4f_free_c(c);
+    if (codecs.lz4f_is_error(len)) abort();
+  }
+  *out_len = len;
+  return dst;
+}
+
+uint8_t *iw_lz4_block(int level, const void *src, size_t n, size_t *out_len) {
+  need_codecs();
+  const int cap = codecs.lz4_bound((int)n);
+  uint8_t *dst = xrealloc(NULL, (size_t)cap + 1);
+  const int len = level < 3 ? codecs.lz4_compress(src, (char *)dst, (int)n, cap)
+                            : codecs.lz4_compress_hc(src, (char *)dst, (int)n, cap, level);
+  if (len <= 0) abort();
+  *out_len = (size_t)len;
+  return dst;
+}
+
 uint8_t *iw_zstd_frame(int level, int checksum, int content_size, const void *src, size_t n,
                        size_t *out_len) {
   need_codecs();
@@ -154,7 +229,61 @@ int64_t iw_zstd_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t ca
   return codecs.zstd_is_error(got) ? -1 : (int64_t)got;
 }
 
+/* Shuffle-like bytes (iw_sample_bytes' kind 5): pieces one after another,
+ * each drawn: a match 1 to 8 bytes back (its copy overlapping itself), a
+ * match a few bytes back, a run of zeros, a few random bytes, a long run
+ * of them (literals), a match of 33 to 332 bytes, or one up to 65,535 back. */
+static void shuffle_like(uint8_t *out, int64_t n, uint64_t *rng) {
+  for (int64_t i = 0; i < n;) {
+    const int draw = (int)check_rand_below(rng, 8);
+    int64_t back = 0, len;
+    if (draw == 0) { /* 1 to 8 back */
+      back = 1 + (int64_t)check_rand_below(rng, 8);
+      len = 4 + (int64_t)check_rand_below(rng, 30);
+    } else if (draw == 1) { /* a few back */
+      back = 1 + (int64_t)check_rand_below(rng, 40);
+      len = 4 + (int64_t)check_rand_below(rng, 12);
+    } else if (draw == 2) { /* zeros */
+      len = 8 + (int64_t)check_rand_below(rng, 120);
+    } else if (draw <= 4) { /* a few random bytes */
+      len = 1 + (int64_t)check_rand_below(rng, 4);
+    } else if (draw == 5) { /* a long run of them */
+      len = 20 + (int64_t)check_rand_below(rng, 300);
+    } else if (draw == 6) { /* a long match */
+      back = 1 + (int64_t)check_rand_below(rng, 1000);
+      len = 33 + (int64_t)check_rand_below(rng, 300);
+    } else { /* far back */
+      back = 1 + (int64_t)check_rand_below(rng, 65535);
+      len = 4 + (int64_t)check_rand_below(rng, 40);
+    }
+    if (back > i) back = 0; /* (nothing that far back yet: random bytes) */
+    for (; len > 0 && i < n; len--, i++)
+      out[i] = back > 0 ? out[i - back] : draw == 2 ? 0 : (uint8_t)check_rand(rng);
+  }
+}
+
+/* Long sequences, then short ones (iw_sample_bytes' kind 6): the first
+ * 1,500 bytes 1 to 4 random bytes and a match of 24 to 63 bytes 1 to 40
+ * back, then 1 to 14 random bytes and a match of 4 to 18 bytes 1 to 16
+ * back, a long match (33 to 96 bytes) one time in eight. */
+static void long_then_short(uint8_t *out, int64_t n, uint64_t *rng) {
+  for (int64_t i = 0; i < n;) {
+    const int head = i < 1500, longer = check_rand_below(rng, 8) == 0;
+    for (int64_t r = 1 + (int64_t)check_rand_below(rng, head ? 4 : 14); r > 0 && i < n; r--, i++)
+      out[i] = (uint8_t)check_rand(rng);
+    const int64_t back = 1 + (int64_t)check_rand_below(rng, head ? 40 : 16);
+    int64_t len = head ? 24 + (int64_t)check_rand_below(rng, 40)
+                  : longer ? 33 + (int64_t)check_rand_below(rng, 64)
+                           : 4 + (int64_t)check_rand_below(rng, 15);
+    for (; len > 0 && i < n; len--, i++) out[i] = i >= back ? out[i - back] : 0;
+  }
+}
+
 void iw_sample_bytes(uint8_t *out, int64_t n, int kind, uint64_t *rng) {
+  if (kind == 5 || kind == 6) {
+    (kind == 5 ? shuffle_like : long_then_short)(out, n, rng);
+    return;
+  }
   for (int64_t i = 0; i < n; i++)
     out[i] = kind == 0   ? (uint8_t)check_rand(rng)
              : kind == 1 ? (uint8_t)("funnel shuffle "[i % 15] + (i / 9000) % 3)

@@ -182,6 +182,22 @@ uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, 
  * when the frame is bad or does not fit. The benchmark's baseline: each
  * thread keeps one context of each codec for all its calls. */
 int64_t iw_decompress_buffer(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t cap);
+/* How iw_lz4_frame writes a frame: its blocks' maximum (4: 64 KiB ... 7:
+ * 4 MiB), linked or independent, with block and content checksums and the
+ * content size or not, at `level` (0 fast, 3 and more: LZ4 HC); `piece` 0:
+ * every block full (LZ4F_compressFrame), else a block of each `piece`
+ * bytes (LZ4F_compressUpdate, flushed), the last less. */
+struct iw_lz4_shape {
+  int block_size_id, linked, block_checksum, content_checksum, content_size, level;
+  size_t piece;
+};
+/* One LZ4 frame of the n bytes at src, written by liblz4 as `shape` says;
+ * to free(). */
+uint8_t *iw_lz4_frame(const struct iw_lz4_shape *shape, const void *src, size_t n,
+                      size_t *out_len);
+/* One raw LZ4 block of the n bytes at src (LZ4_compress_default, or
+ * LZ4_compress_HC at a level of 3 or more); to free(). */
+uint8_t *iw_lz4_block(int level, const void *src, size_t n, size_t *out_len);
 /* One ZSTD frame of the n bytes at src (libzstd's ZSTD_compress2) at
  * `level`, with a content checksum and the content size when asked; to
  * free(). */
@@ -194,7 +210,11 @@ int64_t iw_zstd_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_t ca
 /* n test bytes of a kind the decoders' tests compress (rng drawn for
  * kinds 0, 3 and 4): 0 random, 1 repeated text, 2 runs of 700 bytes, 3
  * lowercase words now and then capitalised (as string columns: Huffman
- * literals, FSE-compressed tables), 4 int64 values of a few bits. */
+ * literals, FSE-compressed tables), 4 int64 values of a few bits, 5
+ * shuffle-like: matches 1 to 8 bytes back (overlapping copies) and a few
+ * bytes back, runs of zeros, long literal runs, matches of more than 32
+ * bytes, matches far back; 6 a block's first sequences long, then short
+ * ones (a few literals and a match a few bytes back). */
 void iw_sample_bytes(uint8_t *out, int64_t n, int kind, uint64_t *rng);
 /* A copy (to free()) of the zn > 0 bytes at z with 1 to 3 of them
  * changed, cut short one time in four: its length into *len. */

@@ -1,28 +1,32 @@
-/* The ZSTD decoder's device code (zstddec.h as nvcc compiles it: a warp
- * of 32 lanes a frame, their votes, ranks and shuffles) run on the host,
- * on an emulated warp, so that the code the host's one lane never takes is
- * tested without a GPU. Each lane is a coroutine (ucontext); every warp
- * collective (__syncwarp, __ballot_sync, __any_sync, __match_any_sync,
- * the shuffles) is a meeting of all 32 lanes, which must arrive at the
- * same one (else the warp diverged: a failure). Between meetings the lanes
- * run one after another, in order, in reverse or at random: a lane that
- * reads shared bytes another lane of the same round writes gets different
- * bytes in different orders. Loads through __ldg are checked against the
- * job's source bytes. Expected values come from libzstd: a frame it wrote
+/* The ZSTD and LZ4 decoders' device code (zstddec.h and lz4dec.h as nvcc
+ * compiles them: a warp of 32 lanes a job, their votes, ranks and
+ * shuffles) run on the host, on an emulated warp, so that the code the
+ * host's one lane never takes is tested without a GPU. Each lane is a
+ * coroutine (ucontext); every warp collective (__syncwarp, __ballot_sync,
+ * __any_sync, __match_any_sync, the shuffles) is a meeting of all 32
+ * lanes, which must arrive at the same one (else the warp diverged: a
+ * failure). Between meetings the lanes run one after another, in order,
+ * in reverse or at random: a lane that reads shared bytes another lane of
+ * the same round writes gets different bytes in different orders. Loads
+ * through __ldg are checked against the job's source bytes. Expected
+ * values come from libzstd and liblz4: a frame or block they wrote
  * decodes to its input; a spoiled one is refused, or decoded as libzstd
- * decodes it; and every order gives the same status and bytes.
+ * decodes it (ZSTD) or as the host's lane does (LZ4: lz4dec.h as the cpu
+ * backend compiles it, warp_host.c, with the same status); and every order
+ * gives the same status and bytes.
  *
  * Under a sanitizer the test is skipped (ASan and TSan do not follow
  * swapcontext's stacks). */
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, MAP_NORESERVE */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 
 #include "check.h"
 #include "ipc_writer.h"
-#include "lz4dec.h" /* (the host's, included once: zstddec.h finds it included) */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define WARP_SKIPPED 1
@@ -39,8 +43,9 @@ static ucontext_t warp_main, lane_ctx[LANES];
 static unsigned current;
 static uint64_t lane_val[LANES], lane_res[LANES];
 static int lane_kind[LANES], lane_line[LANES], lane_arg[LANES];
-static const uint8_t *span_lo, *span_hi; /* what a load may touch */
-static int warp_failed;
+/* what a lane's load may touch: its job's source (a lane may be at the
+ * next job while another is still at this one) */
+static const uint8_t *span_lo[LANES], *span_hi[LANES];
 
 /* A lane's arrival at a collective: back to the warp, which answers. */
 static uint64_t meet(int kind, int line, uint64_t v, int arg) {
@@ -53,13 +58,14 @@ static uint64_t meet(int kind, int line, uint64_t v, int arg) {
   return lane_res[l];
 }
 
-static void checked_load(const void *p, size_t k) {
-  const uint8_t *b = (const uint8_t *)p;
-  if (b < span_lo || b + k > span_hi) {
-    check_fail(__FILE__, __LINE__, "a load of bytes [%td, %td) outside the job's [0, %td)",
-               b - span_lo, b + k - span_lo, span_hi - span_lo);
-    warp_failed = 1;
-  }
+/* Whether the k bytes at p are the job's (else a failure: the load then
+ * reads 0, not what lies there). */
+static int checked_load(const void *p, size_t k) {
+  const uint8_t *b = (const uint8_t *)p, *lo = span_lo[current], *hi = span_hi[current];
+  if (b >= lo && b + k <= hi) return 1;
+  check_fail(__FILE__, __LINE__, "lane %u: a load of bytes [%td, %td) outside the job's [0, %td)",
+             current, b - lo, b + k - lo, hi - lo);
+  return 0;
 }
 
 #define __syncwarp() ((void)meet(K_SYNC, __LINE__, 0, 0))
@@ -69,11 +75,10 @@ static void checked_load(const void *p, size_t k) {
 #define __shfl_sync(m, v, q) ((__typeof__(v))meet(K_SHFL, __LINE__, (uint64_t)(v), (int)(q)))
 #define __shfl_up_sync(m, v, d) ((__typeof__(v))meet(K_UP, __LINE__, (uint64_t)(v), (int)(d)))
 #define __shfl_xor_sync(m, v, o) ((__typeof__(v))meet(K_XOR, __LINE__, (uint64_t)(v), (int)(o)))
-#define __ldg(p)                               \
-  ({                                           \
-    __typeof__(p) ldg_p = (p);                 \
-    checked_load(ldg_p, sizeof(*ldg_p));       \
-    *ldg_p;                                    \
+#define __ldg(p)                                   \
+  ({                                               \
+    __typeof__(p) ldg_p = (p);                     \
+    checked_load(ldg_p, sizeof(*ldg_p)) ? *ldg_p : 0; \
   })
 #define __popc(v) ((unsigned)__builtin_popcount(v))
 #define __ffs(v) __builtin_ffs((int)(v))
@@ -81,44 +86,81 @@ static void checked_load(const void *p, size_t k) {
 static uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, unsigned shift) {
   return (uint32_t)(((uint64_t)hi << 32 | lo) >> (shift & 31));
 }
+/* (the device's is approximate: funnel__lz_mod corrects the quotient) */
+static float __fdividef(float a, float b) { return a / b; }
+/* a product rounded toward zero: the exact one (in a double), then a
+ * float rounded to nearest stepped back toward zero when it is past it */
+static float __fmul_rz(float a, float b) {
+  const double p = (double)a * (double)b;
+  float f = (float)p;
+  if ((p >= 0 && f > p) || (p < 0 && f < p)) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    bits--;
+    memcpy(&f, &bits, 4);
+  }
+  return f;
+}
 #define __CUDACC__ 1
 #define __device__
 #define __forceinline__
 #define __constant__
-/* (the device's functions are static here, not inline: some go unused) */
+/* lz4dec.h's PTX (a shuffle, a prefetch): the emulation's __shfl_sync, nothing */
+#define FUNNEL_LZ_NO_PTX 1
+/* (the device's functions are static here, not inline: some go unused;
+ * lz4dec.h's #pragma unroll is nvcc's) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
-#include "zstddec.h"
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#include "zstddec.h" /* and lz4dec.h, both as the device compiles them */
 #pragma GCC diagnostic pop
 #undef __CUDACC__
 
-static struct funnel__zstd_scratch scratch; /* the block's shared memory */
+/* The host's lane (warp_host.c): funnel__lz4_run_jobs as the cpu backend
+ * compiles it. */
+void warp_host_lz4_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base);
+
+enum { MAX_JOBS = 72 };
+/* the block's shared memory: concat.cu's funnel_zstd_decode's union */
+static union {
+  struct funnel__zstd_scratch z;
+  struct funnel__lz4_scratch l;
+} scratch;
+static int job_codec; /* 0: a ZSTD buffer; 1: LZ4 jobs */
 static const uint8_t *job_src;
 static int64_t job_n, job_cap;
 static uint8_t *job_dst;
-static int lane_status[LANES];
+static struct funnel__lz4_job *lz4_jobs;
+static int lz4_n;
+static uint64_t lz4_base;
+static int lane_status[LANES][MAX_JOBS];
 static char stacks[LANES][STACK];
 
 static void lane_main(void) {
   const unsigned l = current;
-  lane_status[l] = funnel__zstd_frames(job_src, job_n, job_dst, job_cap, l, LANES, &scratch);
+  if (job_codec == 0) {
+    lane_status[l][0] =
+        funnel__zstd_frames(job_src, job_n, job_dst, job_cap, l, LANES, &scratch.z);
+  } else {
+    /* as concat.cu's funnel_lz4_decode takes them: a warp's jobs one after
+     * another, with one scratch */
+    for (int j = 0; j < lz4_n; j++) {
+      const struct funnel__lz4_job job = lz4_jobs[j];
+      span_lo[l] = (const uint8_t *)(uintptr_t)job.src;
+      span_hi[l] = span_lo[l] + job.src_length;
+      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l, LANES, &scratch.l);
+    }
+  }
   meet(K_EXIT, -1, 0, 0);
 }
 
-/* Decodes the n bytes at src into exactly cap at dst on the emulated warp,
- * its lanes run between meetings in `order` (0 in turn, 1 in reverse, 2
- * at random from seed): the status, or -100 when the warp diverged. */
+/* Runs the warp's lanes (lane_main) to their end, between meetings in
+ * `order` (0 in turn, 1 in reverse, 2 at random from seed): 0, or -100
+ * when the warp diverged. */
 static uint32_t order_seed; /* (static: the lanes' swapcontext would clobber a local) */
 
-static int warp_decode(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int order,
-                       uint32_t seed) {
+static int warp_run(int order, uint32_t seed) {
   order_seed = seed;
-  job_src = src;
-  job_n = n;
-  job_dst = dst;
-  job_cap = cap;
-  span_lo = src;
-  span_hi = src + n;
   for (int l = 0; l < LANES; l++) {
     getcontext(&lane_ctx[l]);
     lane_ctx[l].uc_stack.ss_sp = stacks[l];
@@ -163,13 +205,47 @@ static int warp_decode(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
       lane_res[l] = r;
     }
   }
+  return 0;
+}
+
+/* Whether every lane ended job j with lane 0's status. */
+static int lanes_agree(int j) {
   for (int l = 1; l < LANES; l++)
-    if (lane_status[l] != lane_status[0]) {
-      check_fail(__FILE__, __LINE__, "lane %d ended with status %d, lane 0 with %d", l,
-                 lane_status[l], lane_status[0]);
-      return -100;
+    if (lane_status[l][j] != lane_status[0][j]) {
+      check_fail(__FILE__, __LINE__, "job %d: lane %d ended with status %d, lane 0 with %d", j, l,
+                 lane_status[l][j], lane_status[0][j]);
+      return 0;
     }
-  return lane_status[0];
+  return 1;
+}
+
+/* Decodes the ZSTD frames of n bytes at src into exactly cap at dst on the
+ * emulated warp, its lanes run in `order`: the status, or -100 when the
+ * warp diverged. */
+static int warp_decode(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap, int order,
+                       uint32_t seed) {
+  job_codec = 0;
+  job_src = src;
+  job_n = n;
+  job_dst = dst;
+  job_cap = cap;
+  for (int l = 0; l < LANES; l++) span_lo[l] = src, span_hi[l] = src + n;
+  if (warp_run(order, seed) != 0 || !lanes_agree(0)) return -100;
+  return lane_status[0][0];
+}
+
+/* Runs the n LZ4 jobs, their dst `base` more, on the emulated warp, its
+ * lanes run in `order`: each job's status into its .status (-100 when the
+ * lanes disagree), or -100 when the warp diverged. */
+static int warp_lz4_jobs(struct funnel__lz4_job *jobs, int n, uint64_t base, int order,
+                         uint32_t seed) {
+  job_codec = 1;
+  lz4_jobs = jobs;
+  lz4_n = n;
+  lz4_base = base;
+  if (warp_run(order, seed) != 0) return -100;
+  for (int j = 0; j < n; j++) jobs[j].status = lanes_agree(j) ? lane_status[0][j] : -100;
+  return 0;
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -252,14 +328,189 @@ static void warp_decodes_what_libzstd_writes(void) {
   CHECK_MEM(lows, ref, 8);
 }
 
+/* ------------------------------------------------------------------ LZ4 */
+
+enum { GUARD = 64 };
+
+/* A copy (to free()) of the n bytes at z at an offset of 0 to 7 from an
+ * aligned buffer, as the device's sources are: *block the buffer. */
+static uint8_t *lz4_placed(const uint8_t *z, size_t n, uint64_t *rng, uint8_t **block) {
+  const size_t at = (size_t)check_rand_below(rng, 8);
+  *block = malloc(n + 8);
+  if (n > 0) memcpy(*block + at, z, n);
+  return *block + at;
+}
+
+/* The n jobs (each one's dst an offset in a buffer of `cap` bytes) of the
+ * case `what` run on the host's lane and on the emulated warp, in every
+ * order: each order's statuses the host's, its bytes the host's in each
+ * job that decoded, no byte written outside the buffer. The host's
+ * statuses are left in jobs[] and its bytes at out. */
+static void lz4_in_every_order(const char *what, struct funnel__lz4_job *jobs, int n,
+                               uint8_t *out, int64_t cap, uint32_t seed) {
+  const size_t whole = (size_t)cap + 2 * GUARD;
+  /* the warp's buffer in a reservation of 128 KiB before it and 1 GiB
+   * after, untouched but by a faulty decoder, whose reads of the output
+   * (a source up to 65,536 before a block's start and 2^30 after) then
+   * get zeros, not a crash */
+  const size_t before = (size_t)1 << 17, span = before + whole + ((size_t)1 << 30);
+  uint8_t *reserved = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!CHECK(reserved != MAP_FAILED)) return;
+  uint8_t *host = malloc(whole), *warp = reserved + before, fill[GUARD];
+  struct funnel__lz4_job got[MAX_JOBS];
+  memset(fill, 0xC3, GUARD);
+  memset(host, 0xC3, whole);
+  for (int j = 0; j < n; j++) jobs[j].status = -1;
+  warp_host_lz4_jobs(jobs, n, (uint64_t)(uintptr_t)(host + GUARD));
+  for (int order = 0; order <= 2; order++) {
+    memset(warp, 0xC3, whole);
+    memcpy(got, jobs, (size_t)n * sizeof(*jobs));
+    if (warp_lz4_jobs(got, n, (uint64_t)(uintptr_t)(warp + GUARD), order,
+                      seed + 7 * (uint32_t)order) != 0)
+      continue; /* (a failure) */
+    for (int j = 0; j < n; j++) {
+      check_context("%s; job %d of %d (job kind %d, %lld bytes to %lld), lanes in order %d",
+                    what, j, n, (int)jobs[j].kind, (long long)jobs[j].src_length,
+                    (long long)jobs[j].dst_length, order);
+      CHECK_EQ_I64(got[j].status, jobs[j].status);
+      if (got[j].status == FUNNEL__LZ4_OK && jobs[j].status == FUNNEL__LZ4_OK)
+        CHECK_MEM(warp + GUARD + jobs[j].dst, host + GUARD + jobs[j].dst,
+                  jobs[j].dst_length);
+    }
+    check_context("%s; lanes in order %d", what, order);
+    CHECK_MEM(warp, fill, GUARD);
+    CHECK_MEM(warp + GUARD + cap, fill, GUARD);
+  }
+  check_context("%s", what);
+  CHECK_MEM(host, fill, GUARD);
+  CHECK_MEM(host + GUARD + cap, fill, GUARD);
+  memcpy(out, host + GUARD, (size_t)cap);
+  munmap(reserved, span);
+  free(host);
+}
+
+/* The jobs a frame of zn bytes at z that decodes to n bytes makes, into
+ * jobs[]: the frame whole (dst 0), and a job a block where it splits
+ * (funnel__lz4_split, as parse.c does; dst n on, *split of them). */
+static int lz4_frame_jobs(const uint8_t *z, int64_t zn, int64_t n, struct funnel__lz4_job *jobs,
+                          int *split) {
+  jobs[0] = (struct funnel__lz4_job){(uint64_t)(uintptr_t)z, zn, 0, n, FUNNEL__LZ4_FRAMES, -1};
+  *split = (int)funnel__lz4_split(z, zn, n, (uint64_t)(uintptr_t)z, (uint64_t)n, jobs + 1,
+                                  MAX_JOBS - 4);
+  return 1 + *split;
+}
+
+/* liblz4's frames of every shape the device decodes (64 KiB and 4 MiB
+ * blocks, linked and independent, full or of a few pieces, with and
+ * without block and content checksums and the content size, fast and HC;
+ * uncompressed blocks), its raw blocks, and stored bytes, of every kind of
+ * bytes (iw_sample_bytes, shuffle-like ones among them), each as the jobs
+ * a read makes of it: a frame whole, a job a block where it splits
+ * (FUNNEL__LZ4_BLOCK and _STORED), a raw block, the bytes stored (and a
+ * frame declared a byte longer), all on one warp, in every order: their
+ * input, as the host's lane decodes them. Then spoiled copies of each
+ * frame and block: refused, or decoded, with the host lane's status and
+ * bytes. */
+static void warp_decodes_what_liblz4_writes(void) {
+  if (WARP_SKIPPED) {
+    printf("    SKIPPED %s: under a sanitizer (swapcontext)\n", __func__);
+    return;
+  }
+  static const int64_t SIZES[] = {0, 1, 15, 200, 1500, 6000, 70000};
+  uint64_t rng = 4343;
+  int64_t frames = 0, pieced = 0, split_jobs = 0, split_stored = 0, refused = 0,
+          decoded_alike = 0;
+  for (int si = 0; si < 7; si++)
+    for (int kind = 0; kind < 7; kind++) {
+      const int64_t n = SIZES[si];
+      /* (two frames of 64 KiB blocks, repetitive: more cost the warp's
+       * emulation too much time; the pieces' frames have blocks too) */
+      if (n > 65536 && kind != 1 && kind != 2) continue;
+      /* the frame's shape: a permutation of the 64 over the cases */
+      const int shape = (si * 7 + kind) * 37 % 64;
+      struct iw_lz4_shape sh = {.block_size_id = shape & 16 ? 7 : 4,
+                                .linked = shape & 1,
+                                .block_checksum = shape >> 1 & 1,
+                                .content_checksum = shape >> 2 & 1,
+                                .content_size = shape >> 3 & 1,
+                                .level = shape & 32 ? 9 : 0,
+                                .piece = n >= 1500 && kind % 2 ? (size_t)n / 4 + 1 : 0};
+      if (n > 65536) sh.block_size_id = 4, sh.linked = kind == 2; /* several 64 KiB blocks */
+      char what[200];
+      snprintf(what, sizeof(what), "%lld bytes of kind %d, %s blocks of %s%s%s%s%s, level %d",
+               (long long)n, kind, sh.linked ? "linked" : "independent",
+               sh.block_size_id == 7 ? "4 MiB" : "64 KiB", sh.piece ? ", 4 pieces" : "",
+               sh.block_checksum ? ", block checksums" : "",
+               sh.content_checksum ? ", content checksum" : "",
+               sh.content_size ? ", content size" : "", sh.level);
+      check_context("%s", what);
+      uint8_t *in = malloc((size_t)n + 1);
+      iw_sample_bytes(in, n, kind, &rng);
+      size_t zn, bn;
+      uint8_t *z = iw_lz4_frame(&sh, in, (size_t)n, &zn);
+      uint8_t *b = iw_lz4_block(sh.level, in, (size_t)n, &bn);
+      uint8_t *zb, *bb, *ib;
+      const uint8_t *zp = lz4_placed(z, zn, &rng, &zb), *bp = lz4_placed(b, bn, &rng, &bb),
+                    *ip = lz4_placed(in, (size_t)n, &rng, &ib);
+      struct funnel__lz4_job jobs[MAX_JOBS];
+      int split;
+      int k = lz4_frame_jobs(zp, (int64_t)zn, n, jobs, &split);
+      jobs[k++] = (struct funnel__lz4_job){(uint64_t)(uintptr_t)bp, (int64_t)bn, (uint64_t)(2 * n),
+                                           n, FUNNEL__LZ4_BLOCK, -1};
+      jobs[k++] = (struct funnel__lz4_job){(uint64_t)(uintptr_t)ip, n, (uint64_t)(3 * n), n,
+                                           FUNNEL__LZ4_STORED, -1};
+      const int longer = n <= 1500; /* (another decode of the frame: the small ones') */
+      if (longer)
+        jobs[k++] = (struct funnel__lz4_job){(uint64_t)(uintptr_t)zp, (int64_t)zn,
+                                             (uint64_t)(4 * n), n + 1, FUNNEL__LZ4_FRAMES, -1};
+      uint8_t *out = malloc((size_t)(5 * n + 1));
+      lz4_in_every_order(what, jobs, k, out, 5 * n + 1, (uint32_t)check_rand(&rng));
+      for (int j = 0; j < k - longer; j++) CHECK_EQ_I64(jobs[j].status, FUNNEL__LZ4_OK);
+      if (longer) CHECK_EQ_I64(jobs[k - 1].status, FUNNEL__LZ4_LENGTH);
+      for (int r = 0; r < 4; r++)
+        if (r != 1 || split > 0) CHECK_MEM(out + r * n, in, n);
+      frames++, pieced += sh.piece > 0, split_jobs += split;
+      for (int j = 1; j <= split; j++) split_stored += jobs[j].kind == FUNNEL__LZ4_STORED;
+      /* spoiled: the frame (whole, and its blocks where it still splits)
+       * and the raw block, refused or decoded as the host's lane does */
+      for (int t = 0; t < (n <= 6000 ? 3 : 1); t++) {
+        size_t zcut, bcut;
+        uint8_t *zbad = iw_spoiled_copy(&rng, z, zn, &zcut),
+                *bbad = iw_spoiled_copy(&rng, b, bn, &bcut);
+        uint8_t *zbadb, *bbadb;
+        const uint8_t *zbp = lz4_placed(zbad, zcut, &rng, &zbadb),
+                      *bbp = lz4_placed(bbad, bcut, &rng, &bbadb);
+        int ks = lz4_frame_jobs(zbp, (int64_t)zcut, n, jobs, &split);
+        jobs[ks++] = (struct funnel__lz4_job){(uint64_t)(uintptr_t)bbp, (int64_t)bcut,
+                                              (uint64_t)(2 * n), n, FUNNEL__LZ4_BLOCK, -1};
+        lz4_in_every_order(what, jobs, ks, out, 3 * n + 1, (uint32_t)check_rand(&rng));
+        for (int j = 0; j < ks; j++) {
+          CHECK(jobs[j].status >= FUNNEL__LZ4_OK && jobs[j].status <= FUNNEL__LZ4_DICTIONARY);
+          if (jobs[j].status == FUNNEL__LZ4_OK) decoded_alike++;
+          else refused++;
+        }
+        free(zbadb), free(bbadb), free(zbad), free(bbad);
+      }
+      free(out), free(zb), free(bb), free(ib), free(z), free(b), free(in);
+    }
+  check_context("%s", "");
+  printf("    %lld frames (%lld of pieces), %lld jobs a block of them (%lld stored blocks); "
+         "spoiled: %lld jobs refused, %lld decoded as the host decodes them\n",
+         (long long)frames, (long long)pieced, (long long)split_jobs, (long long)split_stored,
+         (long long)refused, (long long)decoded_alike);
+  CHECK(split_jobs > 10 && split_stored > 3 && refused > 150 && decoded_alike > 50);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (!iw_codecs_available()) {
-    fprintf(stderr, "test_warp: libzstd.so.1 is needed to write the frames\n");
+    fprintf(stderr, "test_warp: liblz4.so.1 and libzstd.so.1 are needed to write the frames\n");
     return 1;
   }
   static const struct check_test tests[] = {
       CHECK_TEST(warp_decodes_what_libzstd_writes),
+      CHECK_TEST(warp_decodes_what_liblz4_writes),
   };
   return CHECK_MAIN(argc, argv, tests);
 }
