@@ -86,12 +86,15 @@
 #define FUNNEL_ZS_WEIGHT_LOG 6 /* the Huffman weights' table */
 
 /* A block's sequences are decoded this many at a time, then the batch's
- * literals copied by every lane at once, then its matches. */
+ * bytes written by every lane at once. */
 #define FUNNEL_ZS_BATCH 32
+/* A batch of at most this many bytes of output maps each byte to its
+ * sequence (funnel__zs_batch_mapped); a longer one searches for them. */
+#define FUNNEL_ZS_MAP 2048
 
 /* An FSE state's entry: its symbol, the bits the next state reads, and
  * the next state's base. */
-struct funnel__zs_fse {
+struct __attribute__((aligned(4))) funnel__zs_fse { /* (one load an entry) */
   uint8_t symbol, bits;
   uint16_t base;
 };
@@ -109,9 +112,14 @@ struct funnel__zstd_scratch {
    * and its match's first among the batch's (and the ends) */
   uint32_t lo[FUNNEL_ZS_BATCH + 1], m[FUNNEL_ZS_BATCH], off[FUNNEL_ZS_BATCH],
       lpre[FUNNEL_ZS_BATCH + 1], mpre[FUNNEL_ZS_BATCH + 1];
-  uint8_t w[256];  /* a Huffman description's weights */
-  int16_t norm[256]; /* a table description's counts */
-  uint16_t nexts[1 << FUNNEL_ZS_LL_LOG]; /* a table's states' next states, as it is built */
+  union { /* the tables' building, then the block's sequences */
+    struct {
+      uint8_t w[256];  /* a Huffman description's weights */
+      int16_t norm[256]; /* a table description's counts */
+      uint16_t nexts[1 << FUNNEL_ZS_LL_LOG]; /* a table's states' next states, as it is built */
+    };
+    uint8_t own[FUNNEL_ZS_MAP]; /* a batch's output bytes' sequences (its first MAP bytes) */
+  };
   int huf_log;     /* the Huffman table's bits; 0: none yet in the frame */
   int ll_log, ml_log, of_log; /* the tables' accuracy logs; -1: none yet */
 };
@@ -744,6 +752,38 @@ FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, u
   }
 }
 
+/* Runs a batch as funnel__zs_batch does, in one pass over its `total`
+ * bytes of output, each mapped to its sequence (sc->own): a byte a match
+ * copies is traced back to one of the batch's literals or a byte before
+ * the batch, and read there. The batch's output must not reach its
+ * literals (they are read while it is written); no byte it writes is
+ * read, so its lanes need no sync. */
+FUNNEL_ZS void funnel__zs_batch_mapped(const struct funnel__zstd_scratch *sc, uint32_t total,
+                                       uint8_t *out, const uint8_t *lit, unsigned lane,
+                                       unsigned lanes) {
+  for (uint32_t x = lane; x < total; x += lanes) {
+    uint32_t s = x;
+    int q = sc->own[x];
+    const uint8_t *from;
+    for (;;) { /* s lies in sequence q */
+      const uint32_t m = sc->m[q];
+      if (s < m) { /* one of its literals */
+        from = lit + sc->lpre[q] + (s - sc->lo[q]);
+        break;
+      }
+      const uint32_t o = sc->off[q], len = sc->lo[q + 1] - m;
+      const int64_t t = o < len ? (int64_t)m - o + (int64_t)((s - m) % o) : (int64_t)s - o;
+      if (t < 0) { /* before the batch */
+        from = out + t;
+        break;
+      }
+      s = (uint32_t)t;
+      q = sc->own[s];
+    }
+    out[x] = *from;
+  }
+}
+
 /* A compressed block (RFC 8878, 3.1.1.3) of n bytes at z, decoded to
  * dst[*op ...), where the frame began at dst[frame] and the buffer ends
  * at dst[cap]; rep: the frame's repeated offsets. */
@@ -869,28 +909,32 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
     uint32_t sll = funnel__zs_take(&b, sc->ll_log);
     uint32_t sof = funnel__zs_take(&b, sc->of_log);
     uint32_t sml = funnel__zs_take(&b, sc->ml_log);
+    if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
     /* the repeated offsets, in registers */
     uint32_t rep0 = rep[0], rep1 = rep[1], rep2 = rep[2];
     for (int64_t i = 0; i < nseq;) {
       /* a batch: its sequences decoded (every lane alike, lane q keeping
-       * sequence q), then run */
+       * sequence q), checked, then run */
       const int nb = nseq - i < FUNNEL_ZS_BATCH ? (int)(nseq - i) : FUNNEL_ZS_BATCH;
-      const int64_t b0 = op, lp0 = lp;
+      /* the frame's bytes before the batch, which its matches may reach
+       * (counted to 2^30: a window is at most 2^27) */
+      const uint32_t back = op - frame < ((int64_t)1 << 30) ? (uint32_t)(op - frame) : 1u << 30;
       uint32_t bat = 0, bla = 0, bma = 0;
+      bool bad = false;
       FUNNEL_ZS_SYNC(); /* the last batch's readers of sc->lo ... */
       for (int q = 0; q < nb; q++, i++) {
+        /* (an offset code is at most 31: the tables take no other) */
         const struct funnel__zs_fse el = sc->ll[sll], eo = sc->of[sof], em = sc->ml[sml];
         const unsigned ofc = eo.symbol, llc = el.symbol, mlc = em.symbol;
-        if (ofc > 31) return FUNNEL__LZ4_CORRUPT;
         /* the extra bits: offset (up to 31), match length, literals length
          * (up to 16 each), then the states (up to 9 bits each): one fill
          * when they fit the 56 bits it makes readable (most sequences of
-         * shuffle data), else a fill before each 56 bits at most. A read
-         * past the stream's start is found at the end (`bit` only falls) */
+         * shuffle data), else a fill before each 56 bits at most. `bit`
+         * is at least 0 here, and a read past the stream's start is found
+         * at the sequence's end (`bit` only falls) */
         const int mlb = funnel__zs_ml_bits(mlc), llb = funnel__zs_ll_bits(llc);
         const bool more = i + 1 < nseq;
         const bool one = (int)ofc + mlb + llb + (more ? el.bits + em.bits + eo.bits : 0) <= 56;
-        if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
         funnel__zs_fill(&b);
         const uint32_t ov = (uint32_t)(1ull << ofc) + funnel__zs_take(&b, (int)ofc);
         if (!one) {
@@ -922,20 +966,15 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
             off = rep0;
           } else {
             off = k == 3 ? rep0 - 1 : k == 1 ? rep1 : rep2;
-            if (off == 0) return FUNNEL__LZ4_CORRUPT;
+            bad |= off == 0;
             if (k != 1) rep2 = rep1;
             rep1 = rep0;
             rep0 = off;
           }
         }
-        /* its literals, then its match: within the literals and the
-         * buffer (the output never reaches the literals still to read: the
-         * block would then decode to more than the buffer holds), the match
-         * within the frame's bytes */
-        if ((int64_t)ll > regen - lp || (int64_t)ll + ml > cap - op - (regen - lp - ll) ||
-            op + ll + ml - block_start > (int64_t)FUNNEL_ZS_BLOCK_MAX ||
-            (int64_t)off > op + ll - frame)
-          return FUNNEL__LZ4_CORRUPT;
+        /* the match within the frame's bytes (the batch's other bounds
+         * are checked after it: each grows with every sequence) */
+        bad |= off > back + bat + ll;
         if (lane == (unsigned)q % lanes) {
           sc->lo[q] = bat;
           sc->m[q] = bat + ll;
@@ -943,19 +982,37 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
           sc->lpre[q] = bla;
           sc->mpre[q] = bma;
         }
+        /* its bytes' entries in the batch's map */
+        const uint32_t end = bat + ll + ml < FUNNEL_ZS_MAP ? bat + ll + ml : FUNNEL_ZS_MAP;
+        for (uint32_t x = bat + lane; x < end; x += lanes) sc->own[x] = (uint8_t)q;
         bat += ll + ml;
         bla += ll;
         bma += ml;
-        op += ll + ml;
-        lp += ll;
       }
+      /* its literals within the block's, its output within the buffer
+       * and short of the literals still to read (the output never reaches
+       * them: the block would then decode to more than the buffer holds),
+       * and within a block's size. (Lengths are below 2^18: a batch's sum
+       * of them fits 32 bits.) */
+      const int64_t b0 = op, lp0 = lp;
+      op += bat;
+      lp += bla;
+      if (bad || lp > regen || op > cap - (regen - lp) ||
+          op - block_start > (int64_t)FUNNEL_ZS_BLOCK_MAX)
+        return FUNNEL__LZ4_CORRUPT;
       if (lane == (unsigned)nb % lanes) {
         sc->lo[nb] = bat;
         sc->lpre[nb] = bla;
         sc->mpre[nb] = bma;
       }
       FUNNEL_ZS_SYNC();
-      funnel__zs_batch(sc, nb, bla, bma, dst + b0, lit + lp0, lane, lanes);
+      /* one pass where the batch's bytes are mapped and its output does
+       * not reach its literals (those at the buffer's end, which the last
+       * block's output comes up to) */
+      if (bat <= FUNNEL_ZS_MAP && (type == 0 || b0 + bat <= cap - regen + lp0))
+        funnel__zs_batch_mapped(sc, bat, dst + b0, lit + lp0, lane, lanes);
+      else
+        funnel__zs_batch(sc, nb, bla, bma, dst + b0, lit + lp0, lane, lanes);
       FUNNEL_ZS_SYNC();
     }
     if (b.bit != 0) return FUNNEL__LZ4_CORRUPT; /* the bitstream not used up exactly */
