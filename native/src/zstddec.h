@@ -917,8 +917,8 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
        * sequence q), checked, then run */
       const int nb = nseq - i < FUNNEL_ZS_BATCH ? (int)(nseq - i) : FUNNEL_ZS_BATCH;
       /* the frame's bytes before the batch, which its matches may reach
-       * (counted to 2^30: a window is at most 2^27) */
-      const uint32_t back = op - frame < ((int64_t)1 << 30) ? (uint32_t)(op - frame) : 1u << 30;
+       * (counted to 2^32 - 1: an offset is below 2^32) */
+      const uint32_t back = op - frame < (int64_t)UINT32_MAX ? (uint32_t)(op - frame) : UINT32_MAX;
       uint32_t bat = 0, bla = 0, bma = 0;
       bool bad = false;
       FUNNEL_ZS_SYNC(); /* the last batch's readers of sc->lo ... */
@@ -974,7 +974,7 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
         }
         /* the match within the frame's bytes (the batch's other bounds
          * are checked after it: each grows with every sequence) */
-        bad |= off > back + bat + ll;
+        bad |= off > bat + ll && off - (bat + ll) > back; /* (bat + ll < 2^23) */
         if (lane == (unsigned)q % lanes) {
           sc->lo[q] = bat;
           sc->m[q] = bat + ll;
