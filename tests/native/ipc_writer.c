@@ -124,28 +124,21 @@ static void need_codecs(void) {
 uint8_t *iw_compress(int codec, int lz4_style, int zstd_level, const void *src, size_t n,
                      size_t *out_len) {
   need_codecs();
-  size_t cap, len;
-  uint8_t *dst;
   if (codec == 1) {
-    lz4f_preferences p;
-    memset(&p, 0, sizeof(p));
     const int java = lz4_style == IW_LZ4_JAVA, sums = lz4_style == IW_LZ4_SUMS;
     const int sized = lz4_style == IW_LZ4_SIZED;
-    p.frame_info.block_size_id = java ? 7 : 4; /* max4MB, max64KB */
-    p.frame_info.block_mode = lz4_style == IW_LZ4_CPP || sums ? 0 : 1; /* linked, independent */
-    p.frame_info.content_checksum = java || sums || sized;
-    p.frame_info.content_size = sized ? (unsigned long long)n : 0;
-    p.frame_info.block_checksum = sums;
-    cap = codecs.lz4f_bound(n, &p);
-    dst = xrealloc(NULL, cap);
-    len = codecs.lz4f_compress(dst, cap, src, n, &p);
-    if (codecs.lz4f_is_error(len)) abort();
-  } else {
-    cap = codecs.zstd_bound(n);
-    dst = xrealloc(NULL, cap);
-    len = codecs.zstd_compress(dst, cap, src, n, zstd_level > 0 ? zstd_level : 1);
-    if (codecs.zstd_is_error(len)) abort();
+    const struct iw_lz4_shape shape = {
+        .block_size_id = java ? 7 : 4, /* max4MB, max64KB */
+        .linked = lz4_style == IW_LZ4_CPP || sums,
+        .block_checksum = sums,
+        .content_checksum = java || sums || sized,
+        .content_size = sized};
+    return iw_lz4_frame(&shape, src, n, out_len);
   }
+  const size_t cap = codecs.zstd_bound(n);
+  uint8_t *dst = xrealloc(NULL, cap);
+  const size_t len = codecs.zstd_compress(dst, cap, src, n, zstd_level > 0 ? zstd_level : 1);
+  if (codecs.zstd_is_error(len)) abort();
   *out_len = len;
   return dst;
 }
