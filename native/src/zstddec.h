@@ -93,8 +93,10 @@
 #define FUNNEL_ZS_MAP 2048
 
 /* An FSE state's entry: its symbol, the bits the next state reads, and
- * the next state's base. */
-struct __attribute__((aligned(4))) funnel__zs_fse { /* (one load an entry) */
+ * the next state's base (below 2^9) in the low 9 bits of `base`, where a
+ * sequences table keeps its symbol's extra bits (up to 31) above them.
+ * The chain of states (funnel__zs_chain) loads an entry as one word. */
+struct __attribute__((aligned(4))) funnel__zs_fse {
   uint8_t symbol, bits;
   uint16_t base;
 };
@@ -112,6 +114,12 @@ struct funnel__zstd_scratch {
    * and its match's first among the batch's (and the ends) */
   uint32_t lo[FUNNEL_ZS_BATCH + 1], m[FUNNEL_ZS_BATCH], off[FUNNEL_ZS_BATCH],
       lpre[FUNNEL_ZS_BATCH + 1], mpre[FUNNEL_ZS_BATCH + 1];
+  /* a batch's sequences as they are decoded (funnel__zs_chain, then
+   * funnel__zs_values): where each one's extra bits begin and its codes,
+   * then its offset's value, its literals' and its match's lengths */
+  int32_t sbit[FUNNEL_ZS_BATCH];
+  uint32_t scode[FUNNEL_ZS_BATCH], sov[FUNNEL_ZS_BATCH], sll[FUNNEL_ZS_BATCH],
+      sml[FUNNEL_ZS_BATCH];
   union { /* the tables' building, then the block's sequences */
     struct {
       uint8_t w[256];  /* a Huffman description's weights */
@@ -144,6 +152,7 @@ struct funnel__zs_bits {
   const uint8_t *p;
   struct funnel__zs_span span;
   int32_t n, bit, pos;
+  int32_t fast_lo, fast_hi; /* the pos whose 8 bytes need no bounds (the device's) */
   uint64_t c;
 };
 
@@ -198,21 +207,50 @@ FUNNEL_ZS int funnel__zs_bits_init(struct funnel__zs_bits *b, const uint8_t *p, 
   b->p = p;
   b->span = span;
   b->n = (int32_t)n;
+#if defined(__CUDACC__)
+  /* funnel__zs_ld8's three aligned words lie in the span, and its bytes in
+   * [0, n), for pos in [fast_lo, fast_hi] */
+  const uintptr_t a = (uintptr_t)p, lo = ((uintptr_t)span.lo + 3) & ~(uintptr_t)3,
+                  hi = (uintptr_t)span.hi;
+  const int64_t first = lo > a ? (int64_t)(lo - a) : 0;
+  const int64_t last_word = hi >= a + 12 ? (int64_t)(((hi - 12) & ~(uintptr_t)3) - a) + 3 : -1;
+  b->fast_lo = (int32_t)first;
+  b->fast_hi = (int32_t)(last_word < n - 8 ? last_word : n - 8);
+#else
+  b->fast_lo = 1;
+  b->fast_hi = 0;
+#endif
   b->bit = 8 * (b->n - 1) + funnel__zs_high(last);
   b->pos = b->n - 8;
   b->c = funnel__zs_ld8(p, b->pos, n, span);
   return 0;
 }
 
-/* The readers: funnel__zs_fill makes the next 56 bits readable (while
+/* The readers: funnel__zs_seek puts the reader at `bit` with the next 56
+ * bits readable, funnel__zs_fill makes the next 56 bits readable (while
  * bit >= 0), then funnel__zs_look and funnel__zs_take read up to 56 of
  * them in all, k <= 32 each, without a bounds check apiece. */
+FUNNEL_ZS void funnel__zs_seek(struct funnel__zs_bits *b, int32_t bit) {
+  int32_t at = (bit - 56) >> 3; /* (rounded down: the shift is arithmetic) */
+  if (at < -8) at = -8;
+  b->bit = bit;
+  b->pos = at;
+#if defined(__CUDACC__)
+  if (at >= b->fast_lo && at <= b->fast_hi) { /* funnel__zs_ld8 without its checks */
+    const uintptr_t a = (uintptr_t)b->p + (uintptr_t)at;
+    const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
+    const unsigned sh = (unsigned)(a & 3) * 8;
+    const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
+    b->c = (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
+    return;
+  }
+#endif
+  b->c = funnel__zs_ld8(b->p, at, b->n, b->span);
+}
+
 FUNNEL_ZS void funnel__zs_fill(struct funnel__zs_bits *b) {
   if (b->bit - 56 >= 8 * b->pos) return;
-  int32_t at = (b->bit - 56) >> 3; /* (rounded down: the shift is arithmetic) */
-  if (at < -8) at = -8;
-  b->pos = at;
-  b->c = funnel__zs_ld8(b->p, at, b->n, b->span);
+  funnel__zs_seek(b, b->bit);
 }
 
 FUNNEL_ZS uint32_t funnel__zs_look(const struct funnel__zs_bits *b, int k) {
@@ -335,12 +373,59 @@ FUNNEL_ZS int funnel__zs_rank(int16_t *count, unsigned key, bool live, unsigned 
   return from + (int)FUNNEL_ZS_POPC(same & below);
 }
 
+/* The literals lengths' and match lengths' codes' bases and extra bits
+ * (RFC 8878, 3.1.1.3.2.1.1), computed rather than looked up: a warp's
+ * lanes hold different codes, and a table in constant memory answers
+ * different addresses one at a time. Literals lengths: codes 0 to 15 are
+ * their lengths; 16 to 24 take 1, 1, 1, 1, 2, 2, 3, 3, 4 extra bits from
+ * bases 16 + (0, 2, 4, 6, 8, 12, 16, 24, 32), 6 bits each in LL_UPS; 25 to
+ * 35 take code - 19 bits from 2^(code - 19). Match lengths: codes 0 to 31
+ * are their lengths less 3; 32 to 41 take 1, 1, 1, 1, 2, 2, 3, 3, 4, 4
+ * bits from 35 + 2 * (0, 1, 2, 3, 4, 6, 8, 12, 16, 24), 5 bits each in
+ * ML_UPS; 42 takes 5 from 99; 43 to 52 take code - 36 from 2^(code - 36)
+ * + 3. (Checked against the RFC's tables for every code.) */
+#define FUNNEL_ZS_LL_UPS                                                                      \
+  ((uint64_t)2 << 6 | (uint64_t)4 << 12 | (uint64_t)6 << 18 | (uint64_t)8 << 24 |             \
+   (uint64_t)12 << 30 | (uint64_t)16 << 36 | (uint64_t)24 << 42 | (uint64_t)32 << 48)
+#define FUNNEL_ZS_ML_UPS                                                                      \
+  ((uint64_t)1 << 5 | (uint64_t)2 << 10 | (uint64_t)3 << 15 | (uint64_t)4 << 20 |             \
+   (uint64_t)6 << 25 | (uint64_t)8 << 30 | (uint64_t)12 << 35 | (uint64_t)16 << 40 |          \
+   (uint64_t)24 << 45)
+
+FUNNEL_ZS int funnel__zs_ll_bits(unsigned code) {
+  return code < 16 ? 0 : code < 20 ? 1 : code < 25 ? (int)(code - 16) >> 1 : (int)code - 19;
+}
+FUNNEL_ZS uint32_t funnel__zs_ll_base(unsigned code) {
+  return code < 16   ? code
+         : code < 25 ? 16 + (uint32_t)((FUNNEL_ZS_LL_UPS >> (6 * (code - 16))) & 63)
+                     : 1u << (code - 19);
+}
+FUNNEL_ZS int funnel__zs_ml_bits(unsigned code) {
+  return code < 32 ? 0 : code < 36 ? 1 : code < 43 ? (int)(code - 32) >> 1 : (int)code - 36;
+}
+FUNNEL_ZS uint32_t funnel__zs_ml_base(unsigned code) {
+  return code < 32    ? code + 3
+         : code < 42  ? 35 + 2 * (uint32_t)((FUNNEL_ZS_ML_UPS >> (5 * (code - 32))) & 31)
+         : code == 42 ? 99
+                      : (1u << (code - 36)) + 3;
+}
+
+/* The extra bits of sequences table `which`'s symbol s (0 literals
+ * lengths, 1 offsets, 2 match lengths; -1 another table: none). */
+FUNNEL_ZS unsigned funnel__zs_extra(int which, unsigned s) {
+  return which == 0 ? (unsigned)funnel__zs_ll_bits(s)
+         : which == 1 ? s
+         : which == 2 ? (unsigned)funnel__zs_ml_bits(s)
+                      : 0u;
+}
+
 /* The decoding table of counts norm[0 .. max_symbol] at accuracy log al
- * (RFC 8878, 4.1.1), which uses norm up: 0, or -1 when the counts do not
- * fill the table. The lanes share every step, none walking the table
- * alone. */
+ * (RFC 8878, 4.1.1) of table `which` (funnel__zs_extra's), which uses
+ * norm up: 0, or -1 when the counts do not fill the table. The lanes
+ * share every step, none walking the table alone. */
 FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, int16_t *norm,
-                                   int max_symbol, int al, unsigned lane, unsigned lanes) {
+                                   int max_symbol, int al, int which, unsigned lane,
+                                   unsigned lanes) {
   const uint32_t size = 1u << al, mask = size - 1, below = (1u << lane) - 1;
   /* each symbol's first occurrence among the spread ones (the positive
    * counts before it, into nexts[s]), and the symbols of count -1 ("less
@@ -391,17 +476,18 @@ FUNNEL_ZS int funnel__zs_fse_build(struct funnel__zs_fse *t, uint16_t *nexts, in
     const uint32_t next = nexts[u];
     const int bits = al - funnel__zs_high(next);
     t[u].bits = (uint8_t)bits;
-    t[u].base = (uint16_t)((next << bits) - size);
+    t[u].base = (uint16_t)(((next << bits) - size) | funnel__zs_extra(which, t[u].symbol) << 9);
   }
   FUNNEL_ZS_SYNC();
   return 0;
 }
 
 /* An RLE mode's table: every state the one symbol, reading nothing. */
-FUNNEL_ZS void funnel__zs_fse_rle(struct funnel__zs_fse *t, unsigned symbol, unsigned lane) {
+FUNNEL_ZS void funnel__zs_fse_rle(struct funnel__zs_fse *t, unsigned symbol, int which,
+                                  unsigned lane) {
   FUNNEL_ZS_SET(t[0].symbol, (uint8_t)symbol);
   FUNNEL_ZS_SET(t[0].bits, 0);
-  FUNNEL_ZS_SET(t[0].base, 0);
+  FUNNEL_ZS_SET(t[0].base, (uint16_t)(funnel__zs_extra(which, symbol) << 9));
   FUNNEL_ZS_SYNC();
 }
 
@@ -440,13 +526,14 @@ FUNNEL_ZS int64_t funnel__zs_seq_table(struct funnel__zstd_scratch *sc, int whic
     FUNNEL_ZS_SYNC();
     const int al = which == 1 ? 5 : 6;
     FUNNEL_ZS_SET(*log, al);
-    return funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, lane, lanes) == 0 ? 0 : -1;
+    return funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, which, lane, lanes) == 0 ? 0
+                                                                                        : -1;
   }
   if (mode == 1) { /* RLE: one byte, the symbol */
     if (n < 1) return -1;
     const unsigned s = FUNNEL_ZS_LD(z);
     if ((int)s > max_symbol) return -1;
-    funnel__zs_fse_rle(t, s, lane);
+    funnel__zs_fse_rle(t, s, which, lane);
     FUNNEL_ZS_SET(*log, 0);
     return 1;
   }
@@ -454,7 +541,8 @@ FUNNEL_ZS int64_t funnel__zs_seq_table(struct funnel__zstd_scratch *sc, int whic
   int last = max_symbol, al = 0;
   const int64_t took = funnel__zs_counts(z, n, max_log, &last, &al, sc->norm, lane);
   FUNNEL_ZS_SYNC();
-  if (took < 0 || funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, lane, lanes) != 0)
+  if (took < 0 ||
+      funnel__zs_fse_build(t, sc->nexts, sc->norm, last, al, which, lane, lanes) != 0)
     return -1;
   FUNNEL_ZS_SET(*log, al);
   return took;
@@ -487,7 +575,8 @@ FUNNEL_ZS int64_t funnel__zs_huf_table(struct funnel__zstd_scratch *sc, const ui
     const int64_t d =
         funnel__zs_counts(z + 1, h, FUNNEL_ZS_WEIGHT_LOG, &last, &al, sc->norm, lane);
     FUNNEL_ZS_SYNC();
-    if (d < 0 || funnel__zs_fse_build(sc->weights, sc->nexts, sc->norm, last, al, lane, lanes) != 0)
+    if (d < 0 ||
+        funnel__zs_fse_build(sc->weights, sc->nexts, sc->norm, last, al, -1, lane, lanes) != 0)
       return -1;
     struct funnel__zs_bits b;
     if (funnel__zs_bits_init(&b, z + 1 + d, (int64_t)h - d, span) != 0) return -1;
@@ -681,29 +770,6 @@ FUNNEL_ZS void funnel__zs_copy(uint8_t *d, const uint8_t *s, uint32_t n, unsigne
   }
 }
 
-/* The literals lengths' and match lengths' codes' bases and extra bits
- * (RFC 8878, 3.1.1.3.2.1.1). */
-FUNNEL_ZS_TABLE uint32_t funnel__zs_ll_base_t[36] = {
-    0,  1,  2,  3,  4,  5,  6,   7,   8,   9,   10,   11,   12,   13,   14,    15,    16,    18,
-    20, 22, 24, 28, 32, 40, 48,  64,  128, 256, 512,  1024, 2048, 4096, 8192, 16384, 32768, 65536};
-FUNNEL_ZS_TABLE uint8_t funnel__zs_ll_bits_t[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,
-                                                    0, 0, 0, 0, 1, 1, 1, 1, 2, 2,  3,  3,
-                                                    4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-FUNNEL_ZS_TABLE uint32_t funnel__zs_ml_base_t[21] = {35,  37,  39,  41,   43,   47,   51,
-                                                     59,  67,  83,  99,   131,  259,  515,
-                                                     1027, 2051, 4099, 8195, 16387, 32771, 65539};
-FUNNEL_ZS_TABLE uint8_t funnel__zs_ml_bits_t[21] = {1, 1, 1, 1, 2,  2,  3,  3,  4,  4, 5,
-                                                    7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-
-FUNNEL_ZS uint32_t funnel__zs_ll_base(unsigned code) { return funnel__zs_ll_base_t[code]; }
-FUNNEL_ZS int funnel__zs_ll_bits(unsigned code) { return funnel__zs_ll_bits_t[code]; }
-FUNNEL_ZS uint32_t funnel__zs_ml_base(unsigned code) {
-  return code < 32 ? code + 3 : funnel__zs_ml_base_t[code - 32];
-}
-FUNNEL_ZS int funnel__zs_ml_bits(unsigned code) {
-  return code < 32 ? 0 : funnel__zs_ml_bits_t[code - 32];
-}
-
 /* The last q in [0, n) with a[q] <= v (a[0] <= v; a non-decreasing). */
 FUNNEL_ZS int funnel__zs_find(const uint32_t *a, int n, int64_t v) {
   int lo = 0, hi = n - 1;
@@ -783,6 +849,188 @@ FUNNEL_ZS void funnel__zs_batch_mapped(const struct funnel__zstd_scratch *sc, ui
     out[x] = *from;
   }
 }
+
+/* Entry s of t as one word: symbol | bits << 8 | base << 16 (the host and
+ * the device are both little-endian). */
+FUNNEL_ZS uint32_t funnel__zs_entry(const struct funnel__zs_fse *t, uint32_t s) {
+  uint32_t e;
+  memcpy(&e, &t[s], sizeof e);
+  return e;
+}
+
+/* A batch's nb sequences (RFC 8878, 3.1.1.3.2.1), in three passes. First
+ * the chain of the three states, which every lane follows alike: a
+ * sequence's codes come from its states, its extra bits (offset, match
+ * length, literals length) are only counted, and the next states read
+ * (all three at once), unless `last` (the block's last sequence is the
+ * batch's). Sequence q's codes and where its extra bits begin are kept
+ * (sc->scode, sc->sbit, by lane q). -1 when the stream runs out before
+ * a field, the reader past its start. */
+FUNNEL_ZS int funnel__zs_chain(struct funnel__zstd_scratch *sc, struct funnel__zs_bits *b,
+                               uint32_t *state, int nb, bool last, unsigned lane,
+                               unsigned lanes) {
+  uint32_t sll = state[0], sof = state[1], sml = state[2];
+  for (int q = 0; q < nb; q++) {
+    /* (an offset code is at most 31: the tables take no other) */
+    const uint32_t el = funnel__zs_entry(sc->ll, sll), eo = funnel__zs_entry(sc->of, sof),
+                   em = funnel__zs_entry(sc->ml, sml);
+    if (lane == (unsigned)q % lanes) {
+      sc->sbit[q] = b->bit;
+      sc->scode[q] = (eo & 0xFF) | (el & 0xFF) << 8 | (em & 0xFF) << 16;
+    }
+    b->bit -= (int)((el >> 25) + (eo >> 25) + (em >> 25)); /* the extra bits */
+    if (b->bit < 0) return -1;
+    if (last && q == nb - 1) break;
+    funnel__zs_fill(b);
+    const int lb = (el >> 8) & 0xFF, ob = (eo >> 8) & 0xFF, mb = (em >> 8) & 0xFF;
+    const uint32_t v = funnel__zs_take(b, lb + mb + ob);
+    if (b->bit < 0) return -1;
+    sof = ((eo >> 16) & 0x1FF) + (v & ((1u << ob) - 1));
+    sml = ((em >> 16) & 0x1FF) + ((v >> ob) & ((1u << mb) - 1));
+    sll = ((el >> 16) & 0x1FF) + (v >> (ob + mb));
+  }
+  state[0] = sll;
+  state[1] = sof;
+  state[2] = sml;
+  return 0;
+}
+
+/* Then each sequence's extra bits, read by its own lane from where the
+ * chain left them: its offset's value (sc->sov: 3 and below repeat an
+ * offset), its literals' length (sc->sll) and its match's (sc->sml). */
+FUNNEL_ZS void funnel__zs_values(struct funnel__zstd_scratch *sc, const struct funnel__zs_bits *b,
+                                 int nb, unsigned lane, unsigned lanes) {
+  for (int q = (int)lane; q < nb; q += (int)lanes) {
+    const uint32_t code = sc->scode[q];
+    const unsigned ofc = code & 0xFF, llc = (code >> 8) & 0xFF, mlc = code >> 16;
+    const int mlb = funnel__zs_ml_bits(mlc), llb = funnel__zs_ll_bits(llc);
+    struct funnel__zs_bits r = *b;
+    funnel__zs_seek(&r, sc->sbit[q]);
+    sc->sov[q] = (1u << ofc) + funnel__zs_take(&r, (int)ofc);
+    if ((int)ofc + mlb + llb > 56) funnel__zs_fill(&r);
+    sc->sml[q] = funnel__zs_ml_base(mlc) + funnel__zs_take(&r, mlb);
+    sc->sll[q] = funnel__zs_ll_base(llc) + funnel__zs_take(&r, llb);
+  }
+}
+
+/* Then each sequence's offset (new, or one of the three repeated: `rep`,
+ * the frame's, kept up to date) and place in the batch's output (sc->lo,
+ * sc->m, sc->off, sc->lpre, sc->mpre; the map sc->own), and the batch's
+ * bytes, literals and match bytes in all. Whether some offset is 0 or
+ * reaches further back than the batch's first byte and the `back` bytes
+ * of the frame before it (the batch's other bounds are checked after
+ * this: each grows with every sequence). Lengths are below 2^18: a
+ * batch's sums of them fit 32 bits. */
+#if defined(__CUDACC__)
+/* (a warp: lane q places sequence q, the offsets repeated by every lane
+ * alike, the places scanned) */
+#if FUNNEL_ZS_BATCH != 32
+#error "a batch is a warp's sequences"
+#endif
+FUNNEL_ZS bool funnel__zs_place(struct funnel__zstd_scratch *sc, int nb, uint32_t back,
+                                uint32_t *rep, uint32_t *bytes, uint32_t *lits,
+                                uint32_t *matches, unsigned lane, unsigned lanes) {
+  (void)lanes; /* 32 */
+  const bool live = (int)lane < nb;
+  const uint32_t ov = live ? sc->sov[lane] : 4, ll = live ? sc->sll[lane] : 0,
+                 ml = live ? sc->sml[lane] : 0;
+  /* 0 to 3: a repeat (0: rep0; 1, 2; 3: rep0 - 1); 4 and up: a new
+   * offset, 3 more */
+  const uint32_t code = ov > 3 || ll == 0 ? ov : ov - 1;
+  uint32_t r0 = rep[0], r1 = rep[1], r2 = rep[2], off = 0;
+  for (int q = 0; q < nb; q++) {
+    const uint32_t k = FUNNEL_ZS_FROM(code, q);
+    uint32_t o = r0;
+    if (k != 0) {
+      o = k > 3 ? k - 3 : k == 3 ? r0 - 1 : k == 1 ? r1 : r2;
+      if (k != 1) r2 = r1;
+      r1 = r0;
+      r0 = o;
+    }
+    if ((int)lane == q) off = o;
+  }
+  rep[0] = r0;
+  rep[1] = r1;
+  rep[2] = r2;
+  const uint32_t len = ll + ml, end = funnel__zs_scan(len, lane), at = end - len,
+                 la = funnel__zs_scan(ll, lane) - ll, ma = funnel__zs_scan(ml, lane) - ml;
+  const bool bad = live && (off == 0 || (off > at + ll && off - (at + ll) > back));
+  if (live) {
+    sc->lo[lane] = at;
+    sc->m[lane] = at + ll;
+    sc->off[lane] = off;
+    sc->lpre[lane] = la;
+    sc->mpre[lane] = ma;
+  }
+  /* the batch's map: each lane the bytes [x, x + r) of its first `mapped`,
+   * from the last sequence that starts at or before x (a search over the
+   * lanes' starts: they rise, a sequence being 3 bytes at least, and the
+   * lanes past nb start at the batch's end), a sequence's bytes at a time */
+  *lits = FUNNEL_ZS_FROM(la + ll, 31);
+  *matches = FUNNEL_ZS_FROM(ma + ml, 31);
+  const uint32_t total = FUNNEL_ZS_FROM(end, 31),
+                 mapped = total < FUNNEL_ZS_MAP ? total : FUNNEL_ZS_MAP, r = (mapped + 31) / 32;
+  uint32_t x = lane * r;
+  const uint32_t stop = x + r < mapped ? x + r : mapped;
+  unsigned q = 0;
+  for (unsigned step = 16; step > 0; step >>= 1)
+    if (FUNNEL_ZS_FROM(at, q + step) <= x) q += step;
+  FUNNEL_ZS_SYNC(); /* the starts (sc->lo), read by other lanes */
+  while (x < stop) {
+    const uint32_t next = (int)q + 1 < nb ? sc->lo[q + 1] : total, e = next < stop ? next : stop;
+    for (; x < e; x++) sc->own[x] = (uint8_t)q;
+    q++;
+  }
+  *bytes = total;
+  return FUNNEL_ZS_ANY(bad);
+}
+#else
+/* (one lane, a sequence at a time) */
+FUNNEL_ZS bool funnel__zs_place(struct funnel__zstd_scratch *sc, int nb, uint32_t back,
+                                uint32_t *rep, uint32_t *bytes, uint32_t *lits,
+                                uint32_t *matches, unsigned lane, unsigned lanes) {
+  (void)lane;
+  (void)lanes; /* 1 */
+  uint32_t bat = 0, bla = 0, bma = 0;
+  bool bad = false;
+  for (int q = 0; q < nb; q++) {
+    const uint32_t ov = sc->sov[q], ll = sc->sll[q], ml = sc->sml[q];
+    uint32_t off;
+    if (ov > 3) {
+      off = ov - 3;
+      rep[2] = rep[1];
+      rep[1] = rep[0];
+      rep[0] = off;
+    } else {
+      const unsigned k = ll == 0 ? ov : ov - 1; /* 0: rep0; 1, 2; 3: rep0 - 1 */
+      if (k == 0) {
+        off = rep[0];
+      } else {
+        off = k == 3 ? rep[0] - 1 : k == 1 ? rep[1] : rep[2];
+        bad |= off == 0;
+        if (k != 1) rep[2] = rep[1];
+        rep[1] = rep[0];
+        rep[0] = off;
+      }
+    }
+    bad |= off > bat + ll && off - (bat + ll) > back;
+    sc->lo[q] = bat;
+    sc->m[q] = bat + ll;
+    sc->off[q] = off;
+    sc->lpre[q] = bla;
+    sc->mpre[q] = bma;
+    const uint32_t end = bat + ll + ml < FUNNEL_ZS_MAP ? bat + ll + ml : FUNNEL_ZS_MAP;
+    for (uint32_t x = bat; x < end; x++) sc->own[x] = (uint8_t)q;
+    bat += ll + ml;
+    bla += ll;
+    bma += ml;
+  }
+  *bytes = bat;
+  *lits = bla;
+  *matches = bma;
+  return bad;
+}
+#endif
 
 /* A compressed block (RFC 8878, 3.1.1.3) of n bytes at z, decoded to
  * dst[*op ...), where the frame began at dst[frame] and the buffer ends
@@ -906,89 +1154,30 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
     struct funnel__zs_bits b;
     if (funnel__zs_bits_init(&b, z + at, n - at, span) != 0) return FUNNEL__LZ4_CORRUPT;
     funnel__zs_fill(&b);
-    uint32_t sll = funnel__zs_take(&b, sc->ll_log);
-    uint32_t sof = funnel__zs_take(&b, sc->of_log);
-    uint32_t sml = funnel__zs_take(&b, sc->ml_log);
+    uint32_t state[3]; /* literals length, offset, match length */
+    state[0] = funnel__zs_take(&b, sc->ll_log);
+    state[1] = funnel__zs_take(&b, sc->of_log);
+    state[2] = funnel__zs_take(&b, sc->ml_log);
     if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
     /* the repeated offsets, in registers */
-    uint32_t rep0 = rep[0], rep1 = rep[1], rep2 = rep[2];
+    uint32_t reps[3] = {rep[0], rep[1], rep[2]};
     for (int64_t i = 0; i < nseq;) {
-      /* a batch: its sequences decoded (every lane alike, lane q keeping
-       * sequence q), checked, then run */
+      /* a batch: its sequences decoded (the chain by every lane alike,
+       * then each one's values by its lane, then its offset and place by
+       * every lane alike, lane q keeping sequence q's), checked, then run */
       const int nb = nseq - i < FUNNEL_ZS_BATCH ? (int)(nseq - i) : FUNNEL_ZS_BATCH;
       /* the frame's bytes before the batch, which its matches may reach
        * (counted to 2^32 - 1: an offset is below 2^32) */
       const uint32_t back = op - frame < (int64_t)UINT32_MAX ? (uint32_t)(op - frame) : UINT32_MAX;
-      uint32_t bat = 0, bla = 0, bma = 0;
-      bool bad = false;
       FUNNEL_ZS_SYNC(); /* the last batch's readers of sc->lo ... */
-      for (int q = 0; q < nb; q++, i++) {
-        /* (an offset code is at most 31: the tables take no other) */
-        const struct funnel__zs_fse el = sc->ll[sll], eo = sc->of[sof], em = sc->ml[sml];
-        const unsigned ofc = eo.symbol, llc = el.symbol, mlc = em.symbol;
-        /* the extra bits: offset (up to 31), match length, literals length
-         * (up to 16 each), then the states (up to 9 bits each): one fill
-         * when they fit the 56 bits it makes readable (most sequences of
-         * shuffle data), else a fill before each 56 bits at most. `bit`
-         * is at least 0 here, and a read past the stream's start is found
-         * at the sequence's end (`bit` only falls) */
-        const int mlb = funnel__zs_ml_bits(mlc), llb = funnel__zs_ll_bits(llc);
-        const bool more = i + 1 < nseq;
-        const bool one = (int)ofc + mlb + llb + (more ? el.bits + em.bits + eo.bits : 0) <= 56;
-        funnel__zs_fill(&b);
-        const uint32_t ov = (uint32_t)(1ull << ofc) + funnel__zs_take(&b, (int)ofc);
-        if (!one) {
-          if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
-          funnel__zs_fill(&b);
-        }
-        const uint32_t ml = funnel__zs_ml_base(mlc) + funnel__zs_take(&b, mlb);
-        const uint32_t ll = funnel__zs_ll_base(llc) + funnel__zs_take(&b, llb);
-        if (more) { /* the states: literals length, match length, offset */
-          if (!one) {
-            if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
-            funnel__zs_fill(&b);
-          }
-          sll = el.base + funnel__zs_take(&b, el.bits);
-          sml = em.base + funnel__zs_take(&b, em.bits);
-          sof = eo.base + funnel__zs_take(&b, eo.bits);
-        }
-        if (b.bit < 0) return FUNNEL__LZ4_CORRUPT;
-        /* the offset: new, or one of the three repeated */
-        uint32_t off;
-        if (ov > 3) {
-          off = ov - 3;
-          rep2 = rep1;
-          rep1 = rep0;
-          rep0 = off;
-        } else {
-          const unsigned k = ll == 0 ? ov : ov - 1; /* 0: rep0; 1, 2; 3: rep0 - 1 */
-          if (k == 0) {
-            off = rep0;
-          } else {
-            off = k == 3 ? rep0 - 1 : k == 1 ? rep1 : rep2;
-            bad |= off == 0;
-            if (k != 1) rep2 = rep1;
-            rep1 = rep0;
-            rep0 = off;
-          }
-        }
-        /* the match within the frame's bytes (the batch's other bounds
-         * are checked after it: each grows with every sequence) */
-        bad |= off > bat + ll && off - (bat + ll) > back; /* (bat + ll < 2^23) */
-        if (lane == (unsigned)q % lanes) {
-          sc->lo[q] = bat;
-          sc->m[q] = bat + ll;
-          sc->off[q] = off;
-          sc->lpre[q] = bla;
-          sc->mpre[q] = bma;
-        }
-        /* its bytes' entries in the batch's map */
-        const uint32_t end = bat + ll + ml < FUNNEL_ZS_MAP ? bat + ll + ml : FUNNEL_ZS_MAP;
-        for (uint32_t x = bat + lane; x < end; x += lanes) sc->own[x] = (uint8_t)q;
-        bat += ll + ml;
-        bla += ll;
-        bma += ml;
-      }
+      if (funnel__zs_chain(sc, &b, state, nb, i + nb == nseq, lane, lanes) != 0)
+        return FUNNEL__LZ4_CORRUPT;
+      /* (no sync: sequence q's entries are lane q % lanes's alone, until
+       * funnel__zs_place writes its place) */
+      funnel__zs_values(sc, &b, nb, lane, lanes);
+      uint32_t bat, bla, bma;
+      const bool bad = funnel__zs_place(sc, nb, back, reps, &bat, &bla, &bma, lane, lanes);
+      i += nb;
       /* its literals within the block's, its output within the buffer
        * and short of the literals still to read (the output never reaches
        * them: the block would then decode to more than the buffer holds),
@@ -1016,9 +1205,9 @@ FUNNEL_ZS int funnel__zs_block(struct funnel__zstd_scratch *sc, const uint8_t *z
       FUNNEL_ZS_SYNC();
     }
     if (b.bit != 0) return FUNNEL__LZ4_CORRUPT; /* the bitstream not used up exactly */
-    rep[0] = rep0;
-    rep[1] = rep1;
-    rep[2] = rep2;
+    rep[0] = reps[0];
+    rep[1] = reps[1];
+    rep[2] = reps[2];
   } else if (at != n) {
     return FUNNEL__LZ4_CORRUPT;
   }
