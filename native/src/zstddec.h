@@ -156,6 +156,16 @@ struct funnel__zs_bits {
   uint64_t c;
 };
 
+#if defined(__CUDACC__)
+/* The 8 bytes at address a, from the three aligned words around them. */
+FUNNEL_ZS uint64_t funnel__zs_words(uintptr_t a) {
+  const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
+  const unsigned sh = (unsigned)(a & 3) * 8;
+  const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
+  return (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
+}
+#endif
+
 /* Bytes [at, at + 8) of the n at p, those outside [0, n) as zeros; at >= -8. */
 FUNNEL_ZS uint64_t funnel__zs_ld8(const uint8_t *p, int64_t at, int64_t n,
                                   struct funnel__zs_span span) {
@@ -164,9 +174,7 @@ FUNNEL_ZS uint64_t funnel__zs_ld8(const uint8_t *p, int64_t at, int64_t n,
   const uintptr_t a = (uintptr_t)p + (uintptr_t)(intptr_t)at;
   const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
   if ((const uint8_t *)w >= span.lo && (const uint8_t *)(w + 3) <= span.hi) {
-    const unsigned sh = (unsigned)(a & 3) * 8;
-    const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
-    uint64_t v = (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
+    uint64_t v = funnel__zs_words(a);
     if (at < 0) v &= at <= -8 ? 0 : ~(uint64_t)0 << (8 * -at);
     if (at > n - 8) v &= at >= n ? 0 : ((uint64_t)1 << (8 * (n - at))) - 1;
     return v;
@@ -237,11 +245,7 @@ FUNNEL_ZS void funnel__zs_seek(struct funnel__zs_bits *b, int32_t bit) {
   b->pos = at;
 #if defined(__CUDACC__)
   if (at >= b->fast_lo && at <= b->fast_hi) { /* funnel__zs_ld8 without its checks */
-    const uintptr_t a = (uintptr_t)b->p + (uintptr_t)at;
-    const uint32_t *w = (const uint32_t *)(a & ~(uintptr_t)3);
-    const unsigned sh = (unsigned)(a & 3) * 8;
-    const uint32_t w0 = __ldg(w), w1 = __ldg(w + 1), w2 = __ldg(w + 2);
-    b->c = (uint64_t)__funnelshift_r(w1, w2, sh) << 32 | __funnelshift_r(w0, w1, sh);
+    b->c = funnel__zs_words((uintptr_t)b->p + (uintptr_t)at);
     return;
   }
 #endif
