@@ -822,36 +822,49 @@ FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, u
   }
 }
 
+/* Where byte x of a batch's output comes from (funnel__zs_batch_mapped):
+ * traced back through the batch's matches (a byte a match repeats from
+ * its own earlier bytes taken modulo its offset: only a byte at least
+ * one offset into the match needs the division) to one of the batch's
+ * literals or a byte before the batch. */
+FUNNEL_ZS const uint8_t *funnel__zs_source(const struct funnel__zstd_scratch *sc, uint32_t x,
+                                           const uint8_t *out, const uint8_t *lit) {
+  uint32_t s = x;
+  int q = sc->own[x];
+  for (;;) { /* s lies in sequence q */
+    const uint32_t m = sc->m[q];
+    if (s < m) return lit + sc->lpre[q] + (s - sc->lo[q]); /* one of its literals */
+    const uint32_t o = sc->off[q], r = s - m;
+    const int64_t t = r < o ? (int64_t)s - o : (int64_t)m - o + (int64_t)(r % o);
+    if (t < 0) return out + t; /* before the batch */
+    s = (uint32_t)t;
+    q = sc->own[s];
+  }
+}
+
 /* Runs a batch as funnel__zs_batch does, in one pass over its `total`
- * bytes of output, each mapped to its sequence (sc->own): a byte a match
- * copies is traced back to one of the batch's literals or a byte before
- * the batch, and read there. The batch's output must not reach its
+ * bytes of output, each mapped to its sequence (sc->own) and read where
+ * funnel__zs_source finds it. The batch's output must not reach its
  * literals (they are read while it is written); no byte it writes is
- * read, so its lanes need no sync. */
+ * read, so its lanes need no sync, and a lane loads four bytes before it
+ * stores them (a warp's loads wait on memory once for 128 bytes, not four
+ * times). */
 FUNNEL_ZS void funnel__zs_batch_mapped(const struct funnel__zstd_scratch *sc, uint32_t total,
                                        uint8_t *out, const uint8_t *lit, unsigned lane,
                                        unsigned lanes) {
-  for (uint32_t x = lane; x < total; x += lanes) {
-    uint32_t s = x;
-    int q = sc->own[x];
-    const uint8_t *from;
-    for (;;) { /* s lies in sequence q */
-      const uint32_t m = sc->m[q];
-      if (s < m) { /* one of its literals */
-        from = lit + sc->lpre[q] + (s - sc->lo[q]);
-        break;
-      }
-      const uint32_t o = sc->off[q], len = sc->lo[q + 1] - m;
-      const int64_t t = o < len ? (int64_t)m - o + (int64_t)((s - m) % o) : (int64_t)s - o;
-      if (t < 0) { /* before the batch */
-        from = out + t;
-        break;
-      }
-      s = (uint32_t)t;
-      q = sc->own[s];
-    }
-    out[x] = *from;
+  uint32_t x = lane;
+  for (; x + 3 * lanes < total; x += 4 * lanes) {
+    const uint8_t *f0 = funnel__zs_source(sc, x, out, lit),
+                  *f1 = funnel__zs_source(sc, x + lanes, out, lit),
+                  *f2 = funnel__zs_source(sc, x + 2 * lanes, out, lit),
+                  *f3 = funnel__zs_source(sc, x + 3 * lanes, out, lit);
+    const uint8_t v0 = *f0, v1 = *f1, v2 = *f2, v3 = *f3;
+    out[x] = v0;
+    out[x + lanes] = v1;
+    out[x + 2 * lanes] = v2;
+    out[x + 3 * lanes] = v3;
   }
+  for (; x < total; x += lanes) out[x] = *funnel__zs_source(sc, x, out, lit);
 }
 
 /* Entry s of t as one word: symbol | bits << 8 | base << 16 (the host and
