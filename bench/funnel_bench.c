@@ -831,6 +831,9 @@ struct bench {
   int64_t scatter_cap;
   int64_t d2d_cap;
   void *ev_start, *ev_end;   /* timed events around the d2d copy */
+  uint8_t *cold;             /* --cold: written before every iteration, else NULL */
+  int64_t cold_bytes;
+  unsigned cold_round;
 };
 
 /* What one timed iteration did. */
@@ -1223,6 +1226,8 @@ static int run_once(struct bench *b, const struct workload *w, int src, const st
   memset(smp, 0, sizeof(*smp));
   struct funnel_error err;
   funnel__error_clear(&err);
+  /* --cold: the host's caches filled with other bytes, outside the clock */
+  if (b->cold != NULL) memset(b->cold, (int)(++b->cold_round & 0xFF), (size_t)b->cold_bytes);
   const int st = s->run(b, w, src, smp, &err);
   if (st != FUNNEL_OK) {
     m->status = st;
@@ -1560,6 +1565,7 @@ static void bench_close(struct bench *b) {
     funnel__dev_host_free(&b->be, b->host_buf);
     if (b->be.release) b->be.release(&b->be);
   }
+  free(b->cold);
   funnel_device_close(b->dev);
 }
 
@@ -1584,6 +1590,7 @@ struct options {
   const char *dump_dir;
   int strategy_off[N_STRATEGIES]; /* --strategy leaves the others out */
   int concurrent; /* reads at once: 1 measured, the others run behind it */
+  int64_t cold_bytes; /* --cold: 0, or the bytes written before every iteration */
   int strategy_chosen; /* --strategy was given */
   int devices[MAX_DEVICES]; /* --devices: CUDA ordinals, each read in a process of its own */
   int n_devices;
@@ -1595,7 +1602,8 @@ static void usage(FILE *f) {
           "                    --targets] [--shape PxCxR]... [--mix int64|mixed|strings|nested]...\n"
           "                    [--compress none|lz4|zstd|all] [--lz4-frames java|spark]\n"
           "                    [--reps N] [--max-bytes SIZE] [--max-pieces N] [--strategy LIST]\n"
-          "                    [--concurrent N | --devices LIST] [--csv PATH] [--json PATH] [--dump DIR]\n"
+          "                    [--concurrent N | --devices LIST] [--cold SIZE] [--csv PATH] [--json PATH]\n"
+          "                    [--dump DIR]\n"
           "                    [--list]\n"
           "\n"
           "Times reading P shuffle partitions (Arrow IPC streams, C columns, R rows each)\n"
@@ -1678,6 +1686,11 @@ static void usage(FILE *f) {
           "                every device together; reports each device's ms alone and together\n"
           "                and the aggregate GB/s (funnel, link and host_stage unless\n"
           "                --strategy says)\n"
+          "  --cold        before every iteration of every strategy (outside its timed\n"
+          "                region), write SIZE bytes of another host buffer, e.g. 256M: the\n"
+          "                host's caches then hold other bytes, as a Spark task's fetch and\n"
+          "                deserialization leave them before its read (default: off; each\n"
+          "                strategy then follows the others' iterations, which warm them)\n"
           "  --dump        write each workload to DIR/PxCxR-MIX/ for the Java driver\n"
           "  --list        print the shape x mix runs selected and those skipped, then exit\n",
           WARMUP);
@@ -1821,6 +1834,9 @@ static void parse_options(int argc, char **argv, struct options *o) {
     } else if (strcmp(a, "--concurrent") == 0) {
       o->concurrent = (int)parse_count(need_value(argc, argv, &i), 1000);
       if (o->concurrent < 1 || o->concurrent > 256) die("--concurrent must be 1 to 256");
+    } else if (strcmp(a, "--cold") == 0) {
+      o->cold_bytes = parse_count(need_value(argc, argv, &i), 1024);
+      if (o->cold_bytes <= 0) die("--cold must be a positive size, e.g. 256M");
     } else if (strcmp(a, "--csv") == 0) {
       o->csv_path = need_value(argc, argv, &i);
     } else if (strcmp(a, "--json") == 0) {
@@ -2804,6 +2820,10 @@ static void child_measure(int fd, const struct options *opt, const char *backend
     send_msg(fd, &msg);
     return;
   }
+  if (opt->cold_bytes > 0) {
+    b.cold = xmalloc((size_t)opt->cold_bytes);
+    b.cold_bytes = opt->cold_bytes;
+  }
   if (src == SRC_PINNED && !workload_pin(b.dev, w)) {
     msg.kind = MSG_NO_PINNED;
     send_msg(fd, &msg);
@@ -3349,6 +3369,9 @@ int main(int argc, char **argv) {
   printf("\n  max bytes per shape %.0f MiB (%d shape x mix skipped over it), pinned pool %s\n",
          mib(opt.max_bytes), jobs.n_skipped, pool_set ? user_pool : "3x each shape's bytes + 64 MiB");
   print_skipped(&jobs, &opt);
+  if (opt.cold_bytes > 0)
+    printf("  host caches cold: %.0f MiB of another buffer written before every iteration "
+           "(--cold)\n", mib(opt.cold_bytes));
   if (opt.concurrent > 1)
     printf("  %d reads at once: %d threads read each shape's partitions again and again, a\n"
            "  reader each, while every strategy is measured (--concurrent)\n",
