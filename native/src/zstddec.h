@@ -785,6 +785,15 @@ FUNNEL_ZS int funnel__zs_find(const uint32_t *a, int n, int64_t v) {
   return lo;
 }
 
+/* The byte that byte s of sequence q's match repeats (s at or past the
+ * match's first byte, sc->m[q]): `off` bytes back, or for a byte at least
+ * one offset into a match that overlaps itself, the same byte of its
+ * first `off` (the division only then). Below 0: before the batch. */
+FUNNEL_ZS int64_t funnel__zs_repeated(const struct funnel__zstd_scratch *sc, int q, uint32_t s) {
+  const uint32_t m = sc->m[q], o = sc->off[q], r = s - m;
+  return r < o ? (int64_t)s - o : (int64_t)m - o + (int64_t)(r % o);
+}
+
 /* Runs a batch of nb sequences (sc->lo ...) whose output starts at out
  * and whose la literals lie at lit: every lane copies literals, each byte
  * to its place, then every lane writes match bytes, each from its source:
@@ -811,9 +820,7 @@ FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, u
     const int64_t x = (int64_t)sc->m[q] + (k - sc->mpre[q]);
     int64_t s = x;
     for (;;) { /* s lies in sequence q's match */
-      const uint32_t o = sc->off[q], len = sc->lo[q + 1] - sc->m[q];
-      const int64_t r = s - sc->m[q];
-      s = o < len ? (int64_t)sc->m[q] - o + (int64_t)((uint32_t)r % o) : s - o;
+      s = funnel__zs_repeated(sc, q, (uint32_t)s);
       if (s < 0) break; /* before the batch */
       q = funnel__zs_find(sc->lo, nb, s);
       if (s < (int64_t)sc->m[q]) break; /* one of its literals */
@@ -823,10 +830,8 @@ FUNNEL_ZS void funnel__zs_batch(const struct funnel__zstd_scratch *sc, int nb, u
 }
 
 /* Where byte x of a batch's output comes from (funnel__zs_batch_mapped):
- * traced back through the batch's matches (a byte a match repeats from
- * its own earlier bytes taken modulo its offset: only a byte at least
- * one offset into the match needs the division) to one of the batch's
- * literals or a byte before the batch. */
+ * traced back through the batch's matches (funnel__zs_repeated) to one of
+ * the batch's literals or a byte before the batch. */
 FUNNEL_ZS const uint8_t *funnel__zs_source(const struct funnel__zstd_scratch *sc, uint32_t x,
                                            const uint8_t *out, const uint8_t *lit) {
   uint32_t s = x;
@@ -834,8 +839,7 @@ FUNNEL_ZS const uint8_t *funnel__zs_source(const struct funnel__zstd_scratch *sc
   for (;;) { /* s lies in sequence q */
     const uint32_t m = sc->m[q];
     if (s < m) return lit + sc->lpre[q] + (s - sc->lo[q]); /* one of its literals */
-    const uint32_t o = sc->off[q], r = s - m;
-    const int64_t t = r < o ? (int64_t)s - o : (int64_t)m - o + (int64_t)(r % o);
+    const int64_t t = funnel__zs_repeated(sc, q, s);
     if (t < 0) return out + t; /* before the batch */
     s = (uint32_t)t;
     q = sc->own[s];
