@@ -151,6 +151,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
                           const struct funnel_partition *parts, size_t count,
                           const struct funnel__parts_scan *scan, int codec,
                           const struct funnel__schema *known,
+                          const struct funnel__schema *seen,
                           const struct funnel__schema **schema) {
   *schema = NULL;
   if (o->parse == FUNNEL_PARSE_HOST || t->dev->be.launch_dpath == NULL || count == 0) return false;
@@ -171,9 +172,19 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
   if (automatic && ((int64_t)count < min_parts || bytes > max_avg * (int64_t)count))
     return false;
   if (first >= 0 && (known == NULL || automatic)) {
+    /* a partition that opens with the Schema message an earlier read of
+     * the reader found, byte for byte, is read with that schema: its
+     * message is not parsed again (as parse_known does with `known`) */
+    const struct funnel_partition *part = &parts[first];
+    const struct funnel__schema *hint =
+        known != NULL ? known
+        : seen != NULL && part->length >= (size_t)seen->ipc_length &&
+                memcmp(part->data, seen->ipc, (size_t)seen->ipc_length) == 0
+            ? seen
+            : NULL;
     struct funnel__partition pv;
-    if (funnel__partition_parse_known(parts[first].data, (int64_t)parts[first].length, first,
-                                      known, &t->arena, &pv, NULL) != FUNNEL_OK)
+    if (funnel__partition_parse_known(part->data, (int64_t)part->length, first, hint, &t->arena,
+                                      &pv, NULL) != FUNNEL_OK)
       return false; /* the host path says what is wrong */
     if (automatic && left_alike(&parts[first], &pv, known)) return false;
     if (known == NULL) known = pv.schema;

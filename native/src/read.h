@@ -231,7 +231,9 @@ int funnel__alloc_out(struct funnel_table *t, const struct funnel__read_options 
 
 /* Whether the read goes by the device path (FUNNEL_OPTION_PARSE; under
  * AUTO, many small partitions), with which schema: the reader's
- * (`known`), or the first non-empty partition's, parsed here; and the
+ * (`known`), or the first non-empty partition's, parsed here unless it
+ * opens with `seen`'s Schema message byte for byte (a schema an earlier
+ * read of a reader without one found: then `seen` itself); and the
  * partitions' bytes, for funnel__dpath_parse. `codec`: funnel__first_codec's;
  * a compressed read goes by it when its bodies are LZ4 frames and the
  * device may decode them (FUNNEL_OPTION_DECODE: not HOST; under AUTO, on a
@@ -240,6 +242,7 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
                           const struct funnel_partition *parts, size_t count,
                           const struct funnel__parts_scan *scan, int codec,
                           const struct funnel__schema *known,
+                          const struct funnel__schema *seen,
                           const struct funnel__schema **schema);
 
 /* Bytes a read by the device path sets aside after its partitions' copies

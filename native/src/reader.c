@@ -16,6 +16,11 @@ struct funnel_reader {
    * one copy engine) */
   _Atomic(void *) aux;
   struct funnel__shared_schema *schema; /* NULL when not given */
+  /* without one: the schema the first read by the device path found in
+   * its first partition, set once; the next reads' first partitions,
+   * which usually repeat its Schema message, are not parsed for it
+   * (funnel__dpath_wanted) */
+  _Atomic(struct funnel__shared_schema *) seen;
   struct funnel__read_options options;
   struct funnel__inflight reads; /* which funnel_reader_free waits for */
 };
@@ -72,6 +77,7 @@ void funnel_reader_free(struct funnel_reader *reader) {
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
   funnel__dev_stream_destroy(&reader->dev->be, atomic_load(&reader->aux));
   funnel__shared_schema_unref(reader->schema);
+  funnel__shared_schema_unref(atomic_load(&reader->seen));
   funnel__device_unref(reader->dev);
   funnel__inflight_destroy(&reader->reads);
   free(reader);
@@ -191,6 +197,24 @@ static void *reader_aux(struct funnel_reader *reader) {
   return none;
 }
 
+/* A read by the device path of a reader without a schema, which read
+ * with `schema`: the table holds the reader's seen schema when that is
+ * it (the table may outlive the reader), and the reader takes a copy of
+ * it when it has seen none (one parse, its first read's). */
+static void remember_schema(struct funnel_reader *reader, struct funnel_table *t,
+                            struct funnel__shared_schema *seen,
+                            const struct funnel__schema *schema) {
+  if (seen != NULL) {
+    if (schema == &seen->schema && t->seen == NULL) t->seen = funnel__shared_schema_ref(seen);
+    return;
+  }
+  struct funnel__shared_schema *s = NULL;
+  struct funnel_error e;
+  if (parse_schema(schema->ipc, (size_t)schema->ipc_length, &s, &e) != FUNNEL_OK) return;
+  struct funnel__shared_schema *none = NULL;
+  if (!atomic_compare_exchange_strong(&reader->seen, &none, s)) funnel__shared_schema_unref(s);
+}
+
 /* What a read decides before it parses, from `scan` (a pass over the
  * partitions, or the guess of one): the caller's pinned blocks it holds
  * until its work is over, the codec of the first batch, the device path
@@ -213,8 +237,10 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
   *on_device = NULL;
   *codec = st == FUNNEL_OK ? funnel__first_codec(parts, count, scan) : FUNNEL__CODEC_NONE;
   const bool compressed = *codec != FUNNEL__CODEC_NONE;
-  *want = st == FUNNEL_OK &&
-          funnel__dpath_wanted(t, o, parts, count, scan, *codec, schema, on_device);
+  struct funnel__shared_schema *seen = atomic_load(&reader->seen);
+  *want = st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, scan, *codec, schema,
+                                                  seen != NULL ? &seen->schema : NULL, on_device);
+  if (*want && schema == NULL) remember_schema(reader, t, seen, *on_device);
   if (*want && !compressed) {
     t->reserve = funnel__dpath_reserve(o, count, scan->bytes, *on_device);
     /* a read that may parse while it copies: the early copies say whether

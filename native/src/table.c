@@ -141,6 +141,7 @@ static void table_release(struct funnel_table *t) {
   pthread_mutex_destroy(&t->mu);
   funnel__arena_free(&t->arena);
   funnel__shared_schema_unref(t->schema);
+  funnel__shared_schema_unref(t->seen);
   funnel__device_unref(t->dev);
   free(t);
 }

@@ -38,6 +38,7 @@ struct funnel_table {
   _Atomic int64_t refs;
   struct funnel_device *dev;
   struct funnel__shared_schema *schema; /* the reader's, when it had one */
+  struct funnel__shared_schema *seen;   /* the reader's seen one, when the read took it */
   struct funnel__arena arena; /* schema, partitions, plan, host segments */
   struct funnel__plan plan;
   uint64_t out;     /* device: the columns' buffers */

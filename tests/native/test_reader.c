@@ -1256,6 +1256,59 @@ static void table_outlives_reader_and_wait_is_idempotent(void) {
   table_src_free(&src);
 }
 
+/* A reader without a schema reads by the device path with the schema its
+ * first such read found (funnel__dpath_wanted's `seen`) when a read's
+ * first partition opens with that Schema message byte for byte: reads of
+ * it again, of another schema between, and a table that outlives the
+ * reader and the schema it kept; bare batches still want a schema. */
+static void read_by_a_schema_the_reader_has_seen(void) {
+  struct table_src a = table_random(&small_schema, 60, 100, 41);
+  struct iw_field f[3] = {small_fields[0], small_fields[1], small_fields[2]};
+  f[2].type = FUNNEL_TYPE_INT8; /* the same names, column 2 another type */
+  struct iw_schema other = {3, f, 0};
+  struct table_src b = table_random(&other, 60, 100, 42);
+  static const int64_t rows[4] = {20, 0, 25, 15};
+  struct shape sh = {.n_parts = 4, .part_rows = rows, .max_batches = 1, .framing = STREAM,
+                     .empty_framing = ZERO_BYTES};
+  struct funnel_reader *rd = reader_new(NULL, 0);
+  struct funnel_error err;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, FUNNEL_PARSE_DEVICE, &err), &err);
+  /* a, then a again (by the schema seen), then b, then a */
+  const struct table_src *order[4] = {&a, &a, &b, &a};
+  for (int i = 0; i < 4; i++) {
+    struct parts ps = make_parts(order[i], &sh, 50 + (uint64_t)i);
+    read_and_check_on(rd, order[i], &ps, 0, 1);
+  }
+  /* bare batches: no schema of their own, whatever the reader has seen */
+  struct shape bare = sh;
+  bare.framing = BARE;
+  struct parts pb = make_parts(&a, &bare, 60);
+  struct funnel_table *t = NULL;
+  CHECK_STATUS(funnel_reader_read_async(rd, pb.p, pb.n, 0, &t, &err), FUNNEL_ERR_NO_SCHEMA, &err);
+  CHECK(t == NULL);
+  parts_free(&pb);
+  /* a table read by the schema seen outlives the reader */
+  struct parts ps = make_parts(&a, &sh, 61);
+  if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+    funnel_reader_free(rd);
+    rd = NULL;
+    CHECK_OK(funnel_table_wait(t, &err), &err);
+    struct funnel_read_stats st;
+    if (CHECK_OK(funnel_table_stats(t, &st, &err), &err)) CHECK(check_on_device(&st));
+    table_check_read(t, &a);
+    struct iw_buf s = schema_bytes(&small_schema);
+    size_t len = 0;
+    const void *ipc = funnel_table_schema_ipc(t, &len);
+    if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
+    iw_buf_free(&s);
+    funnel_table_free(t);
+  }
+  parts_free(&ps);
+  funnel_reader_free(rd);
+  table_src_free(&a);
+  table_src_free(&b);
+}
+
 /* A table freed without a wait: free waits for the work itself. */
 static void table_free_without_wait(void) {
   struct table_src src = table_random(&every_schema, 400, 100, 38);
@@ -1346,6 +1399,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_with_reader_schema_all_partitions_empty),
       CHECK_TEST(read_on_caller_stream),
       CHECK_TEST(table_outlives_reader_and_wait_is_idempotent),
+      CHECK_TEST(read_by_a_schema_the_reader_has_seen),
       CHECK_TEST(table_free_without_wait),
       CHECK_TEST(concurrent_reads_on_one_reader),
   };
