@@ -173,25 +173,41 @@ static void decode_task(void *ctx, int64_t i) {
   pthread_mutex_unlock(&j->mu);
 }
 
-/* The tasks: runs of small partitions of about FUNNEL__DECODE_TASK bytes
- * together, a larger partition's batches apart, a larger compressed
- * batch's buffers in runs of about that size. `items` NULL: counts them. */
-static int64_t decode_items(const struct funnel__partition *pv, size_t count,
+/* What decoding a partition costs, in bytes: its image's, and a frame
+ * about as much as a few KiB of its bytes (small buffers count by their
+ * number). */
+static int64_t decode_weight(const struct funnel__partition *part) {
+  int64_t frames = 0;
+  for (int64_t b = 0; b < part->n_batches; b++) frames += part->batches[b].n_buffers;
+  return part->image_length + frames * FUNNEL__DECODE_FRAME_BYTES;
+}
+
+/* The bytes of a task of a read whose partitions weigh `weight` in all:
+ * FUNNEL__DECODE_TASK, or less so that every host thread gets one, but
+ * never below FUNNEL__DECODE_TASK_MIN. */
+static int64_t decode_task_bytes(int64_t weight) {
+  const int64_t share = weight / funnel__host_threads();
+  return share >= FUNNEL__DECODE_TASK       ? FUNNEL__DECODE_TASK
+         : share <= FUNNEL__DECODE_TASK_MIN ? FUNNEL__DECODE_TASK_MIN
+                                            : share;
+}
+
+/* The tasks: runs of small partitions of about `task` bytes together
+ * (decode_task_bytes), a larger partition's batches apart, a larger
+ * compressed batch's buffers in runs of about that size. `items` NULL:
+ * counts them. */
+static int64_t decode_items(const struct funnel__partition *pv, size_t count, int64_t task,
                             struct decode_item *items) {
   int64_t n = 0, group = 0;
   for (size_t p = 0; p < count; p++) {
     const struct funnel__partition *part = &pv[p];
     if (part->image_length == 0) continue;
-    if (part->image_length <= FUNNEL__DECODE_TASK) {
+    if (part->image_length <= task) {
       if (group == 0) n++;
       if (items != NULL) items[n - 1] = (struct decode_item){
                              group == 0 ? (int64_t)p : items[n - 1].lo, (int64_t)p + 1, -1, 0, 0};
-      /* a frame costs about as much as a few KiB of its bytes: small
-       * buffers count by their number */
-      int64_t frames = 0;
-      for (int64_t b = 0; b < part->n_batches; b++) frames += part->batches[b].n_buffers;
-      group += part->image_length + frames * FUNNEL__DECODE_FRAME_BYTES;
-      if (group >= FUNNEL__DECODE_TASK) group = 0;
+      group += decode_weight(part);
+      if (group >= task) group = 0;
       continue;
     }
     group = 0;
@@ -203,7 +219,7 @@ static int64_t decode_items(const struct funnel__partition *pv, size_t count,
       for (int32_t k = 0; k < nb; k++) {
         bytes += (int64_t)funnel__ld64(batch->dbuffers + 16 * k + 8);
         const bool last = k + 1 == nb;
-        if (last || (batch->codec != FUNNEL__CODEC_NONE && bytes >= FUNNEL__DECODE_TASK)) {
+        if (last || (batch->codec != FUNNEL__CODEC_NONE && bytes >= task)) {
           if (items != NULL) items[n] = (struct decode_item){(int64_t)p, (int64_t)p + 1, b, lo, k + 1};
           n++;
           lo = k + 1;
@@ -537,10 +553,11 @@ static void frames_task(void *ctx, int64_t i) {
 int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
                        const struct funnel__schema *schema, int decode,
                        struct funnel_error *error) {
-  int64_t total = 0, parts = 0, zbytes = 0;
+  int64_t total = 0, parts = 0, zbytes = 0, weight = 0;
   for (size_t p = 0; p < count; p++) {
     if (pv[p].image_length == 0) continue;
     parts++;
+    weight += decode_weight(&pv[p]);
     for (int64_t b = 0; b < pv[p].n_batches; b++) zbytes += pv[p].batches[b].zbytes;
     /* each image at most FUNNEL__MAX_OUTPUT_BYTES + 1 (format.c) */
     if (funnel__add_overflows(total, funnel__align_up(pv[p].image_length, FUNNEL__ALIGN), &total) ||
@@ -561,13 +578,14 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   if (up > 0) total = up;
   /* the images, back to back: pinned, they go up as one run */
   int64_t *image_at = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
-  const int64_t n_items = decode_items(pv, count, NULL);
+  const int64_t task = decode_task_bytes(weight);
+  const int64_t n_items = decode_items(pv, count, task, NULL);
   struct decode_item *items = funnel__arena_alloc(&t->arena, (size_t)n_items * sizeof(*items));
   if (image_at == NULL || items == NULL) {
     if (block != NULL) funnel__pool_free(&t->dev->pool, block, up);
     return OUT_OF_MEMORY(error);
   }
-  decode_items(pv, count, items);
+  decode_items(pv, count, task, items);
   for (int64_t p = 0, at = 0; p < (int64_t)count; p++) {
     image_at[p] = at;
     at += funnel__align_up(pv[p].image_length, FUNNEL__ALIGN);

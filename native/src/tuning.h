@@ -221,6 +221,13 @@
  * this many decoded bytes: small partitions share one, a larger batch is
  * split by its buffers (a buffer is one frame: never split). */
 #define FUNNEL__DECODE_TASK ((int64_t)256 << 10)
+/* ... or fewer, down to this many, so that a read of a few MiB gives
+ * every host thread a task: the Spark example's reduce task (16 frames
+ * of 625 rows, LZ4) made 5 or 6 tasks of 256 KiB for 16 threads.
+ * Below it a task would cost about what waking a worker does (15 to 20
+ * us, FUNNEL__STAGE_INLINE_BYTES; 32 KiB is 60 us of decoding at 0.5
+ * GB/s a thread). */
+#define FUNNEL__DECODE_TASK_MIN ((int64_t)32 << 10)
 /* ... where a buffer counts this many bytes more: decoding a frame of a
  * few bytes costs 100 to 150 ns (liblz4, libzstd: its header, a context
  * reset), as much as 4 KiB of decoded bytes; 200 partitions of 4 columns
