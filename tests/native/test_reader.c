@@ -1223,6 +1223,15 @@ static void read_on_caller_stream(void) {
   table_src_free(&src);
 }
 
+/* The schema the table reports is the partitions' Schema message. */
+static void check_schema_ipc(struct funnel_table *t, const struct iw_schema *schema) {
+  struct iw_buf s = schema_bytes(schema);
+  size_t len = 0;
+  const void *ipc = funnel_table_schema_ipc(t, &len);
+  if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
+  iw_buf_free(&s);
+}
+
 static void table_outlives_reader_and_wait_is_idempotent(void) {
   struct table_src src = table_random(&small_schema, 100, 100, 37);
   static const int64_t rows[3] = {40, 20, 40};
@@ -1243,12 +1252,7 @@ static void table_outlives_reader_and_wait_is_idempotent(void) {
     CHECK_STATUS(funnel_table_column(t, 3, &col, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
     CHECK_STATUS(funnel_table_column(t, -1, &col, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
     CHECK_STATUS(funnel_table_column(t, 0, NULL, &err), FUNNEL_ERR_INVALID_ARGUMENT, &err);
-    /* the schema the table reports is the partitions' Schema message */
-    struct iw_buf s = schema_bytes(&small_schema);
-    size_t len = 0;
-    const void *ipc = funnel_table_schema_ipc(t, &len);
-    if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
-    iw_buf_free(&s);
+    check_schema_ipc(t, &small_schema);
     funnel_table_free(t);
   }
   parts_free(&ps);
@@ -1296,11 +1300,7 @@ static void read_by_a_schema_the_reader_has_seen(void) {
     struct funnel_read_stats st;
     if (CHECK_OK(funnel_table_stats(t, &st, &err), &err)) CHECK(check_on_device(&st));
     table_check_read(t, &a);
-    struct iw_buf s = schema_bytes(&small_schema);
-    size_t len = 0;
-    const void *ipc = funnel_table_schema_ipc(t, &len);
-    if (CHECK_EQ_I64(len, s.len)) CHECK_MEM(ipc, s.data, len);
-    iw_buf_free(&s);
+    check_schema_ipc(t, &small_schema);
     funnel_table_free(t);
   }
   parts_free(&ps);
