@@ -223,7 +223,8 @@
 #define FUNNEL__DECODE_TASK ((int64_t)256 << 10)
 /* ... or fewer, down to this many, so that a read of a few MiB gives
  * every host thread a task (parse.c, decode_task_bytes): 16 partitions
- * of 625 rows, the Spark example's reduce task, made 6 to 8 tasks of
+ * of 10 columns and 625 rows (the shape of the Spark example's reduce
+ * task; 1.9 MB of decoding weight, mixed columns) made 4 or 6 tasks of
  * 256 KiB for 16 threads. Interleaved A/B on the H100 host (session 47,
  * bench/RESULTS.md; reads of 16 and 32 partitions, median of three
  * rounds): 16x10x625 mixed zstd 346 -> 214 us, lz4 pageable 138 -> 99;
