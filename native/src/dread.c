@@ -176,17 +176,15 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
      * the reader found, byte for byte, is read with that schema: its
      * message is not parsed again (as parse_known does with `known`) */
     const struct funnel_partition *part = &parts[first];
-    const struct funnel__schema *hint =
-        known != NULL ? known
-        : seen != NULL && part->length >= (size_t)seen->ipc_length &&
-                memcmp(part->data, seen->ipc, (size_t)seen->ipc_length) == 0
-            ? seen
-            : NULL;
+    const struct funnel__schema *hint = known;
+    if (hint == NULL && seen != NULL && part->length >= (size_t)seen->ipc_length &&
+        memcmp(part->data, seen->ipc, (size_t)seen->ipc_length) == 0)
+      hint = seen;
     struct funnel__partition pv;
     if (funnel__partition_parse_known(part->data, (int64_t)part->length, first, hint, &t->arena,
                                       &pv, NULL) != FUNNEL_OK)
       return false; /* the host path says what is wrong */
-    if (automatic && left_alike(&parts[first], &pv, known)) return false;
+    if (automatic && left_alike(part, &pv, known)) return false;
     if (known == NULL) known = pv.schema;
   }
   if (known == NULL || known->n_fields == 0 || (known->nested && !funnel__dp_nested_fits(known)))

@@ -192,17 +192,20 @@ static int64_t decode_task_bytes(int64_t weight) {
                                             : share;
 }
 
-/* The tasks: runs of small partitions of about `task` bytes together
- * (decode_task_bytes), a larger partition's batches apart, a larger
- * compressed batch's buffers in runs of about that size. `items` NULL:
- * counts them. */
+/* The tasks: runs of partitions of at most FUNNEL__DECODE_TASK bytes,
+ * about `task` bytes together (decode_task_bytes), a larger partition's
+ * batches apart, a larger compressed batch's buffers in runs of about
+ * FUNNEL__DECODE_TASK. A partition is split only past FUNNEL__DECODE_TASK
+ * whatever `task` is: the parts of one are bound on the calling thread
+ * after the loop, and a task of a few small batches would cost its
+ * decoder's setup each. `items` NULL: counts them. */
 static int64_t decode_items(const struct funnel__partition *pv, size_t count, int64_t task,
                             struct decode_item *items) {
   int64_t n = 0, group = 0;
   for (size_t p = 0; p < count; p++) {
     const struct funnel__partition *part = &pv[p];
     if (part->image_length == 0) continue;
-    if (part->image_length <= task) {
+    if (part->image_length <= FUNNEL__DECODE_TASK) {
       if (group == 0) n++;
       if (items != NULL) items[n - 1] = (struct decode_item){
                              group == 0 ? (int64_t)p : items[n - 1].lo, (int64_t)p + 1, -1, 0, 0};
@@ -219,7 +222,7 @@ static int64_t decode_items(const struct funnel__partition *pv, size_t count, in
       for (int32_t k = 0; k < nb; k++) {
         bytes += (int64_t)funnel__ld64(batch->dbuffers + 16 * k + 8);
         const bool last = k + 1 == nb;
-        if (last || (batch->codec != FUNNEL__CODEC_NONE && bytes >= task)) {
+        if (last || (batch->codec != FUNNEL__CODEC_NONE && bytes >= FUNNEL__DECODE_TASK)) {
           if (items != NULL) items[n] = (struct decode_item){(int64_t)p, (int64_t)p + 1, b, lo, k + 1};
           n++;
           lo = k + 1;
@@ -557,6 +560,8 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
   for (size_t p = 0; p < count; p++) {
     if (pv[p].image_length == 0) continue;
     parts++;
+    /* below 2^63: the images are bounded (`total`), and a frame takes 16
+     * bytes of its partition's metadata */
     weight += decode_weight(&pv[p]);
     for (int64_t b = 0; b < pv[p].n_batches; b++) zbytes += pv[p].batches[b].zbytes;
     /* each image at most FUNNEL__MAX_OUTPUT_BYTES + 1 (format.c) */

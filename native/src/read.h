@@ -52,9 +52,9 @@ struct funnel__parts_scan;
 /* Decodes the compressed partitions among pv (image_length > 0) into one
  * block, the pinned pool's when it has room (so they go up like pinned
  * partitions, in place of the bytes given), held by t until its work is
- * over: in tasks of about FUNNEL__DECODE_TASK decoded bytes on the host
- * threads (small partitions share a task, a large batch is split by its
- * buffers). The device's share (FUNNEL_OPTION_DECODE) is laid out first:
+ * over: in tasks of about FUNNEL__DECODE_TASK decoded bytes or fewer on the
+ * host threads (small partitions share a task, a large batch is split by
+ * its buffers; parse.c, decode_task_bytes). The device's share (FUNNEL_OPTION_DECODE) is laid out first:
  * its frames are copied into the block after the host's images, or, when
  * every partition holding them lies in the pinned pool, left where they
  * lie (t->dd.in_source: those partitions go up as runs of their own). The

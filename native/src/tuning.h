@@ -219,21 +219,23 @@
 #define FUNNEL__STAGE_TASK ((int64_t)256 << 10)
 /* Compressed partitions are decoded on the host threads in tasks of about
  * this many decoded bytes: small partitions share one, a larger batch is
- * split by its buffers (a buffer is one frame: never split). */
+ * split by its buffers (a buffer is one frame: never split) in runs of
+ * this size. */
 #define FUNNEL__DECODE_TASK ((int64_t)256 << 10)
-/* ... or fewer, down to this many, so that a read of a few MiB gives
- * every host thread a task (parse.c, decode_task_bytes): 16 partitions
- * of 10 columns and 625 rows (the shape of the Spark example's reduce
- * task; 1.9 MB of decoding weight, mixed columns) made 4 or 6 tasks of
- * 256 KiB for 16 threads. Interleaved A/B on the H100 host (session 47,
- * bench/RESULTS.md; reads of 16 and 32 partitions, median of three
- * rounds): 16x10x625 mixed zstd 346 -> 214 us, lz4 pageable 138 -> 99;
- * geomean 0.67 for the mixed columns in ZSTD, 0.85 in LZ4, strings 0.98
- * to 1.01. A read the Spark job makes while 15 other tasks read finds the
- * host threads busy and decodes on its own thread (workers.c): there the
- * reduce stage did not change. Below this a task would cost about what
- * waking a worker does (15 to 20 us, FUNNEL__STAGE_INLINE_BYTES; 32 KiB
- * are about 60 us of decoding at 0.5 GB/s a thread). */
+/* ... small partitions share fewer, down to this many bytes, so that a
+ * read of a few MiB gives every host thread a task (parse.c,
+ * decode_task_bytes): 16 partitions of 10 columns and 625 rows (the
+ * shape of the Spark example's reduce task; 1.9 MB of decoding weight,
+ * mixed columns) made 4 or 6 tasks of 256 KiB for 16 threads.
+ * Interleaved A/B on the H100 host (session 47, bench/RESULTS.md; reads
+ * of 16 and 32 partitions, median of three rounds): 16x10x625 mixed zstd
+ * 346 -> 214 us, lz4 pageable 138 -> 99; geomean 0.67 for the mixed
+ * columns in ZSTD, 0.85 in LZ4, strings 0.98 to 1.01. A read the Spark
+ * job makes while 15 other tasks read finds the host threads busy and
+ * decodes on its own thread (workers.c): there the reduce stage did not
+ * change. Below this a task would cost about what waking a worker does
+ * (15 to 20 us, FUNNEL__STAGE_INLINE_BYTES; 32 KiB are about 60 us of
+ * decoding at 0.5 GB/s a thread). */
 #define FUNNEL__DECODE_TASK_MIN ((int64_t)32 << 10)
 /* ... where a buffer counts this many bytes more: decoding a frame of a
  * few bytes costs 100 to 150 ns (liblz4, libzstd: its header, a context

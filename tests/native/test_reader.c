@@ -1368,6 +1368,37 @@ static void concurrent_reads_on_one_reader(void) {
   table_src_free(&src);
 }
 
+static void *first_read_thread(void *p) {
+  struct thread_arg *a = p;
+  static const int64_t rows[3] = {10, 0, 20};
+  struct shape sh = {.n_parts = 3, .part_rows = rows, .max_batches = 1, .framing = STREAM,
+                     .empty_framing = ZERO_BYTES};
+  struct parts ps = make_parts(a->src, &sh, a->seed);
+  read_and_check_on(a->rd, a->src, &ps, 0, 1);
+  return NULL;
+}
+
+/* Four threads make a fresh reader's first reads at once, each of which
+ * may set the schema the reader keeps (reader.c, remember_schema); then
+ * the reader goes while none of its tables is left. Ten rounds. */
+static void first_reads_race_for_the_seen_schema(void) {
+  struct table_src src = table_random(&small_schema, 30, 100, 43);
+  for (int round = 0; round < 10; round++) {
+    struct funnel_reader *rd = reader_new(NULL, 0);
+    struct funnel_error err;
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, FUNNEL_PARSE_DEVICE, &err), &err);
+    pthread_t th[4];
+    struct thread_arg args[4];
+    for (int i = 0; i < 4; i++) {
+      args[i] = (struct thread_arg){rd, &src, 100 + 4 * (uint64_t)round + (uint64_t)i};
+      CHECK(pthread_create(&th[i], NULL, first_read_thread, &args[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    funnel_reader_free(rd);
+  }
+  table_src_free(&src);
+}
+
 int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(device_open_cuda_without_gpu_is_no_device),
@@ -1402,6 +1433,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_by_a_schema_the_reader_has_seen),
       CHECK_TEST(table_free_without_wait),
       CHECK_TEST(concurrent_reads_on_one_reader),
+      CHECK_TEST(first_reads_race_for_the_seen_schema),
   };
   int rc = CHECK_MAIN(argc, argv, tests);
   funnel_device_close(the_device);
