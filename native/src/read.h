@@ -52,15 +52,16 @@ struct funnel__parts_scan;
 /* Decodes the compressed partitions among pv (image_length > 0) into one
  * block, the pinned pool's when it has room (so they go up like pinned
  * partitions, in place of the bytes given), held by t until its work is
- * over: in tasks of about FUNNEL__DECODE_TASK decoded bytes or fewer on the
- * host threads (small partitions share a task, a large batch is split by
- * its buffers; parse.c, decode_task_bytes). The device's share (FUNNEL_OPTION_DECODE) is laid out first:
- * its frames are copied into the block after the host's images, or, when
- * every partition holding them lies in the pinned pool, left where they
- * lie (t->dd.in_source: those partitions go up as runs of their own). The
- * error, if any, is the first in partition order. `schema`
- * (may be NULL) names columns in errors and binds what it decodes, as
- * funnel__partition_parse_known does. Fills the read's decode stats. */
+ * over: in tasks of about FUNNEL__DECODE_TASK decoded bytes or fewer on
+ * the host threads (small partitions share a task, a large batch is split
+ * by its buffers; parse.c, decode_task_bytes). The device's share
+ * (FUNNEL_OPTION_DECODE) is laid out first: its frames are copied into
+ * the block after the host's images, or, when every partition holding
+ * them lies in the pinned pool, left where they lie (t->dd.in_source:
+ * those partitions go up as runs of their own). The error, if any, is the
+ * first in partition order. `schema` (may be NULL) names columns in errors
+ * and binds what it decodes, as funnel__partition_parse_known does. Fills
+ * the read's decode stats. */
 int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
                        const struct funnel__schema *schema, int decode,
                        struct funnel_error *error);
