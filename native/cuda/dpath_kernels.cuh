@@ -259,7 +259,8 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_parse)(funnel__d
 // 36): 50000x10x27 strings 550 -> 474 us, 10000x4x100 strings 116 -> 101,
 // 1000x10x100 strings 37 -> 32; but 50000x10x1 mixed 34 -> 37, 50000x10x10
 // mixed 74 -> 79.
-__device__ __forceinline__ void concat(const funnel__dp_args *a, int64_t n, int64_t m) {
+__device__ __forceinline__ void concat(const funnel__dp_args *a, int64_t n, int64_t m,
+                                       int64_t pairs_min) {
   if (!funnel__dp_laid_out(a)) return;
   const int lanes = (int)m;
   const int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -267,7 +268,7 @@ __device__ __forceinline__ void concat(const funnel__dp_args *a, int64_t n, int6
   const int lane = (int)(threadIdx.x & (unsigned)(lanes - 1));
   const int lanes_lg = __ffs(lanes) - 1;  // lanes is a power of two
   for (int64_t i = thread >> lanes_lg; i < n; i += threads >> lanes_lg)
-    funnel__dp_piece_copy(a, i, lane, lanes);
+    funnel__dp_piece_copy(a, i, lane, lanes, pairs_min);
   const int64_t rows = ((const int64_t *)(uintptr_t)a->rows)[a->n_parts];
   const int64_t words = FUNNEL__DP_WORDS(funnel__dp_bit_rows(a));
   const int bit_lanes = funnel__dp_bit_lanes(a->n_parts, rows);
@@ -280,7 +281,7 @@ __device__ __forceinline__ void concat(const funnel__dp_args *a, int64_t n, int6
 
 extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_concat)(const funnel__dp_args *a,
                                                                      int64_t n, int64_t m) {
-  concat(a, n, m);
+  concat(a, n, m, FUNNEL__DP_COPY_PAIRS_MIN);
 }
 
 #if defined(FUNNEL_DP_FLAT_ONLY)
@@ -294,7 +295,7 @@ extern "C" __global__ void __launch_bounds__(256) DPK(funnel_dp_concat)(const fu
 #endif
 extern "C" __global__ void __launch_bounds__(256, FUNNEL__DP_CONCAT_VAR_BLOCKS)
     DPK(funnel_dp_concat_var)(const funnel__dp_args *a, int64_t n, int64_t m) {
-  concat(a, n, m);
+  concat(a, n, m, INT64_MAX);  // 16-byte copies spill more of its 48 registers
 }
 #undef FUNNEL__DP_CONCAT_VAR_BLOCKS
 #endif

@@ -1267,8 +1267,12 @@ FUNNEL_DP bool funnel__dp_laid_out(const struct funnel__dp_args *a) {
  * (never before the 8-byte boundary at or below it, so never outside an
  * allocation that `src` lies in), and the last word is copied byte by
  * byte, so nothing past src + n is read. (ncu, H100, the concat of
- * 200x4x100 strings: 42 us a byte at a time.) */
-FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, int lanes) {
+ * 200x4x100 strings: 42 us a byte at a time.) On the device, where both
+ * ends are 8-byte aligned, the output 16-byte aligned and at least
+ * `pairs_min` words go, the lanes copy 16 bytes each (tuning.h,
+ * FUNNEL__DP_COPY_PAIRS_MIN; INT64_MAX: never). */
+FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, int lanes,
+                       int64_t pairs_min) {
   if (n <= 0) return;
   int64_t head = (int64_t)((8 - ((uintptr_t)dst & 7)) & 7);
   if (head > n) head = n;
@@ -1280,8 +1284,36 @@ FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, in
   int64_t tail = head + words * 8; /* the bytes from here on go one by one */
   if (shift == 0) {
     const uint64_t *sw = (const uint64_t *)s;
+    int64_t paired = 0; /* the words copied 16 bytes at a time */
+#if defined(__CUDA_ARCH__)
+    if (words >= pairs_min && ((uintptr_t)dw & 15) == 0) {
+      ulonglong2 *dv = (ulonglong2 *)dw;
+      if (((uintptr_t)sw & 15) == 0) {
+        const ulonglong2 *sv = (const ulonglong2 *)sw;
+        DP_UNROLL
+        for (int64_t i = lane; i < words / 2; i += lanes) dv[i] = sv[i];
+        paired = words / 2 * 2;
+      } else {
+        /* the source 8 bytes past a 16-byte boundary: each pair from the
+         * halves of two aligned ones, from the 8 bytes before it to its
+         * last word. Those 8 bytes are its partition's (a body's buffer
+         * follows its message's metadata) or its decoding block's (a
+         * decoded buffer 8 bytes past a boundary lies past the block's
+         * 16-byte aligned start). */
+        const ulonglong2 *sv = (const ulonglong2 *)(sw - 1);
+        DP_UNROLL
+        for (int64_t i = lane; i < (words - 1) / 2; i += lanes) {
+          const ulonglong2 x = sv[i], y = sv[i + 1];
+          dv[i] = make_ulonglong2(x.y, y.x);
+        }
+        paired = (words - 1) / 2 * 2;
+      }
+    }
+#else
+    (void)pairs_min;
+#endif
     DP_UNROLL
-    for (int64_t i = lane; i < words; i += lanes) dw[i] = sw[i];
+    for (int64_t i = paired + lane; i < words; i += lanes) dw[i] = sw[i];
   } else if (words > 0) {
     const uint64_t *sw = (const uint64_t *)(s - shift);
     const int lo = 8 * shift, hi = 64 - 8 * shift;
@@ -1293,14 +1325,15 @@ FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, in
 }
 
 /* Item i of FUNNEL_DP_PIECES: piece (i / n_cols, i % n_cols) copied into
- * its place (fixed-width values; string offsets rebased and bytes), or,
+ * its place (fixed-width values, 16 bytes a lane from `pairs_min` words:
+ * dp_copy; string offsets rebased and bytes), or,
  * past the pieces, column i - pieces' final string offset. Bit buffers are
  * funnel__dp_bits_word's. In a nested read a column's rows are its
  * domain's (the table's, or a list's child rows) times its mult, and a
  * list's offsets are rebased as a string column's, with no bytes (the flat
  * kernels compile none of that: FUNNEL_DP_NESTED). */
 FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i, int lane,
-                                     int lanes) {
+                                     int lanes, int64_t pairs_min) {
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   const int64_t *first_row = (const int64_t *)(uintptr_t)a->rows;
   const int64_t *first_char = (const int64_t *)(uintptr_t)a->chars;
@@ -1329,7 +1362,7 @@ FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i,
   const struct funnel__dp_piece pc = ((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
   if (col->kind == FUNNEL_DP_FIXED) {
     dp_copy((uint8_t *)(uintptr_t)col->data + row * col->width,
-            (const uint8_t *)(uintptr_t)pc.data, rows * col->width, lane, lanes);
+            (const uint8_t *)(uintptr_t)pc.data, rows * col->width, lane, lanes, pairs_min);
     return;
   }
   const int64_t *base = first_char + col->var * (a->n_parts + 1);
@@ -1347,7 +1380,7 @@ FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i,
   }
   if (!nested || col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64)
     dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
-            lanes);
+            lanes, INT64_MAX);
 }
 
 /* n bits (n <= 32) from bit `bit` of `src`, reading only their bytes. */

@@ -62,7 +62,7 @@ void funnel__dp_run_cpu(int stage, struct funnel__dp_args *a, int64_t first, int
       break;
     case FUNNEL_DP_CONCAT: {
       if (!funnel__dp_laid_out(a)) break;
-      for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1);
+      for (int64_t i = 0; i < n; i++) funnel__dp_piece_copy(a, i, 0, 1, INT64_MAX);
       const int64_t rows = ((const int64_t *)(uintptr_t)a->rows)[a->n_parts];
       const int64_t words = FUNNEL__DP_WORDS(funnel__dp_bit_rows(a));
       const double per_row = rows > 0 ? (double)a->n_parts / (double)rows : 0.0;

@@ -102,6 +102,18 @@
  * the scan kernel's 16 blocks. */
 #define FUNNEL__DP_PARSE_SCAN_MAX 1024
 
+/* The device path's concat copies a piece of fixed-width values whose
+ * output is 16-byte aligned in 16-byte words from this many 8-byte words
+ * of it (dpath.h, dp_copy); shorter ones, 8 bytes at a time. The kernel
+ * alone on the H100 (session 48, bench/RESULTS.md): 16-byte words for
+ * every such piece made 10000x4x100 mixed 36.7 -> 28.8 us and 50000x4x100
+ * mixed 139.0 -> 125.5, but pieces of 27 rows slower (50000x10x27 mixed
+ * 171.6 -> 188.6, 10000x10x27 mixed 32.4 -> 36.5); from 48 words the
+ * first two kept their gain and the others lost none. Reads with string
+ * columns run a kernel held to 48 registers, which spilled more with the
+ * 16-byte copies (1% to 3% slower): it copies 8 bytes at a time. */
+#define FUNNEL__DP_COPY_PAIRS_MIN 48
+
 /* The device path parses a read's partitions while they are copied, when
  * they go up as one copy of their span from the pinned pool (transfer.c,
  * early copies): the first half of them goes up at once, the rest after

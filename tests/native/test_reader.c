@@ -864,6 +864,38 @@ static void read_densest_output_on_the_device(void) {
   table_src_free(&src);
 }
 
+/* The cuda concat copies a fixed-width piece of at least
+ * FUNNEL__DP_COPY_PAIRS_MIN 8-byte words 16 bytes a lane where its place in
+ * the output is 16-byte aligned: from a source 16-byte aligned, or 8 bytes
+ * past that (each pair then from two aligned ones). Partitions of 47 to
+ * 200 rows, even and odd, so that the pieces of the int64 and float64
+ * columns start at both alignments in the output and in the partitions
+ * (a column after one of an odd number of rows lies 8 bytes off), and
+ * pieces just under and over the bound; sent with and without the schema
+ * message, which moves every body. The cpu backend copies them by words. */
+static void read_long_fixed_width_pieces_at_every_alignment(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a"},
+      {.type = FUNNEL_TYPE_FLOAT64, .name = "f", .nullable = 1},
+      {.type = FUNNEL_TYPE_INT32, .name = "i"},
+      {.type = FUNNEL_TYPE_INT64, .name = "b", .nullable = 1},
+  };
+  static const struct iw_schema schema = {4, fields, 0};
+  static const int64_t cycle[] = {96, 97, 48, 47, 49, 130, 61, 200, 95, 1, 0, 64};
+  enum { PARTS = 48, N = sizeof(cycle) / sizeof(cycle[0]) };
+  int64_t rows[PARTS], total = 0;
+  for (int p = 0; p < PARTS; p++) total += rows[p] = cycle[(p + p / N) % N];
+  struct table_src src = table_random(&schema, total, 100, 97);
+  static const int framings[] = {STREAM, BARE};
+  for (int k = 0; k < 2; k++) {
+    check_context("%s", framings[k] == STREAM ? "streams" : "bare batches");
+    struct shape sh = {.n_parts = PARTS, .part_rows = rows, .max_batches = 1,
+                       .framing = framings[k], .empty_framing = framings[k]};
+    round_trip_on(&src, &sh, 98, 1);
+  }
+  table_src_free(&src);
+}
+
 /* Over 2,048 partitions the cuda parse gives each a group of fewer lanes
  * than a warp (funnel__dp_parse_lanes: 16 for 3,000, 8 for 9,000), and
  * sums its tiles by 256 / lanes partitions. */
@@ -1413,6 +1445,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_rejects_utf8_over_int32_offsets),
       CHECK_TEST(read_device_parse_fails_as_host_parse),
       CHECK_TEST(read_densest_output_on_the_device),
+      CHECK_TEST(read_long_fixed_width_pieces_at_every_alignment),
       CHECK_TEST(read_3000_partitions_on_the_device),
       CHECK_TEST(read_9000_partitions_on_the_device),
       CHECK_TEST(read_every_type_one_partition),
