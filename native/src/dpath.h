@@ -1267,10 +1267,13 @@ FUNNEL_DP bool funnel__dp_laid_out(const struct funnel__dp_args *a) {
  * (never before the 8-byte boundary at or below it, so never outside an
  * allocation that `src` lies in), and the last word is copied byte by
  * byte, so nothing past src + n is read. (ncu, H100, the concat of
- * 200x4x100 strings: 42 us a byte at a time.) On the device, where both
- * ends are 8-byte aligned, the output 16-byte aligned and at least
- * `pairs_min` words go, the lanes copy 16 bytes each (tuning.h,
- * FUNNEL__DP_COPY_PAIRS_MIN; INT64_MAX: never). */
+ * 200x4x100 strings: 42 us a byte at a time.) On the device, where the
+ * words of both ends are 8-byte aligned, those of the output 16-byte
+ * aligned, and at least `pairs_min` of them go, the lanes copy 16 bytes
+ * each (tuning.h, FUNNEL__DP_COPY_PAIRS_MIN; INT64_MAX: never), reading
+ * from the 16-byte boundary at or below the first source word: in the
+ * same 16 bytes, so in its allocation, pool block or registered page,
+ * each of which starts on such a boundary. */
 FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, int lanes,
                        int64_t pairs_min) {
   if (n <= 0) return;
@@ -1295,11 +1298,9 @@ FUNNEL_DP void dp_copy(uint8_t *dst, const uint8_t *src, int64_t n, int lane, in
         paired = words / 2 * 2;
       } else {
         /* the source 8 bytes past a 16-byte boundary: each pair from the
-         * halves of two aligned ones, from the 8 bytes before it to its
-         * last word. Those 8 bytes are its partition's (a body's buffer
-         * follows its message's metadata) or its decoding block's (a
-         * decoded buffer 8 bytes past a boundary lies past the block's
-         * 16-byte aligned start). */
+         * halves of two aligned ones, from that boundary to its last word
+         * (the 8 bytes before it are its partition's metadata or an
+         * earlier buffer's) */
         const ulonglong2 *sv = (const ulonglong2 *)(sw - 1);
         DP_UNROLL
         for (int64_t i = lane; i < (words - 1) / 2; i += lanes) {

@@ -109,9 +109,9 @@
  * every such piece made 10000x4x100 mixed 36.7 -> 28.8 us and 50000x4x100
  * mixed 139.0 -> 125.5, but pieces of 27 rows slower (50000x10x27 mixed
  * 171.6 -> 188.6, 10000x10x27 mixed 32.4 -> 36.5); from 48 words the
- * first two kept their gain and the others lost none. Reads with string
- * columns run a kernel held to 48 registers, which spilled more with the
- * 16-byte copies (1% to 3% slower): it copies 8 bytes at a time. */
+ * first two kept their gain and the others lost none. Flat reads with
+ * string columns run a kernel held to 48 registers, which spilled more
+ * with the 16-byte copies (1% to 3% slower): it copies 8 bytes at a time. */
 #define FUNNEL__DP_COPY_PAIRS_MIN 48
 
 /* The device path parses a read's partitions while they are copied, when
