@@ -215,6 +215,55 @@ static void compressed_partitions_read_as_written(void) {
   funnel_device_close(dev);
 }
 
+/* The cuda concat copies fixed-width pieces of 48 words and more 16 bytes
+ * a lane (dpath.h, dp_copy), their sources 16-byte aligned or 8 bytes
+ * off: here from the device's decoded buffers (LZ4 and ZSTD values
+ * decoded there) and from raw buffers, whose values follow their 8-byte
+ * length in the partition, malloc'd and pinned. Partitions of 97 and 98
+ * rows, so that the pieces start at both alignments in the output. The
+ * cpu backend copies them by words. */
+static void decoded_long_fixed_width_pieces_on_the_device(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a"},
+      {.type = FUNNEL_TYPE_FLOAT64, .name = "f", .nullable = 1},
+      {.type = FUNNEL_TYPE_INT32, .name = "i"},
+      {.type = FUNNEL_TYPE_INT64, .name = "b", .nullable = 1},
+  };
+  static const struct iw_schema schema = {4, fields, 0};
+  static const struct writing writings[] = {
+      {"lz4 as Arrow Java, compressible", {.compression = 1, .lz4_style = IW_LZ4_JAVA}},
+      {"lz4 as the funnel shuffle, compressible", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
+      {"zstd, compressible", {.compression = 2, .zstd_level = 3}},
+      {"lz4 as Arrow Java, random (raw)", {.compression = 1, .lz4_style = IW_LZ4_JAVA,
+                                           .raw_fallback = 1, .empty_prefix = 1}},
+  };
+  enum { PARTS = 64 };
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  decode_where = FUNNEL_DECODE_DEVICE;
+  parse_where = FUNNEL_PARSE_DEVICE;
+  for (int w = 0; w < 4; w++)
+    for (int pinned = 0; pinned < 2; pinned++) {
+      write_codec = writings[w].o.compression;
+      check_context("%s, %s", writings[w].name, pinned ? "pinned" : "malloc'd");
+      struct table_src src = table_random(&schema, PARTS * 97 + PARTS / 2, 100, 3000 + (uint64_t)w);
+      if (w < 3) make_compressible(&src);
+      struct parts ps = cut(&src, PARTS, 1, &writings[w].o, 0, pinned ? dev : NULL);
+      const int64_t whole = device_path_reads;
+      read_and_check(dev, &ps, &src, PARTS);
+      CHECK_EQ_I64(device_path_reads - whole, 1);
+      parts_free(&ps);
+      table_src_free(&src);
+    }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  parse_where = FUNNEL_PARSE_AUTO;
+  write_codec = 0;
+  CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+  funnel_device_close(dev);
+}
+
 /* AUTO takes the device path for reads of at least 48 partitions of LZ4
  * or ZSTD bodies the device decodes (128 of plain ones): 47 go by the host
  * path, 48 by the device path, the same rows either way. */
@@ -1415,6 +1464,7 @@ int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(compressed_partitions_read_as_written),
       CHECK_TEST(compressed_reads_take_the_device_path_from_48_partitions),
+      CHECK_TEST(decoded_long_fixed_width_pieces_on_the_device),
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(lz4_and_zstd_partitions_in_one_read),
