@@ -34,6 +34,14 @@ const struct iw_field table_every_type[] = {
 const struct iw_schema every_schema = {
     (int)(sizeof(table_every_type) / sizeof(table_every_type[0])), table_every_type, 0};
 
+static const struct iw_field long_fixed_fields[] = {
+    {.type = FUNNEL_TYPE_INT64, .name = "a"},
+    {.type = FUNNEL_TYPE_FLOAT64, .name = "f", .nullable = 1},
+    {.type = FUNNEL_TYPE_INT32, .name = "i"},
+    {.type = FUNNEL_TYPE_INT64, .name = "b", .nullable = 1},
+};
+const struct iw_schema long_fixed_schema = {4, long_fixed_fields, 0};
+
 struct table_src table_random(const struct iw_schema *s, int64_t rows, int null_permille,
                                      uint64_t seed) {
   struct table_src t = {s, calloc((size_t)s->n_fields, sizeof(struct iw_col)), rows};

@@ -14,6 +14,10 @@
 extern const struct iw_field table_every_type[];
 extern const struct iw_schema every_schema;
 
+/* Fixed-width columns of 4 and 8 bytes, with and without nulls: the
+ * device concat's 16-byte copies (test_reader, test_compress). */
+extern const struct iw_schema long_fixed_schema;
+
 struct table_src {
   const struct iw_schema *schema;
   struct iw_col *cols;

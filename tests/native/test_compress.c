@@ -223,13 +223,6 @@ static void compressed_partitions_read_as_written(void) {
  * rows, so that the pieces start at both alignments in the output. The
  * cpu backend copies them by words. */
 static void decoded_long_fixed_width_pieces_on_the_device(void) {
-  static const struct iw_field fields[] = {
-      {.type = FUNNEL_TYPE_INT64, .name = "a"},
-      {.type = FUNNEL_TYPE_FLOAT64, .name = "f", .nullable = 1},
-      {.type = FUNNEL_TYPE_INT32, .name = "i"},
-      {.type = FUNNEL_TYPE_INT64, .name = "b", .nullable = 1},
-  };
-  static const struct iw_schema schema = {4, fields, 0};
   static const struct writing writings[] = {
       {"lz4 as Arrow Java, compressible", {.compression = 1, .lz4_style = IW_LZ4_JAVA}},
       {"lz4 as the funnel shuffle, compressible", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
@@ -247,7 +240,8 @@ static void decoded_long_fixed_width_pieces_on_the_device(void) {
     for (int pinned = 0; pinned < 2; pinned++) {
       write_codec = writings[w].o.compression;
       check_context("%s, %s", writings[w].name, pinned ? "pinned" : "malloc'd");
-      struct table_src src = table_random(&schema, PARTS * 97 + PARTS / 2, 100, 3000 + (uint64_t)w);
+      struct table_src src =
+          table_random(&long_fixed_schema, PARTS * 97 + PARTS / 2, 100, 3000 + (uint64_t)w);
       if (w < 3) make_compressible(&src);
       struct parts ps = cut(&src, PARTS, 1, &writings[w].o, 0, pinned ? dev : NULL);
       const int64_t whole = device_path_reads;

@@ -874,18 +874,11 @@ static void read_densest_output_on_the_device(void) {
  * pieces just under and over the bound; sent with and without the schema
  * message, which moves every body. The cpu backend copies them by words. */
 static void read_long_fixed_width_pieces_at_every_alignment(void) {
-  static const struct iw_field fields[] = {
-      {.type = FUNNEL_TYPE_INT64, .name = "a"},
-      {.type = FUNNEL_TYPE_FLOAT64, .name = "f", .nullable = 1},
-      {.type = FUNNEL_TYPE_INT32, .name = "i"},
-      {.type = FUNNEL_TYPE_INT64, .name = "b", .nullable = 1},
-  };
-  static const struct iw_schema schema = {4, fields, 0};
   static const int64_t cycle[] = {96, 97, 48, 47, 49, 130, 61, 200, 95, 1, 0, 64};
   enum { PARTS = 48, N = sizeof(cycle) / sizeof(cycle[0]) };
   int64_t rows[PARTS], total = 0;
   for (int p = 0; p < PARTS; p++) total += rows[p] = cycle[(p + p / N) % N];
-  struct table_src src = table_random(&schema, total, 100, 97);
+  struct table_src src = table_random(&long_fixed_schema, total, 100, 97);
   static const int framings[] = {STREAM, BARE};
   for (int k = 0; k < 2; k++) {
     check_context("%s", framings[k] == STREAM ? "streams" : "bare batches");
