@@ -1354,18 +1354,27 @@ FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i,
   }
   const int64_t p = i / a->n_cols;
   const int c = (int)(i % a->n_cols);
+  /* the piece's source and its column's kind, width and output loaded
+   * before its rows are checked, so that all go at once: a fixed-width
+   * piece then waits on memory once before its bytes are read, not twice
+   * (the kernel alone, H100, session 49: reads of fixed-width columns 1% to
+   * 4% faster; string reads, whose offsets are loaded after, the same) */
+  const struct funnel__dp_piece *pp = &((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
+  const uint64_t data = pp->data;
   const struct funnel__dp_column *col = &cols[c];
+  const int32_t kind = col->kind, width = col->width;
+  const uint64_t out = col->data;
   const int64_t *dom = nested && col->domain >= 0 ? first_char + col->domain * (a->n_parts + 1)
                                                   : first_row;
   const int64_t mult = nested ? col->mult : 1;
   const int64_t row = dom[p] * mult, rows = dom[p + 1] * mult - row;
-  if (rows == 0 || col->kind == FUNNEL_DP_BOOL || (nested && col->kind == FUNNEL_DP_NEST)) return;
-  const struct funnel__dp_piece pc = ((const struct funnel__dp_piece *)(uintptr_t)a->pieces)[i];
-  if (col->kind == FUNNEL_DP_FIXED) {
-    dp_copy((uint8_t *)(uintptr_t)col->data + row * col->width,
-            (const uint8_t *)(uintptr_t)pc.data, rows * col->width, lane, lanes, pairs_min);
+  if (rows == 0 || kind == FUNNEL_DP_BOOL || (nested && kind == FUNNEL_DP_NEST)) return;
+  if (kind == FUNNEL_DP_FIXED) {
+    dp_copy((uint8_t *)(uintptr_t)out + row * width, (const uint8_t *)(uintptr_t)data, rows * width,
+            lane, lanes, pairs_min);
     return;
   }
+  const struct funnel__dp_piece pc = *pp;
   const int64_t *base = first_char + col->var * (a->n_parts + 1);
   const int64_t at = base[p], bytes = base[p + 1] - at;
   const uint8_t *o = (const uint8_t *)(uintptr_t)pc.offsets;
