@@ -1363,14 +1363,14 @@ FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i,
   const uint64_t data = pp->data;
   const struct funnel__dp_column *col = &cols[c];
   const int32_t kind = col->kind, width = col->width;
-  const uint64_t out = col->data;
+  const uint64_t dst = col->data;
   const int64_t *dom = nested && col->domain >= 0 ? first_char + col->domain * (a->n_parts + 1)
                                                   : first_row;
   const int64_t mult = nested ? col->mult : 1;
   const int64_t row = dom[p] * mult, rows = dom[p + 1] * mult - row;
   if (rows == 0 || kind == FUNNEL_DP_BOOL || (nested && kind == FUNNEL_DP_NEST)) return;
   if (kind == FUNNEL_DP_FIXED) {
-    dp_copy((uint8_t *)(uintptr_t)out + row * width, (const uint8_t *)(uintptr_t)data, rows * width,
+    dp_copy((uint8_t *)(uintptr_t)dst + row * width, (const uint8_t *)(uintptr_t)data, rows * width,
             lane, lanes, pairs_min);
     return;
   }
