@@ -203,6 +203,7 @@ static __device__ __forceinline__ unsigned funnel__lz_at(unsigned v, unsigned j,
 /* the longest part of a sequence a lane writes the sources of alone (the
  * warp takes a longer one together); the host's one thread, any */
 #define FUNNEL_LZ_ALONE 32u
+#define FUNNEL_LZ_UNROLL _Pragma("unroll")
 
 /* 1 / off, for funnel__lz_mod */
 #define FUNNEL_LZ_INV(off) __fdividef(1.0f, (float)(off))
@@ -228,6 +229,7 @@ static inline unsigned funnel__lz_at(unsigned v, unsigned j, const uint8_t *in, 
 #define FUNNEL_LZ_PREFETCH(p) ((void)(p))
 #define FUNNEL_LZ_EACH(k, n) for (uint32_t k = 0; k < (n); k++)
 #define FUNNEL_LZ_ALONE 0xFFFFFFFFu
+#define FUNNEL_LZ_UNROLL
 #define FUNNEL_LZ_INV(off) (1.0f / (float)(off))
 static inline uint32_t funnel__lz_mul_rz(uint32_t i, float inv) {
   return (uint32_t)((float)i * inv);
@@ -451,6 +453,13 @@ FUNNEL_LZ int funnel__lz4_serial(const uint8_t *in, int64_t n, uint8_t *dst, int
 #define FUNNEL_LZ_IN 0x80000000u
 #define FUNNEL_LZ_OUT 0x40000000u
 
+/* A lane's bytes of a chunk, and its sources of a pass (the device's),
+ * loaded together before any is stored: the loop over them one at a time
+ * waited on each load before the next (a store to the output might have
+ * been what the next byte read). */
+#define FUNNEL_LZ_BATCH 8u
+#define FUNNEL_LZ_PASS_BATCH 4u
+
 /* A warp's shared memory for a block's rounds (the host's: its stack). */
 struct funnel__lz4_scratch {
   uint32_t src[2][FUNNEL_LZ_SPAN];   /* each byte's source, and the next pass's */
@@ -520,7 +529,8 @@ FUNNEL_LZ int funnel__lz_short(const uint8_t *in, uint32_t n, uint32_t at, uint3
  *   chunk or a byte of the chunk. The warp takes a long part together.
  * - The lanes follow the sources in the chunk (each pass replaces a source
  *   in the chunk by that byte's own, so a chain of n matches that copy one
- *   another takes log2(n) passes), then copy the bytes, one a lane.
+ *   another takes log2(n) passes), then copy the bytes, each lane
+ *   loading 8 before it stores any.
  * On the H100 this took the mixed columns' blocks 23 to 29% less time than
  * funnel__lz4_serial; blocks of long sequences (strings: 35 bytes a
  * sequence) were as fast or faster one sequence after another, so a block
@@ -716,10 +726,18 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
         const uint32_t *from = sc->src[p];
         uint32_t *to = sc->src[p ^ 1];
         inner = 0;
-        for (uint32_t b = lane; b < span; b += 32) {
-          uint32_t v = from[b];
-          if (v < FUNNEL_LZ_SPAN) v = from[v], inner |= v < FUNNEL_LZ_SPAN;
-          to[b] = v;
+        for (uint32_t b0 = lane; b0 < span; b0 += 32 * FUNNEL_LZ_PASS_BATCH) {
+          uint32_t got[FUNNEL_LZ_PASS_BATCH];
+          FUNNEL_LZ_UNROLL
+          for (uint32_t k = 0; k < FUNNEL_LZ_PASS_BATCH; k++) {
+            const uint32_t b = b0 + 32 * k;
+            uint32_t v = b < span ? from[b] : FUNNEL_LZ_IN;
+            if (v < FUNNEL_LZ_SPAN) v = from[v], inner |= v < FUNNEL_LZ_SPAN;
+            got[k] = v;
+          }
+          FUNNEL_LZ_UNROLL
+          for (uint32_t k = 0; k < FUNNEL_LZ_PASS_BATCH; k++)
+            if (b0 + 32 * k < span) to[b0 + 32 * k] = got[k];
         }
         inner = __any_sync(0xFFFFFFFFu, inner);
         src = to;
@@ -731,10 +749,18 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
 #endif
       /* the bytes: the output's before the chunk, which the warp wrote
        * before the sync above (or before this block's) */
-      for (uint32_t b = FUNNEL_LZ_LANE0; b < span; b += FUNNEL_LZ_STEP) {
-        const uint32_t v = src[b];
-        out[c0 + b] = (v & FUNNEL_LZ_IN) ? (uint8_t)FUNNEL_LZ_BYTE(in, v & ~FUNNEL_LZ_IN)
-                                         : out[(int32_t)(v & ~FUNNEL_LZ_OUT) - 65536];
+      for (uint32_t b0 = FUNNEL_LZ_LANE0; b0 < span; b0 += FUNNEL_LZ_BATCH * FUNNEL_LZ_STEP) {
+        unsigned got[FUNNEL_LZ_BATCH];
+        FUNNEL_LZ_UNROLL
+        for (uint32_t k = 0; k < FUNNEL_LZ_BATCH; k++) {
+          const uint32_t b = b0 + k * FUNNEL_LZ_STEP;
+          const uint32_t v = b < span ? src[b] : FUNNEL_LZ_IN;
+          got[k] = (v & FUNNEL_LZ_IN) ? (b < span ? FUNNEL_LZ_BYTE(in, v & ~FUNNEL_LZ_IN) : 0u)
+                                      : out[(int32_t)(v & ~FUNNEL_LZ_OUT) - 65536];
+        }
+        FUNNEL_LZ_UNROLL
+        for (uint32_t k = 0; k < FUNNEL_LZ_BATCH; k++)
+          if (b0 + k * FUNNEL_LZ_STEP < span) out[c0 + b0 + k * FUNNEL_LZ_STEP] = (uint8_t)got[k];
       }
       FUNNEL_LZ_SYNC();
     }
