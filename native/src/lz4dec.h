@@ -203,6 +203,7 @@ static __device__ __forceinline__ unsigned funnel__lz_at(unsigned v, unsigned j,
 /* the longest part of a sequence a lane writes the sources of alone (the
  * warp takes a longer one together); the host's one thread, any */
 #define FUNNEL_LZ_ALONE 32u
+/* a loop of a constant count, unrolled (the host's: as written) */
 #define FUNNEL_LZ_UNROLL _Pragma("unroll")
 
 /* 1 / off, for funnel__lz_mod */
@@ -456,7 +457,7 @@ FUNNEL_LZ int funnel__lz4_serial(const uint8_t *in, int64_t n, uint8_t *dst, int
 /* A lane's bytes of a chunk, and its sources of a pass (the device's),
  * loaded together before any is stored: the loop over them one at a time
  * waited on each load before the next (a store to the output might have
- * been what the next byte read). */
+ * been what the next byte read; bench/RESULTS.md, session 50). */
 #define FUNNEL_LZ_BATCH 8u
 #define FUNNEL_LZ_PASS_BATCH 4u
 
