@@ -1374,23 +1374,22 @@ FUNNEL_DP void funnel__dp_piece_copy(const struct funnel__dp_args *a, int64_t i,
             lane, lanes, pairs_min);
     return;
   }
-  const struct funnel__dp_piece pc = *pp;
   const int64_t *base = first_char + col->var * (a->n_parts + 1);
-  const int64_t at = base[p], bytes = base[p + 1] - at;
-  const uint8_t *o = (const uint8_t *)(uintptr_t)pc.offsets;
+  const int64_t at = base[p], bytes = base[p + 1] - at, first = pp->first;
+  const uint8_t *o = (const uint8_t *)(uintptr_t)pp->offsets;
   /* unsigned: wraps as the host path's rebase does */
-  if (col->kind == FUNNEL_DP_VAR32 || (nested && col->kind == FUNNEL_DP_LIST32)) {
+  if (kind == FUNNEL_DP_VAR32 || (nested && kind == FUNNEL_DP_LIST32)) {
     uint32_t *out = (uint32_t *)(uintptr_t)col->offsets + row;
-    const uint32_t delta = (uint32_t)(at - pc.first);
+    const uint32_t delta = (uint32_t)(at - first);
     for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld32(o + 4 * k) + delta;
   } else {
     uint64_t *out = (uint64_t *)(uintptr_t)col->offsets + row;
-    const uint64_t delta = (uint64_t)(at - pc.first);
+    const uint64_t delta = (uint64_t)(at - first);
     for (int64_t k = lane; k < rows; k += lanes) out[k] = funnel__ld64(o + 8 * k) + delta;
   }
-  if (!nested || col->kind == FUNNEL_DP_VAR32 || col->kind == FUNNEL_DP_VAR64)
-    dp_copy((uint8_t *)(uintptr_t)col->data + at, (const uint8_t *)(uintptr_t)pc.data, bytes, lane,
-            lanes, INT64_MAX);
+  if (!nested || kind == FUNNEL_DP_VAR32 || kind == FUNNEL_DP_VAR64)
+    dp_copy((uint8_t *)(uintptr_t)dst + at, (const uint8_t *)(uintptr_t)data, bytes, lane, lanes,
+            INT64_MAX);
 }
 
 /* n bits (n <= 32) from bit `bit` of `src`, reading only their bytes. */
