@@ -202,26 +202,29 @@ namespace nested {
 
 // --------------------------------------------------------- LZ4 decoding
 // The buffers a read leaves to the device to decode (lz4dec.h, included
-// above): a warp a buffer, the warps striding over them, each with its
-// scratch in shared memory; lane 0 writes the status. At most 72 registers
-// (14 blocks an SM): a read of lz4-java's frames (a job a 64 KiB block) has
-// more jobs than the SMs hold at once; with rounds of 1 KiB at 80
-// registers (12 blocks) its strings read's decoder took 2.67 ms, against
-// 2.49 with these (session 37). `gate`: the args of the pass the decoding
-// belongs to when it is gated (dpath.h, funnel__dp_shut), else null.
+// above): two warps a buffer, a block of them (funnel__lz4_block_pair: one
+// walks a round while the other writes the one before), the blocks
+// striding over the jobs; thread 0 writes the status. At most 64
+// registers, FUNNEL_LZ4_PAIR_BLOCKS blocks an SM: the 2,000 jobs of a read
+// of 200x10 buffers at once. Against session 50's decoder (a warp a job,
+// 14 blocks of two an SM), large reads of the mixed columns took 0.94 of
+// the time in Arrow Java's frames, 0.98 to 0.99 in lz4-java's, those of
+// strings 0.97 pinned and 1.04 pageable (bench/RESULTS.md, session 51). `gate`: the
+// args of the pass the decoding belongs to when it is gated (dpath.h,
+// funnel__dp_shut), else null.
 
-extern "C" __global__ void __launch_bounds__(64, 14)
+extern "C" __global__ void __launch_bounds__(64, FUNNEL_LZ4_PAIR_BLOCKS)
     funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base,
                       const flat::funnel__dp_args *gate) {
-  __shared__ funnel__lz4_scratch scratch[2];
+  __shared__ funnel__lz4_pair pair;
   // a gated pass's (dpath.h): nothing when its gate is shut
   if (gate != nullptr && flat::funnel__dp_shut(gate)) return;
-  const unsigned lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-  for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < n; j += warps) {
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
     const funnel__lz4_job job = jobs[j];
-    const int st = funnel__lz4_job_run(&job, base, lane, 32, &scratch[threadIdx.x / 32]);
-    if (lane == 0 && st >= 0) jobs[j].status = st;
+    const int st = funnel__lz4_job_run(&job, base, lane, 64, warp, nullptr, &pair);
+    if (threadIdx.x == 0 && st >= 0) jobs[j].status = st;
+    __syncthreads(); // (the pair's scratch is the next job's)
   }
 }
 
@@ -246,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(32, 16)
     const funnel__lz4_job job = jobs[j];
     const int st = job.kind == FUNNEL__ZSTD_FRAMES
                        ? funnel__zstd_job_run(&job, base, lane, 32, &scratch.z)
-                       : funnel__lz4_job_run(&job, base, lane, 32, &scratch.l);
+                       : funnel__lz4_job_run(&job, base, lane, 32, 0, &scratch.l, nullptr);
     if (lane == 0 && st >= 0) jobs[j].status = st;
     __syncwarp();
   }

@@ -279,10 +279,10 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
     return st;
   }
   if (stage == FUNNEL_DP_STAGE_LZ4) {
-    /* a warp a job, two a block: the jobs spread evenly over the SMs (a
+    /* a job a block of two warps: the jobs spread evenly over the SMs (a
      * read has a few thousand, too few to fill the device) */
     if (n <= 0) return FUNNEL_OK;
-    int64_t gx = (n + 1) / 2;
+    int64_t gx = n;
     if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS; /* the warps stride */
     FUNNEL_RETURN_NOT_OK(enter(cu, error));
     CUdeviceptr a = (CUdeviceptr)args, gate = (CUdeviceptr)first;

@@ -1,7 +1,8 @@
 /* lz4dec.h: the LZ4 frame decoder the device runs (concat.cu's
- * funnel_lz4_decode: a warp a buffer or block, its lanes sharing the
- * work) and the cpu backend runs alike (one thread emulating the warp's
- * lanes), for the buffers a read leaves to the device to decode (parse.c,
+ * funnel_lz4_decode: two warps a buffer or block, one walking its
+ * sequences while the other writes their bytes; funnel_zstd_decode's LZ4
+ * jobs: a warp each) and the cpu backend runs alike (one thread emulating
+ * a warp's lanes), for the buffers a read leaves to the device to decode (parse.c,
  * funnel__decode_all): one source, so that the tests here run the
  * device's code. Written from the LZ4
  * frame and block format descriptions (lz4's doc/lz4_Frame_format.md and
@@ -49,13 +50,18 @@ FUNNEL_LZ int64_t funnel__max_decoded(int64_t codec, int64_t n) {
   return n > (INT64_MAX - 4096) / ratio ? INT64_MAX - 4096 : n * ratio + 4096;
 }
 
-/* The launch_dpath stage (backend.h) that decodes n jobs at `args`, a warp
- * (cuda) a job; its `m` is added to every job's dst (0: the jobs' dst are
+/* The blocks of funnel_lz4_decode (concat.cu: a job a block of two warps,
+ * funnel__lz4_block_pair) an SM holds: 16 at 64 registers (14 and 12
+ * measured no faster: bench/RESULTS.md, session 51). */
+#define FUNNEL_LZ4_PAIR_BLOCKS 16
+
+/* The launch_dpath stage (backend.h) that decodes n jobs at `args`, two
+ * warps (cuda) a job; its `m` is added to every job's dst (0: the jobs' dst are
  * addresses; the device path's jobs are offsets in its decoded buffers). */
 #define FUNNEL_DP_STAGE_LZ4 16
 /* The launch_dpath stage (backend.h) that decodes the n jobs at `args`,
- * some of them ZSTD ones (zstddec.h: a warp a job; the LZ4 ones as
- * FUNNEL_DP_STAGE_LZ4 does: one launch decodes a read of both codecs). */
+ * some of them ZSTD ones (zstddec.h: a warp a job; the LZ4 ones a warp
+ * each, funnel__lz4_block: one launch decodes a read of both codecs). */
 #define FUNNEL_DP_STAGE_ZSTD 17
 
 /* One buffer to decode: the frames of `src_length` bytes at `src` into
@@ -293,17 +299,60 @@ FUNNEL_LZ uint32_t funnel__xxh32(const uint8_t *p, int64_t n) {
 }
 
 #if defined(__CUDACC__)
-/* funnel__xxh32 by the warp, every lane getting it: the stripes of each
- * 128 bytes loaded a word a lane at once, lane j < 4 keeping accumulator
- * j, which takes word j of each stripe by a shuffle; the rest as one
- * thread does. (Lane 0 alone, a load at a time, took 3.4 ms more of the
- * decoder over 200x10x20k.) */
-FUNNEL_LZ uint32_t funnel__xxh32_warp(const uint8_t *p, int64_t n, unsigned lane) {
+/* Chunks of 128 bytes whose words funnel__xxh32_warp loads at once, the
+ * next group's while it hashes this one's. */
+#define FUNNEL_XXH_GROUP 4
+
+/* funnel__xxh32 by the warp, every lane getting it: each 128 bytes a word
+ * a lane, lane j < 4 keeping accumulator j, which takes word j of each
+ * stripe by a shuffle; the rest as one thread does. (Lane 0 alone, a load
+ * at a time, took 3.4 ms more of the decoder over 200x10x20k.)
+ * The words are loaded whole, a group of chunks at a time, the next
+ * group's before this one's are hashed: a lane's word at any alignment is
+ * cut from the two aligned words it spans (the second is the next lane's,
+ * loaded again), and no load reaches past the n bytes (nor before p's
+ * aligned word). The chunks after the last whole group, byte by byte.
+ * A call, not inlined: inlined, its words spilled the decoder's registers.
+ * (ncu put a sixth of the decoder's warps' samples over Arrow Java's
+ * frames, whose content every job hashes, on the chunks loaded a byte at a
+ * time; but alone, in the one-warp decoder, the word loads took 1.03 of
+ * its time over those frames (and 0.94 over strings'): measured since
+ * only with the two warps a job, whose build has them. bench/RESULTS.md,
+ * session 51.) */
+static __device__ __noinline__ uint32_t funnel__xxh32_warp(const uint8_t *p, int64_t n, unsigned lane) {
   if (n < 128) return funnel__xxh32(p, n); /* (without this branch the decoder spills) */
   uint32_t mine = funnel__xxh_seed(lane & 3);
   const int64_t chunks = n / 128;
+  const unsigned r = (unsigned)((uintptr_t)p & 3);
+  const uint32_t *q = (const uint32_t *)(uintptr_t)((uintptr_t)p - r) + lane;
+  /* groups whose words (and, cut, the word after each) lie in the n bytes */
+  const int64_t groups = (r == 0 ? n : n + r - 4) / (128 * FUNNEL_XXH_GROUP);
+  uint32_t lo[FUNNEL_XXH_GROUP], hi[FUNNEL_XXH_GROUP];
+  FUNNEL_LZ_UNROLL
+  for (int k = 0; k < FUNNEL_XXH_GROUP; k++) {
+    lo[k] = groups > 0 ? q[32 * k] : 0u;
+    hi[k] = groups > 0 && r != 0 ? q[32 * k + 1] : 0u;
+  }
+  for (int64_t g = 0; g < groups; g++) {
+    uint32_t w[FUNNEL_XXH_GROUP];
+    FUNNEL_LZ_UNROLL
+    for (int k = 0; k < FUNNEL_XXH_GROUP; k++) w[k] = r == 0 ? lo[k] : __funnelshift_r(lo[k], hi[k], 8 * r);
+    if (g + 1 < groups) {
+      const uint32_t *next = q + 32 * FUNNEL_XXH_GROUP * (g + 1);
+      FUNNEL_LZ_UNROLL
+      for (int k = 0; k < FUNNEL_XXH_GROUP; k++) {
+        lo[k] = next[32 * k];
+        if (r != 0) hi[k] = next[32 * k + 1];
+      }
+    }
+    FUNNEL_LZ_UNROLL
+    for (int k = 0; k < FUNNEL_XXH_GROUP; k++)
+      FUNNEL_LZ_UNROLL
+      for (int s = 0; s < 8; s++)
+        mine = funnel__xxh_round(mine, __shfl_sync(0xFFFFFFFFu, w[k], 4 * s + (lane & 3)));
+  }
 #pragma unroll 4
-  for (int64_t c = 0; c < chunks; c++) {
+  for (int64_t c = groups * FUNNEL_XXH_GROUP; c < chunks; c++) {
     const uint32_t w = funnel__lz_ld32(p + 128 * c + 4 * lane);
 #pragma unroll
     for (int s = 0; s < 8; s++)
@@ -461,14 +510,19 @@ FUNNEL_LZ int funnel__lz4_serial(const uint8_t *in, int64_t n, uint8_t *dst, int
 #define FUNNEL_LZ_BATCH 8u
 #define FUNNEL_LZ_PASS_BATCH 4u
 
+/* A round's sequences, as the walk notes them (in shared memory). */
+struct funnel__lz4_round {
+  uint32_t at[FUNNEL_LZ_SEQS + 1]; /* a sequence's first byte in the block (and the round's end) */
+  uint32_t in[FUNNEL_LZ_SEQS];     /* its literals' input position */
+  uint32_t lit[FUNNEL_LZ_SEQS];    /* how many */
+  uint32_t ml[FUNNEL_LZ_SEQS];     /* its match's length (0: it has none) */
+  uint32_t off[FUNNEL_LZ_SEQS];    /* and offset */
+};
+
 /* A warp's shared memory for a block's rounds (the host's: its stack). */
 struct funnel__lz4_scratch {
-  uint32_t src[2][FUNNEL_LZ_SPAN];   /* each byte's source, and the next pass's */
-  uint32_t at[FUNNEL_LZ_SEQS + 1];   /* a sequence's first byte in the block (and the round's end) */
-  uint32_t in[FUNNEL_LZ_SEQS];       /* its literals' input position */
-  uint32_t lit[FUNNEL_LZ_SEQS];      /* how many */
-  uint32_t ml[FUNNEL_LZ_SEQS];       /* its match's length (0: it has none) */
-  uint32_t off[FUNNEL_LZ_SEQS];      /* and offset */
+  uint32_t src[2][FUNNEL_LZ_SPAN]; /* each byte's source, and the next pass's */
+  struct funnel__lz4_round rd;
 };
 
 /* The source of the block's byte x, of a match that starts at m and
@@ -509,6 +563,246 @@ FUNNEL_LZ int funnel__lz_short(const uint8_t *in, uint32_t n, uint32_t at, uint3
   return 1;
 }
 
+/* The walk of a block's round (funnel__lz4_block): the sequences from
+ * input position *i_io on, at most FUNNEL_LZ_SEQS, noted in rd and placed
+ * from the block's byte o0 on, every bound checked: FUNNEL__LZ4_OK, with
+ * *np_out of them ending at *oe_out (rd->at[*np_out]), *i_io past them and
+ * *done set when they are the block's last; or what failed. Its lanes read
+ * the input only. */
+FUNNEL_LZ int funnel__lz_walk(const uint8_t *in, uint32_t end, uint32_t room, uint32_t back,
+                              uint32_t *i_io, uint32_t o0, unsigned lane,
+                              struct funnel__lz4_round *rd, uint32_t *np_out, uint32_t *oe_out,
+                              int *done) {
+  (void)lane; /* the host's is every lane */
+  uint32_t i = *i_io;
+  uint32_t np = 0;
+  if (end > 0) {
+    const uint32_t ahead = i + 128 * FUNNEL_LZ_LANE0;
+    FUNNEL_LZ_PREFETCH(in + (ahead < end ? ahead : end - 1));
+  }
+  /* the round's sequences: their literals' input positions and lengths,
+   * their matches' lengths and offsets (their places and the bounds of
+   * the output are found after) */
+  while (np < FUNNEL_LZ_SEQS) {
+    if (i >= end) { /* every sequence walked */
+      *done = 1;
+      break;
+    }
+    /* the short sequences from i on whose tokens lie in the 32 bytes
+     * from i (funnel__lz_short) */
+    uint32_t took = 0, cur = 0, lit, ml, off, size;
+#if defined(__CUDACC__)
+    /* each lane reads the sequence a token at its byte would start, and
+     * the chain from lane 0 follows one to the next by a shuffle */
+    const int fast = funnel__lz_short(in, end, i + lane, &lit, &ml, &off, &size);
+    const unsigned fasts = __ballot_sync(0xFFFFFFFFu, fast);
+    const uint32_t next = lane + size;
+    unsigned chain = 0;
+    for (; cur < 32 && (fasts >> cur & 1) && took < FUNNEL_LZ_SEQS - np; took++) {
+      chain |= 1u << cur;
+      cur = __shfl_sync(0xFFFFFFFFu, next, cur);
+    }
+    if (chain >> lane & 1) {
+      const uint32_t k = np + __popc(chain & ((1u << lane) - 1));
+      rd->in[k] = i + lane + 1 + (lit >= 15), rd->lit[k] = lit, rd->ml[k] = ml, rd->off[k] = off;
+    }
+#else
+    /* the same chain, walked */
+    for (; cur < 32 && took < FUNNEL_LZ_SEQS - np &&
+           funnel__lz_short(in, end, i + cur, &lit, &ml, &off, &size);
+         took++) {
+      rd->in[np + took] = i + cur + 1 + (lit >= 15), rd->lit[np + took] = lit;
+      rd->ml[np + took] = ml, rd->off[np + took] = off;
+      cur += size;
+    }
+#endif
+    np += took, i += cur;
+    if (took > 0) continue;
+    /* any other sequence (a length past its token, the last literals, a
+     * bound crossed), by lane 0 */
+    int st = FUNNEL__LZ4_OK;
+    if (FUNNEL_LZ_LANE0 == 0) {
+      const unsigned token = FUNNEL_LZ_BYTE(in, i);
+      uint32_t p = i + 1;
+      lit = token >> 4, ml = 0, off = 0;
+      if (lit == 15 && (p = funnel__lz_length(in, p, end, &lit)) == 0) st = FUNNEL__LZ4_CORRUPT;
+      else if (lit > end - p || lit > room) st = FUNNEL__LZ4_CORRUPT;
+      else {
+        rd->in[np] = p, rd->lit[np] = lit;
+        p += lit;
+        if (p < end) { /* (the last sequence is literals only) */
+          ml = (token & 15) + 4;
+          if (end - p < 2) st = FUNNEL__LZ4_CORRUPT;
+          else {
+            off = FUNNEL_LZ_BYTE(in, p) | FUNNEL_LZ_BYTE(in, p + 1) << 8;
+            p += 2;
+            if ((token & 15) == 15 && (p = funnel__lz_length(in, p, end, &ml)) == 0)
+              st = FUNNEL__LZ4_CORRUPT;
+            else if (ml > room) st = FUNNEL__LZ4_CORRUPT;
+          }
+        }
+        rd->ml[np] = ml, rd->off[np] = off;
+        i = p;
+      }
+    }
+    st = FUNNEL_LZ_FROM0(st);
+    if (st != FUNNEL__LZ4_OK) return st;
+    i = FUNNEL_LZ_FROM0(i);
+    np++;
+  }
+  *i_io = i;
+  FUNNEL_LZ_SYNC(); /* the sequences noted */
+  /* their places in the block, each after the ones before it (a lane a
+   * sequence, by a scan of their lengths), and the output's bounds: the
+   * room, and how far back a match may reach (its offset 0, or before
+   * the window) */
+  uint32_t oe = o0;
+  unsigned bad = 0;
+#if defined(__CUDACC__)
+  {
+    const int seq = lane < np;
+    const uint32_t lit = seq ? rd->lit[lane] : 0, ml = seq ? rd->ml[lane] : 0;
+    const uint32_t off = seq ? rd->off[lane] : 1, len = lit + ml;
+    uint32_t upto = len;
+#pragma unroll
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      const uint32_t v = __shfl_up_sync(0xFFFFFFFFu, upto, d);
+      upto += lane >= d ? v : 0;
+    }
+    const uint32_t at = o0 + upto - len;
+    bad = len > room - at || (ml > 0 && off - 1 >= at + lit + back);
+    if (seq) rd->at[lane] = at;
+    oe = o0 + __shfl_sync(0xFFFFFFFFu, upto, 31);
+  }
+#else
+  for (uint32_t k = 0; k < np; k++) {
+    const uint32_t len = rd->lit[k] + rd->ml[k];
+    bad |= len > room - oe || (rd->ml[k] > 0 && rd->off[k] - 1 >= oe + rd->lit[k] + back);
+    rd->at[k] = oe;
+    oe += len;
+    if (bad) break; /* (past the room, oe might go past 32 bits) */
+  }
+#endif
+  if (FUNNEL_LZ_ANY(bad)) return FUNNEL__LZ4_CORRUPT;
+  if (FUNNEL_LZ_LANE0 == 0) rd->at[np] = oe;
+  FUNNEL_LZ_SYNC();
+  *np_out = np, *oe_out = oe;
+  return FUNNEL__LZ4_OK;
+}
+
+/* The bytes of a walked round (funnel__lz4_block): its np sequences in rd,
+ * the block's bytes o0 to oe at out, in chunks of at most FUNNEL_LZ_SPAN,
+ * with srcs (shared memory) for their sources. Reads of the output before
+ * o0 find the bytes this warp wrote. */
+FUNNEL_LZ void funnel__lz_write(const uint8_t *in, uint8_t *out, uint32_t o0, uint32_t oe,
+                                uint32_t np, const struct funnel__lz4_round *rd,
+                                uint32_t (*srcs)[FUNNEL_LZ_SPAN], unsigned lane) {
+  (void)lane; /* the host's is every lane */
+  for (uint32_t c0 = o0; c0 < oe; c0 += FUNNEL_LZ_SPAN) {
+    const uint32_t c1 = oe - c0 > FUNNEL_LZ_SPAN ? c0 + FUNNEL_LZ_SPAN : oe;
+    uint32_t *src = srcs[0];
+    int inner = 0; /* whether a source is in the chunk */
+    /* each sequence's bytes in the chunk: its literals', its match's */
+    FUNNEL_LZ_EACH(k, np) {
+      /* (on the device every lane, k < np or not) */
+      const int seq = k < np;
+      const uint32_t a = seq ? rd->at[k] : c0, m = seq ? a + rd->lit[k] : c0;
+      const uint32_t e = seq ? rd->at[k + 1] : c0, off = seq ? rd->off[k] : 1;
+      const uint32_t la = a > c0 ? a : c0, lb = m < c1 ? m : c1;
+      const uint32_t ma = m > c0 ? m : c0, mb = e < c1 ? e : c1;
+      const uint32_t from = seq ? rd->in[k] - a : 0; /* a literal's input position, less its place */
+      for (uint32_t x = la; x < lb && lb - la <= FUNNEL_LZ_ALONE; x++) src[x - c0] = FUNNEL_LZ_IN | (from + x);
+      if (ma < mb && mb - ma <= FUNNEL_LZ_ALONE) {
+        uint32_t r = ma - m < off ? ma - m : funnel__lz_mod(ma - m, off, FUNNEL_LZ_INV(off));
+        for (uint32_t x = ma; x < mb; x++) {
+          const uint32_t v = funnel__lz_match_source(m, off, r, c0);
+          src[x - c0] = v;
+          inner |= v < FUNNEL_LZ_SPAN;
+          r = r + 1 == off ? 0 : r + 1;
+        }
+      }
+#if defined(__CUDACC__)
+      /* a longer part, by the warp: each lane a byte in 32 */
+      unsigned many = __ballot_sync(0xFFFFFFFFu, lb > la && lb - la > FUNNEL_LZ_ALONE);
+      while (many) {
+        const int l = __ffs(many) - 1;
+        many &= many - 1;
+        const uint32_t f = __shfl_sync(0xFFFFFFFFu, from, l), b = __shfl_sync(0xFFFFFFFFu, lb, l);
+        for (uint32_t x = __shfl_sync(0xFFFFFFFFu, la, l) + lane; x < b; x += 32)
+          src[x - c0] = FUNNEL_LZ_IN | (f + x);
+      }
+      many = __ballot_sync(0xFFFFFFFFu, mb > ma && mb - ma > FUNNEL_LZ_ALONE);
+      while (many) {
+        const int l = __ffs(many) - 1;
+        many &= many - 1;
+        const uint32_t lm = __shfl_sync(0xFFFFFFFFu, m, l), loff = __shfl_sync(0xFFFFFFFFu, off, l);
+        const uint32_t lma = __shfl_sync(0xFFFFFFFFu, ma, l), lmb = __shfl_sync(0xFFFFFFFFu, mb, l);
+        const float inv = FUNNEL_LZ_INV(loff);
+        const uint32_t step = funnel__lz_mod(32, loff, inv);
+        uint32_t r = funnel__lz_mod(lma + lane - lm, loff, inv);
+        for (uint32_t x = lma + lane; x < lmb; x += 32) {
+          const uint32_t v = funnel__lz_match_source(lm, loff, r, c0);
+          src[x - c0] = v;
+          inner |= v < FUNNEL_LZ_SPAN;
+          r += step;
+          r -= r >= loff ? loff : 0;
+        }
+      }
+#endif
+    }
+    inner = FUNNEL_LZ_ANY(inner);
+    FUNNEL_LZ_SYNC();
+    /* the sources in the chunk, followed to the input or the output
+     * before it: a source in the chunk is an earlier byte, whose source
+     * each pass takes, from one copy of the sources into the other (so
+     * that no lane reads what another writes); the host's one pass in
+     * order finds each earlier byte's already followed */
+    const uint32_t span = c1 - c0;
+#if defined(__CUDACC__)
+    for (int p = 0; inner; p ^= 1) {
+      const uint32_t *from = srcs[p];
+      uint32_t *to = srcs[p ^ 1];
+      inner = 0;
+      for (uint32_t b0 = lane; b0 < span; b0 += 32 * FUNNEL_LZ_PASS_BATCH) {
+        uint32_t got[FUNNEL_LZ_PASS_BATCH];
+        FUNNEL_LZ_UNROLL
+        for (uint32_t k = 0; k < FUNNEL_LZ_PASS_BATCH; k++) {
+          const uint32_t b = b0 + 32 * k;
+          uint32_t v = b < span ? from[b] : FUNNEL_LZ_IN;
+          if (v < FUNNEL_LZ_SPAN) v = from[v], inner |= v < FUNNEL_LZ_SPAN;
+          got[k] = v;
+        }
+        FUNNEL_LZ_UNROLL
+        for (uint32_t k = 0; k < FUNNEL_LZ_PASS_BATCH; k++)
+          if (b0 + 32 * k < span) to[b0 + 32 * k] = got[k];
+      }
+      inner = __any_sync(0xFFFFFFFFu, inner);
+      src = to;
+      __syncwarp();
+    }
+#else
+    for (uint32_t b = 0; inner && b < span; b++)
+      if (src[b] < FUNNEL_LZ_SPAN) src[b] = src[src[b]];
+#endif
+    /* the bytes: the output's before the chunk, which the warp wrote
+     * before the sync above (or before this block's) */
+    for (uint32_t b0 = FUNNEL_LZ_LANE0; b0 < span; b0 += FUNNEL_LZ_BATCH * FUNNEL_LZ_STEP) {
+      unsigned got[FUNNEL_LZ_BATCH];
+      FUNNEL_LZ_UNROLL
+      for (uint32_t k = 0; k < FUNNEL_LZ_BATCH; k++) {
+        const uint32_t b = b0 + k * FUNNEL_LZ_STEP;
+        const uint32_t v = b < span ? src[b] : FUNNEL_LZ_IN;
+        got[k] = (v & FUNNEL_LZ_IN) ? (b < span ? FUNNEL_LZ_BYTE(in, v & ~FUNNEL_LZ_IN) : 0u)
+                                    : out[(int32_t)(v & ~FUNNEL_LZ_OUT) - 65536];
+      }
+      FUNNEL_LZ_UNROLL
+      for (uint32_t k = 0; k < FUNNEL_LZ_BATCH; k++)
+        if (b0 + k * FUNNEL_LZ_STEP < span) out[c0 + b0 + k * FUNNEL_LZ_STEP] = (uint8_t)got[k];
+    }
+    FUNNEL_LZ_SYNC();
+  }
+}
+
 /* Decodes one block of `n` bytes (at most 4 MiB, as every frame's blocks
  * are) at `in` to dst[*op ...), at most up to `cap`; a match reaches back
  * at most to dst[window].
@@ -540,7 +834,6 @@ FUNNEL_LZ int funnel__lz_short(const uint8_t *in, uint32_t n, uint32_t at, uint3
 FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
                                 int64_t cap, int64_t window, unsigned lane,
                                 struct funnel__lz4_scratch *sc) {
-  (void)lane; /* the host's is every lane */
   if (n > FUNNEL_LZ_MOST) return FUNNEL__LZ4_CORRUPT;
   uint8_t *const out = dst + *op_io;
   const uint32_t end = (uint32_t)n, room = funnel__lz_room(*op_io, cap);
@@ -548,233 +841,129 @@ FUNNEL_LZ int funnel__lz4_block(const uint8_t *in, int64_t n, uint8_t *dst, int6
   uint32_t i = 0;  /* the next sequence's input position */
   uint32_t o0 = 0; /* the round's first byte, in the block */
   for (int done = 0; !done;) {
-    uint32_t np = 0;
-    if (end > 0) {
-      const uint32_t ahead = i + 128 * FUNNEL_LZ_LANE0;
-      FUNNEL_LZ_PREFETCH(in + (ahead < end ? ahead : end - 1));
-    }
-    /* the round's sequences: their literals' input positions and lengths,
-     * their matches' lengths and offsets (their places and the bounds of
-     * the output are found after) */
-    while (np < FUNNEL_LZ_SEQS) {
-      if (i >= end) { /* every sequence walked */
-        done = 1;
-        break;
-      }
-      /* the short sequences from i on whose tokens lie in the 32 bytes
-       * from i (funnel__lz_short) */
-      uint32_t took = 0, cur = 0, lit, ml, off, size;
-#if defined(__CUDACC__)
-      /* each lane reads the sequence a token at its byte would start, and
-       * the chain from lane 0 follows one to the next by a shuffle */
-      const int fast = funnel__lz_short(in, end, i + lane, &lit, &ml, &off, &size);
-      const unsigned fasts = __ballot_sync(0xFFFFFFFFu, fast);
-      const uint32_t next = lane + size;
-      unsigned chain = 0;
-      for (; cur < 32 && (fasts >> cur & 1) && took < FUNNEL_LZ_SEQS - np; took++) {
-        chain |= 1u << cur;
-        cur = __shfl_sync(0xFFFFFFFFu, next, cur);
-      }
-      if (chain >> lane & 1) {
-        const uint32_t k = np + __popc(chain & ((1u << lane) - 1));
-        sc->in[k] = i + lane + 1 + (lit >= 15), sc->lit[k] = lit, sc->ml[k] = ml, sc->off[k] = off;
-      }
-#else
-      /* the same chain, walked */
-      for (; cur < 32 && took < FUNNEL_LZ_SEQS - np &&
-             funnel__lz_short(in, end, i + cur, &lit, &ml, &off, &size);
-           took++) {
-        sc->in[np + took] = i + cur + 1 + (lit >= 15), sc->lit[np + took] = lit;
-        sc->ml[np + took] = ml, sc->off[np + took] = off;
-        cur += size;
-      }
-#endif
-      np += took, i += cur;
-      if (took > 0) continue;
-      /* any other sequence (a length past its token, the last literals, a
-       * bound crossed), by lane 0 */
-      int st = FUNNEL__LZ4_OK;
-      if (FUNNEL_LZ_LANE0 == 0) {
-        const unsigned token = FUNNEL_LZ_BYTE(in, i);
-        uint32_t p = i + 1;
-        lit = token >> 4, ml = 0, off = 0;
-        if (lit == 15 && (p = funnel__lz_length(in, p, end, &lit)) == 0) st = FUNNEL__LZ4_CORRUPT;
-        else if (lit > end - p || lit > room) st = FUNNEL__LZ4_CORRUPT;
-        else {
-          sc->in[np] = p, sc->lit[np] = lit;
-          p += lit;
-          if (p < end) { /* (the last sequence is literals only) */
-            ml = (token & 15) + 4;
-            if (end - p < 2) st = FUNNEL__LZ4_CORRUPT;
-            else {
-              off = FUNNEL_LZ_BYTE(in, p) | FUNNEL_LZ_BYTE(in, p + 1) << 8;
-              p += 2;
-              if ((token & 15) == 15 && (p = funnel__lz_length(in, p, end, &ml)) == 0)
-                st = FUNNEL__LZ4_CORRUPT;
-              else if (ml > room) st = FUNNEL__LZ4_CORRUPT;
-            }
-          }
-          sc->ml[np] = ml, sc->off[np] = off;
-          i = p;
-        }
-      }
-      st = FUNNEL_LZ_FROM0(st);
-      if (st != FUNNEL__LZ4_OK) return st;
-      i = FUNNEL_LZ_FROM0(i);
-      np++;
-    }
-    FUNNEL_LZ_SYNC(); /* the sequences noted */
-    /* their places in the block, each after the ones before it (a lane a
-     * sequence, by a scan of their lengths), and the output's bounds: the
-     * room, and how far back a match may reach (its offset 0, or before
-     * the window) */
-    uint32_t oe = o0;
-    unsigned bad = 0;
-#if defined(__CUDACC__)
-    {
-      const int seq = lane < np;
-      const uint32_t lit = seq ? sc->lit[lane] : 0, ml = seq ? sc->ml[lane] : 0;
-      const uint32_t off = seq ? sc->off[lane] : 1, len = lit + ml;
-      uint32_t upto = len;
-#pragma unroll
-      for (unsigned d = 1; d < 32; d <<= 1) {
-        const uint32_t v = __shfl_up_sync(0xFFFFFFFFu, upto, d);
-        upto += lane >= d ? v : 0;
-      }
-      const uint32_t at = o0 + upto - len;
-      bad = len > room - at || (ml > 0 && off - 1 >= at + lit + back);
-      if (seq) sc->at[lane] = at;
-      oe = o0 + __shfl_sync(0xFFFFFFFFu, upto, 31);
-    }
-#else
-    for (uint32_t k = 0; k < np; k++) {
-      const uint32_t len = sc->lit[k] + sc->ml[k];
-      bad |= len > room - oe || (sc->ml[k] > 0 && sc->off[k] - 1 >= oe + sc->lit[k] + back);
-      sc->at[k] = oe;
-      oe += len;
-      if (bad) break; /* (past the room, oe might go past 32 bits) */
-    }
-#endif
-    if (FUNNEL_LZ_ANY(bad)) return FUNNEL__LZ4_CORRUPT;
-    if (FUNNEL_LZ_LANE0 == 0) sc->at[np] = oe;
-    FUNNEL_LZ_SYNC();
+    uint32_t np, oe;
+    const int st = funnel__lz_walk(in, end, room, back, &i, o0, lane, &sc->rd, &np, &oe, &done);
+    if (st != FUNNEL__LZ4_OK) return st;
     /* a block whose first round's sequences are long goes one sequence
      * after another instead, from its start */
     if (o0 == 0 && !done && oe >= FUNNEL_LZ_LONG * np)
       return funnel__lz4_serial(in, n, dst, op_io, cap, window, lane);
-    for (uint32_t c0 = o0; c0 < oe; c0 += FUNNEL_LZ_SPAN) {
-      const uint32_t c1 = oe - c0 > FUNNEL_LZ_SPAN ? c0 + FUNNEL_LZ_SPAN : oe;
-      uint32_t *src = sc->src[0];
-      int inner = 0; /* whether a source is in the chunk */
-      /* each sequence's bytes in the chunk: its literals', its match's */
-      FUNNEL_LZ_EACH(k, np) {
-        /* (on the device every lane, k < np or not) */
-        const int seq = k < np;
-        const uint32_t a = seq ? sc->at[k] : c0, m = seq ? a + sc->lit[k] : c0;
-        const uint32_t e = seq ? sc->at[k + 1] : c0, off = seq ? sc->off[k] : 1;
-        const uint32_t la = a > c0 ? a : c0, lb = m < c1 ? m : c1;
-        const uint32_t ma = m > c0 ? m : c0, mb = e < c1 ? e : c1;
-        const uint32_t from = seq ? sc->in[k] - a : 0; /* a literal's input position, less its place */
-        for (uint32_t x = la; x < lb && lb - la <= FUNNEL_LZ_ALONE; x++) src[x - c0] = FUNNEL_LZ_IN | (from + x);
-        if (ma < mb && mb - ma <= FUNNEL_LZ_ALONE) {
-          uint32_t r = ma - m < off ? ma - m : funnel__lz_mod(ma - m, off, FUNNEL_LZ_INV(off));
-          for (uint32_t x = ma; x < mb; x++) {
-            const uint32_t v = funnel__lz_match_source(m, off, r, c0);
-            src[x - c0] = v;
-            inner |= v < FUNNEL_LZ_SPAN;
-            r = r + 1 == off ? 0 : r + 1;
-          }
-        }
-#if defined(__CUDACC__)
-        /* a longer part, by the warp: each lane a byte in 32 */
-        unsigned many = __ballot_sync(0xFFFFFFFFu, lb > la && lb - la > FUNNEL_LZ_ALONE);
-        while (many) {
-          const int l = __ffs(many) - 1;
-          many &= many - 1;
-          const uint32_t f = __shfl_sync(0xFFFFFFFFu, from, l), b = __shfl_sync(0xFFFFFFFFu, lb, l);
-          for (uint32_t x = __shfl_sync(0xFFFFFFFFu, la, l) + lane; x < b; x += 32)
-            src[x - c0] = FUNNEL_LZ_IN | (f + x);
-        }
-        many = __ballot_sync(0xFFFFFFFFu, mb > ma && mb - ma > FUNNEL_LZ_ALONE);
-        while (many) {
-          const int l = __ffs(many) - 1;
-          many &= many - 1;
-          const uint32_t lm = __shfl_sync(0xFFFFFFFFu, m, l), loff = __shfl_sync(0xFFFFFFFFu, off, l);
-          const uint32_t lma = __shfl_sync(0xFFFFFFFFu, ma, l), lmb = __shfl_sync(0xFFFFFFFFu, mb, l);
-          const float inv = FUNNEL_LZ_INV(loff);
-          const uint32_t step = funnel__lz_mod(32, loff, inv);
-          uint32_t r = funnel__lz_mod(lma + lane - lm, loff, inv);
-          for (uint32_t x = lma + lane; x < lmb; x += 32) {
-            const uint32_t v = funnel__lz_match_source(lm, loff, r, c0);
-            src[x - c0] = v;
-            inner |= v < FUNNEL_LZ_SPAN;
-            r += step;
-            r -= r >= loff ? loff : 0;
-          }
-        }
-#endif
-      }
-      inner = FUNNEL_LZ_ANY(inner);
-      FUNNEL_LZ_SYNC();
-      /* the sources in the chunk, followed to the input or the output
-       * before it: a source in the chunk is an earlier byte, whose source
-       * each pass takes, from one copy of the sources into the other (so
-       * that no lane reads what another writes); the host's one pass in
-       * order finds each earlier byte's already followed */
-      const uint32_t span = c1 - c0;
-#if defined(__CUDACC__)
-      for (int p = 0; inner; p ^= 1) {
-        const uint32_t *from = sc->src[p];
-        uint32_t *to = sc->src[p ^ 1];
-        inner = 0;
-        for (uint32_t b0 = lane; b0 < span; b0 += 32 * FUNNEL_LZ_PASS_BATCH) {
-          uint32_t got[FUNNEL_LZ_PASS_BATCH];
-          FUNNEL_LZ_UNROLL
-          for (uint32_t k = 0; k < FUNNEL_LZ_PASS_BATCH; k++) {
-            const uint32_t b = b0 + 32 * k;
-            uint32_t v = b < span ? from[b] : FUNNEL_LZ_IN;
-            if (v < FUNNEL_LZ_SPAN) v = from[v], inner |= v < FUNNEL_LZ_SPAN;
-            got[k] = v;
-          }
-          FUNNEL_LZ_UNROLL
-          for (uint32_t k = 0; k < FUNNEL_LZ_PASS_BATCH; k++)
-            if (b0 + 32 * k < span) to[b0 + 32 * k] = got[k];
-        }
-        inner = __any_sync(0xFFFFFFFFu, inner);
-        src = to;
-        __syncwarp();
-      }
-#else
-      for (uint32_t b = 0; inner && b < span; b++)
-        if (src[b] < FUNNEL_LZ_SPAN) src[b] = src[src[b]];
-#endif
-      /* the bytes: the output's before the chunk, which the warp wrote
-       * before the sync above (or before this block's) */
-      for (uint32_t b0 = FUNNEL_LZ_LANE0; b0 < span; b0 += FUNNEL_LZ_BATCH * FUNNEL_LZ_STEP) {
-        unsigned got[FUNNEL_LZ_BATCH];
-        FUNNEL_LZ_UNROLL
-        for (uint32_t k = 0; k < FUNNEL_LZ_BATCH; k++) {
-          const uint32_t b = b0 + k * FUNNEL_LZ_STEP;
-          const uint32_t v = b < span ? src[b] : FUNNEL_LZ_IN;
-          got[k] = (v & FUNNEL_LZ_IN) ? (b < span ? FUNNEL_LZ_BYTE(in, v & ~FUNNEL_LZ_IN) : 0u)
-                                      : out[(int32_t)(v & ~FUNNEL_LZ_OUT) - 65536];
-        }
-        FUNNEL_LZ_UNROLL
-        for (uint32_t k = 0; k < FUNNEL_LZ_BATCH; k++)
-          if (b0 + k * FUNNEL_LZ_STEP < span) out[c0 + b0 + k * FUNNEL_LZ_STEP] = (uint8_t)got[k];
-      }
-      FUNNEL_LZ_SYNC();
-    }
+    funnel__lz_write(in, out, o0, oe, np, &sc->rd, sc->src, lane);
     o0 = oe;
   }
   *op_io += o0;
   return FUNNEL__LZ4_OK;
 }
 
+/* Two warps' shared memory for a block (funnel__lz4_block_pair): the
+ * writer's sources, and two rounds the walker notes, round k in [k % 2]:
+ * its sequences, their count and end, and what the walker found
+ * (FUNNEL_LZ_PAIR_*, or a status less than 0). */
+struct funnel__lz4_pair {
+  uint32_t src[2][FUNNEL_LZ_SPAN];
+  struct funnel__lz4_round rd[2];
+  uint32_t np[2], oe[2];
+  int32_t state[2];
+  int32_t status; /* the serial path's, for both warps */
+  int64_t op;
+};
+
+enum {
+  FUNNEL_LZ_PAIR_MORE = 0,  /* a round, more after it */
+  FUNNEL_LZ_PAIR_LAST = 1,  /* the block's last round */
+  FUNNEL_LZ_PAIR_SERIAL = 2 /* a first round of long sequences: the block goes serially */
+};
+
+#if defined(__CUDACC__)
+/* funnel__lz4_block by two warps of a block (every thread of it calls it,
+ * `warp` 0 or 1): warp 0 walks round k while warp 1 writes round k - 1,
+ * then the block's barrier (so the walk, about half of a warp's time over
+ * columns of short sequences, is off the writer's chain: bench/RESULTS.md,
+ * session 51). The writer alone writes and reads the output. A block the
+ * first round finds long goes serially on the writer. Both warps return
+ * the same status. */
+FUNNEL_LZ int funnel__lz4_block_pair(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
+                                     int64_t cap, int64_t window, unsigned lane, unsigned warp,
+                                     struct funnel__lz4_pair *pc) {
+  if (n > FUNNEL_LZ_MOST) return FUNNEL__LZ4_CORRUPT;
+  uint8_t *const out = dst + *op_io;
+  const uint32_t end = (uint32_t)n, room = funnel__lz_room(*op_io, cap);
+  const uint32_t back = funnel__lz_back(*op_io, window);
+  uint32_t i = 0;  /* the walker's next sequence's input position */
+  uint32_t o0 = 0; /* the next round's first byte: the walker's to walk, the writer's to write */
+  for (uint32_t k = 0;; k++) {
+    /* whether round k - 1 was the block's last (the walker wrote its
+     * state before the barrier that ended step k - 1) */
+    const int last = k > 0 && pc->state[(k - 1) & 1] == FUNNEL_LZ_PAIR_LAST;
+    if (warp == 0) {
+      if (!last) {
+        uint32_t np = 0, oe = o0;
+        int done = 0;
+        const int st =
+            funnel__lz_walk(in, end, room, back, &i, o0, lane, &pc->rd[k & 1], &np, &oe, &done);
+        int32_t state = st != FUNNEL__LZ4_OK ? -st
+                        : done                ? FUNNEL_LZ_PAIR_LAST
+                        : o0 == 0 && oe >= FUNNEL_LZ_LONG * np ? FUNNEL_LZ_PAIR_SERIAL
+                                                                : FUNNEL_LZ_PAIR_MORE;
+        if (lane == 0) pc->np[k & 1] = np, pc->oe[k & 1] = oe, pc->state[k & 1] = state;
+        o0 = oe;
+      }
+    } else if (k > 0) {
+      const unsigned b = (k - 1) & 1;
+      funnel__lz_write(in, out, o0, pc->oe[b], pc->np[b], &pc->rd[b], pc->src, lane);
+      o0 = pc->oe[b];
+    }
+    __syncthreads();
+    if (last) break;
+    const int32_t state = pc->state[k & 1];
+    if (state < 0) return -state;
+    if (state == FUNNEL_LZ_PAIR_SERIAL) {
+      if (warp == 1) {
+        int64_t op = *op_io;
+        const int st = funnel__lz4_serial(in, n, dst, &op, cap, window, lane);
+        if (lane == 0) pc->status = st, pc->op = op;
+      }
+      __syncthreads();
+      const int st = pc->status;
+      if (st == FUNNEL__LZ4_OK) *op_io = pc->op;
+      __syncthreads(); /* (before a later block's serial path writes them) */
+      return st;
+    }
+  }
+  *op_io += o0;
+  return FUNNEL__LZ4_OK;
+}
+
+/* A job's lanes' writes, seen by all of its lanes: one warp's, or the
+ * block's two warps' (pc) */
+#define FUNNEL_LZ_SYNC_JOB(pc) \
+  do {                         \
+    if ((pc) != NULL) __syncthreads(); \
+    else __syncwarp();         \
+  } while (0)
+#else
+#define FUNNEL_LZ_SYNC_JOB(pc) ((void)(pc))
+#endif
+
+/* funnel__lz4_block by one warp (sc), or by two (pc, on the device). */
+FUNNEL_LZ int funnel__lz4_block_by(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
+                                   int64_t cap, int64_t window, unsigned lane, unsigned warp,
+                                   struct funnel__lz4_scratch *sc, struct funnel__lz4_pair *pc) {
+#if defined(__CUDACC__)
+  if (pc != NULL) return funnel__lz4_block_pair(in, n, dst, op_io, cap, window, lane, warp, pc);
+#else
+  (void)warp, (void)pc;
+#endif
+  return funnel__lz4_block(in, n, dst, op_io, cap, window, lane, sc);
+}
+
 /* Decodes the frames of `n` bytes at `src` into exactly `cap` bytes at
- * `dst`: FUNNEL__LZ4_OK or what failed. */
+ * `dst`: FUNNEL__LZ4_OK or what failed. A warp decodes them (`lanes` 32,
+ * `warp` 0, its scratch sc), or two warps of a block (`lanes` 64, `warp`
+ * 0 and 1, their pc; on the device), each with its own `lane`. */
 FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
-                                 unsigned lane, unsigned lanes, struct funnel__lz4_scratch *sc) {
+                                 unsigned lane, unsigned lanes, unsigned warp,
+                                 struct funnel__lz4_scratch *sc, struct funnel__lz4_pair *pc) {
   int64_t ip = 0, op = 0;
   while (ip < n) {
     if (n - ip < 8) return FUNNEL__LZ4_CORRUPT; /* a magic and at least a size or header */
@@ -800,14 +989,14 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
       const int64_t before = op;
       if (stored) {
         if (size > cap - op) return FUNNEL__LZ4_CORRUPT;
-        for (int64_t i = lane; i < size; i += lanes) dst[op + i] = src[at + i];
+        for (int64_t i = lane + 32 * warp; i < size; i += lanes) dst[op + i] = src[at + i];
         op += size;
       } else {
-        const int st = funnel__lz4_block(src + at, size, dst, &op, cap,
-                                         f.independent ? op : frame_start, lane, sc);
+        const int st = funnel__lz4_block_by(src + at, size, dst, &op, cap,
+                                            f.independent ? op : frame_start, lane, warp, sc, pc);
         if (st != FUNNEL__LZ4_OK) return st;
       }
-      FUNNEL_LZ_SYNC();
+      FUNNEL_LZ_SYNC_JOB(pc);
       if (op - before > f.block_max) return FUNNEL__LZ4_CORRUPT;
       /* the block's checksum: of its bytes as stored */
       if (f.block_sum && !funnel__lz_sum_ok(src + at, size, src + at + size, lane))
@@ -824,23 +1013,26 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
 }
 
 /* Decodes job `j`, its dst `base` more (every lane of a group of `lanes`
- * calls it, with the group's scratch): its status, or -1 for a job of
- * another decoder's (zstddec.h's), left alone. */
+ * calls it, with the group's scratch, sc or pc, and `warp`, as
+ * funnel__lz4_frames): its status, or -1 for a job of another decoder's
+ * (zstddec.h's), left alone. */
 FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned lane,
-                                  unsigned lanes, struct funnel__lz4_scratch *sc) {
+                                  unsigned lanes, unsigned warp, struct funnel__lz4_scratch *sc,
+                                  struct funnel__lz4_pair *pc) {
   if (j->kind == FUNNEL__LZ4_SKIP) return FUNNEL__LZ4_OK;
   if (j->kind > FUNNEL__LZ4_SKIP) return -1;
   const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
   uint8_t *dst = (uint8_t *)(uintptr_t)(j->dst + base);
   if (j->kind == FUNNEL__LZ4_FRAMES)
-    return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes, sc);
+    return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes, warp, sc, pc);
   if (j->kind == FUNNEL__LZ4_STORED) {
     if (j->src_length != j->dst_length) return FUNNEL__LZ4_LENGTH;
-    for (int64_t i = lane; i < j->src_length; i += lanes) dst[i] = src[i];
+    for (int64_t i = lane + 32 * warp; i < j->src_length; i += lanes) dst[i] = src[i];
     return FUNNEL__LZ4_OK;
   }
   int64_t op = 0;
-  const int st = funnel__lz4_block(src, j->src_length, dst, &op, j->dst_length, 0, lane, sc);
+  const int st =
+      funnel__lz4_block_by(src, j->src_length, dst, &op, j->dst_length, 0, lane, warp, sc, pc);
   return st != FUNNEL__LZ4_OK ? st : op == j->dst_length ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
 
@@ -881,7 +1073,7 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
 FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
   struct funnel__lz4_scratch sc;
   for (int64_t j = 0; j < n; j++) {
-    const int st = funnel__lz4_job_run(&jobs[j], base, 0, 1, &sc);
+    const int st = funnel__lz4_job_run(&jobs[j], base, 0, 1, 0, &sc, NULL);
     if (st >= 0) jobs[j].status = st;
   }
 }

@@ -36,16 +36,20 @@
 
 /* ------------------------------------------------------ the emulated warp */
 
-enum { LANES = 32, STACK = 1 << 17 };
-enum { K_SYNC = 1, K_BALLOT, K_ANY, K_MATCH, K_SHFL, K_UP, K_XOR, K_EXIT };
+/* A warp's lanes; a block of two warps' (funnel__lz4_block_pair's) */
+enum { LANES = 32, MOST_LANES = 64, STACK = 1 << 17 };
+/* a lane's collectives: the warp's, the block's barrier (__syncthreads),
+ * its end */
+enum { K_SYNC = 1, K_BALLOT, K_ANY, K_MATCH, K_SHFL, K_UP, K_XOR, K_BAR, K_EXIT };
 
-static ucontext_t warp_main, lane_ctx[LANES];
-static unsigned current;
-static uint64_t lane_val[LANES], lane_res[LANES];
-static int lane_kind[LANES], lane_line[LANES], lane_arg[LANES];
+static ucontext_t warp_main, lane_ctx[MOST_LANES];
+static unsigned current;     /* the running lane: its warp's lane is current % 32 */
+static int threads = LANES;  /* the block's lanes: one warp, or two */
+static uint64_t lane_val[MOST_LANES], lane_res[MOST_LANES];
+static int lane_kind[MOST_LANES], lane_line[MOST_LANES], lane_arg[MOST_LANES];
 /* what a lane's load may touch: its job's source (a lane may be at the
  * next job while another is still at this one) */
-static const uint8_t *span_lo[LANES], *span_hi[LANES];
+static const uint8_t *span_lo[MOST_LANES], *span_hi[MOST_LANES];
 
 /* A lane's arrival at a collective: back to the warp, which answers. */
 static uint64_t meet(int kind, int line, uint64_t v, int arg) {
@@ -69,6 +73,7 @@ static int checked_load(const void *p, size_t k) {
 }
 
 #define __syncwarp() ((void)meet(K_SYNC, __LINE__, 0, 0))
+#define __syncthreads() ((void)meet(K_BAR, __LINE__, 0, 0))
 #define __ballot_sync(m, c) ((unsigned)meet(K_BALLOT, __LINE__, (c) ? 1 : 0, 0))
 #define __any_sync(m, c) ((int)meet(K_ANY, __LINE__, (c) ? 1 : 0, 0))
 #define __match_any_sync(m, v) ((unsigned)meet(K_MATCH, __LINE__, (uint64_t)(v), 0))
@@ -104,6 +109,7 @@ static float __fmul_rz(float a, float b) {
 #define __CUDACC__ 1
 #define __device__
 #define __forceinline__
+#define __noinline__
 #define __constant__
 /* lz4dec.h's PTX (a shuffle, a prefetch): the emulation's __shfl_sync, nothing */
 #define FUNNEL_LZ_NO_PTX 1
@@ -126,91 +132,140 @@ static union {
   struct funnel__zstd_scratch z;
   struct funnel__lz4_scratch l;
 } scratch;
-static int job_codec; /* 0: a ZSTD buffer; 1: LZ4 jobs */
+/* two warps' (concat.cu's funnel_lz4_decode's) */
+static struct funnel__lz4_pair pair;
+static int job_codec; /* 0: a ZSTD buffer; 1: LZ4 jobs; 2: xxHash32 of job_src's job_n bytes */
 static const uint8_t *job_src;
 static int64_t job_n, job_cap;
 static uint8_t *job_dst;
 static struct funnel__lz4_job *lz4_jobs;
 static int lz4_n;
 static uint64_t lz4_base;
-static int lane_status[LANES][MAX_JOBS];
-static char stacks[LANES][STACK];
+static int lane_status[MOST_LANES][MAX_JOBS];
+static uint32_t lane_hash[LANES];
+static char stacks[MOST_LANES][STACK];
 
 static void lane_main(void) {
   const unsigned l = current;
-  if (job_codec == 0) {
-    lane_status[l][0] =
-        funnel__zstd_frames(job_src, job_n, job_dst, job_cap, l, LANES, &scratch.z);
-  } else {
-    /* as concat.cu's funnel_lz4_decode takes them: a warp's jobs one after
-     * another, with one scratch */
+  if (job_codec == 2) {
+    lane_hash[l] = funnel__xxh32_warp(job_src, job_n, l);
+  } else if (job_codec == 1 && threads == MOST_LANES) {
+    /* as concat.cu's funnel_lz4_decode takes them: a block's jobs one
+     * after another, two warps a job, a barrier after each */
     for (int j = 0; j < lz4_n; j++) {
       const struct funnel__lz4_job job = lz4_jobs[j];
       span_lo[l] = (const uint8_t *)(uintptr_t)job.src;
       span_hi[l] = span_lo[l] + job.src_length;
-      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l, LANES, &scratch.l);
+      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l % 32, MOST_LANES, l / 32, NULL, &pair);
+      __syncthreads();
+    }
+  } else if (job_codec == 0) {
+    lane_status[l][0] =
+        funnel__zstd_frames(job_src, job_n, job_dst, job_cap, l, LANES, &scratch.z);
+  } else {
+    /* as concat.cu's funnel_zstd_decode takes them: a warp's jobs one
+     * after another, with one scratch */
+    for (int j = 0; j < lz4_n; j++) {
+      const struct funnel__lz4_job job = lz4_jobs[j];
+      span_lo[l] = (const uint8_t *)(uintptr_t)job.src;
+      span_hi[l] = span_lo[l] + job.src_length;
+      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l, LANES, 0, &scratch.l, NULL);
     }
   }
   meet(K_EXIT, -1, 0, 0);
 }
 
-/* Runs the warp's lanes (lane_main) to their end, between meetings in
- * `order` (0 in turn, 1 in reverse, 2 at random from seed): 0, or -100
- * when the warp diverged. */
+/* Runs the block's lanes (lane_main: `threads` of them, one warp or two)
+ * to their end, between meetings in `order` (0 in turn, 1 in reverse, 2
+ * at random from seed): 0, or -100 when a warp diverged or a barrier
+ * waits for a warp that ended. A warp's collective is answered once its
+ * 32 lanes are at it; a barrier once every warp's are. */
 static uint32_t order_seed; /* (static: the lanes' swapcontext would clobber a local) */
+static int lane_waits[MOST_LANES];
 
 static int warp_run(int order, uint32_t seed) {
   order_seed = seed;
-  for (int l = 0; l < LANES; l++) {
+  for (int l = 0; l < threads; l++) {
     getcontext(&lane_ctx[l]);
     lane_ctx[l].uc_stack.ss_sp = stacks[l];
     lane_ctx[l].uc_stack.ss_size = STACK;
     lane_ctx[l].uc_link = NULL;
     makecontext(&lane_ctx[l], lane_main, 0);
+    lane_waits[l] = 0;
   }
-  int perm[LANES];
+  int perm[MOST_LANES];
+  const int warps = threads / LANES;
   for (;;) {
-    for (int i = 0; i < LANES; i++) perm[i] = order == 1 ? LANES - 1 - i : i;
-    for (int i = LANES - 1; order == 2 && i > 0; i--) {
+    for (int i = 0; i < threads; i++) perm[i] = order == 1 ? threads - 1 - i : i;
+    for (int i = threads - 1; order == 2 && i > 0; i--) {
       order_seed = order_seed * 1103515245u + 12345u;
       const int k = (int)((order_seed >> 8) % (uint32_t)(i + 1)), t = perm[i];
       perm[i] = perm[k];
       perm[k] = t;
     }
-    for (int i = 0; i < LANES; i++) {
+    for (int i = 0; i < threads; i++) {
+      if (lane_waits[perm[i]]) continue;
       current = (unsigned)perm[i];
       swapcontext(&warp_main, &lane_ctx[perm[i]]);
+      lane_waits[perm[i]] = 1;
     }
-    const int kind = lane_kind[0], line = lane_line[0];
-    for (int l = 1; l < LANES; l++)
-      if (lane_kind[l] != kind || lane_line[l] != line) {
-        check_fail(__FILE__, __LINE__,
-                   "the warp diverged: lane 0 at a collective of line %d, lane %d of line %d",
-                   line, l, lane_line[l]);
-        return -100; /* (the lanes' stacks are left as they are) */
+    /* each warp's lanes at one collective; those of the warp's own
+     * answered */
+    int answered = 0, at_bar = 0, ended = 0;
+    for (int w = 0; w < warps; w++) {
+      const int *kinds = lane_kind + LANES * w, *lines = lane_line + LANES * w;
+      const uint64_t *val = lane_val + LANES * w;
+      const int kind = kinds[0], line = lines[0];
+      for (int l = 1; l < LANES; l++)
+        if (kinds[l] != kind || lines[l] != line) {
+          check_fail(__FILE__, __LINE__,
+                     "warp %d diverged: lane 0 at a collective of line %d, lane %d of line %d", w,
+                     line, l, lines[l]);
+          return -100; /* (the lanes' stacks are left as they are) */
+        }
+      if (kind == K_EXIT || kind == K_BAR) {
+        ended += kind == K_EXIT, at_bar += kind == K_BAR;
+        continue;
       }
-    if (kind == K_EXIT) break;
-    uint32_t ballot = 0;
-    for (int l = 0; l < LANES; l++) ballot |= (uint32_t)(lane_val[l] & 1) << l;
-    for (int l = 0; l < LANES; l++) {
-      uint64_t r = 0;
-      if (kind == K_BALLOT) r = ballot;
-      else if (kind == K_ANY) r = ballot != 0;
-      else if (kind == K_MATCH)
-        for (int q = 0; q < LANES; q++)
-          r |= (uint64_t)((uint32_t)lane_val[q] == (uint32_t)lane_val[l]) << q;
-      else if (kind == K_SHFL) r = lane_val[lane_arg[l] & 31];
-      else if (kind == K_UP) r = l >= lane_arg[l] ? lane_val[l - lane_arg[l]] : lane_val[l];
-      else if (kind == K_XOR) r = lane_val[(l ^ lane_arg[l]) & 31];
-      lane_res[l] = r;
+      uint32_t ballot = 0;
+      for (int l = 0; l < LANES; l++) ballot |= (uint32_t)(val[l] & 1) << l;
+      for (int l = 0; l < LANES; l++) {
+        uint64_t r = 0;
+        const int arg = lane_arg[LANES * w + l];
+        if (kind == K_BALLOT) r = ballot;
+        else if (kind == K_ANY) r = ballot != 0;
+        else if (kind == K_MATCH)
+          for (int q = 0; q < LANES; q++)
+            r |= (uint64_t)((uint32_t)val[q] == (uint32_t)val[l]) << q;
+        else if (kind == K_SHFL) r = val[arg & 31];
+        else if (kind == K_UP) r = l >= arg ? val[l - arg] : val[l];
+        else if (kind == K_XOR) r = val[(l ^ arg) & 31];
+        lane_res[LANES * w + l] = r;
+        lane_waits[LANES * w + l] = 0;
+      }
+      answered = 1;
     }
+    if (answered) continue;
+    if (ended == warps) break;
+    /* every warp at a barrier or ended: the barrier, when every warp is
+     * at it (the same one) */
+    for (int w = 1; w < warps; w++)
+      if (lane_kind[LANES * w] != K_BAR || lane_line[LANES * w] != lane_line[0] ||
+          lane_kind[0] != K_BAR) {
+        check_fail(__FILE__, __LINE__,
+                   "a barrier (line %d) that not every warp reaches: warp %d at line %d",
+                   lane_kind[0] == K_BAR ? lane_line[0] : lane_line[LANES * w], w,
+                   lane_line[LANES * w]);
+        return -100;
+      }
+    for (int l = 0; l < threads; l++) lane_res[l] = 0, lane_waits[l] = 0;
   }
   return 0;
 }
 
 /* Whether every lane ended job j with lane 0's status. */
 static int lanes_agree(int j) {
-  for (int l = 1; l < LANES; l++)
+  for (int l = 1; l < threads; l++)
     if (lane_status[l][j] != lane_status[0][j]) {
       check_fail(__FILE__, __LINE__, "job %d: lane %d ended with status %d, lane 0 with %d", j, l,
                  lane_status[l][j], lane_status[0][j]);
@@ -246,6 +301,23 @@ static int warp_lz4_jobs(struct funnel__lz4_job *jobs, int n, uint64_t base, int
   if (warp_run(order, seed) != 0) return -100;
   for (int j = 0; j < n; j++) jobs[j].status = lanes_agree(j) ? lane_status[0][j] : -100;
   return 0;
+}
+
+/* xxHash32 of the n bytes at p by the emulated warp (funnel__xxh32_warp),
+ * its lanes run in `order`: lane 0's, or 0 with a failure when the warp
+ * diverged or a lane got another. */
+static uint32_t warp_xxh32(const uint8_t *p, int64_t n, int order, uint32_t seed) {
+  job_codec = 2;
+  job_src = p;
+  job_n = n;
+  if (warp_run(order, seed) != 0) return 0;
+  for (int l = 1; l < LANES; l++)
+    if (lane_hash[l] != lane_hash[0]) {
+      check_fail(__FILE__, __LINE__, "lane %d hashed %08x, lane 0 %08x", l, lane_hash[l],
+                 lane_hash[0]);
+      return 0;
+    }
+  return lane_hash[0];
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -328,6 +400,50 @@ static void warp_decodes_what_libzstd_writes(void) {
   CHECK_MEM(lows, ref, 8);
 }
 
+/* The warp's xxHash32 (the LZ4 frames' checksums, funnel__xxh32_warp) of
+ * n bytes ending 0 to 7 bytes before a page the process may not read (so
+ * at every alignment, and a load past the bytes is a crash), for n around
+ * each length where its paths change (128-byte chunks, groups of
+ * FUNNEL_XXH_GROUP of them, the last group's reach), in each order of the
+ * lanes: the checksum liblz4 writes after a frame of those bytes. */
+static void warp_hashes_as_liblz4_does(void) {
+  if (WARP_SKIPPED) {
+    printf("    SKIPPED %s: under a sanitizer (swapcontext)\n", __func__);
+    return;
+  }
+  enum { GROUP = 128 * FUNNEL_XXH_GROUP, MOST = 4 * GROUP + 600 };
+  uint64_t rng = 4444;
+  const size_t page = 4096, room = (MOST + 16 + page - 1) / page * page;
+  uint8_t *bytes = malloc(MOST), *map = mmap(NULL, room + page, PROT_READ | PROT_WRITE,
+                                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (!CHECK(map != MAP_FAILED && mprotect(map + room, page, PROT_NONE) == 0)) return;
+  iw_sample_bytes(bytes, MOST, 0, &rng);
+  int64_t hashed = 0;
+  for (int64_t n = 0; n < MOST; n++) {
+    const int near =
+        n < 160 || n % 128 < 6 || n % 128 > 122 || n % GROUP < 8 || n % GROUP > GROUP - 8;
+    if (!(near || check_rand_below(&rng, 40) == 0)) continue;
+    struct iw_lz4_shape sh = {.block_size_id = 4, .content_checksum = 1};
+    size_t zn;
+    uint8_t *z = iw_lz4_frame(&sh, bytes, (size_t)n, &zn);
+    const uint32_t want = funnel__lz_ld32(z + zn - 4);
+    free(z);
+    for (int at = 0; at < 8; at++) {
+      uint8_t *p = map + room - at - n;
+      check_context("%lld bytes, %d before the page, at an offset of %d", (long long)n, at,
+                    (int)((uintptr_t)p & 7));
+      memcpy(p, bytes, (size_t)n);
+      const int order = (int)((n + at) % 3);
+      CHECK_EQ_I64(warp_xxh32(p, n, order, (uint32_t)check_rand(&rng)), want);
+      hashed++;
+    }
+  }
+  check_context("%s", "");
+  printf("    %lld hashes\n", (long long)hashed);
+  munmap(map, room + page);
+  free(bytes);
+}
+
 /* ------------------------------------------------------------------ LZ4 */
 
 enum { GUARD = 64 };
@@ -342,8 +458,9 @@ static uint8_t *lz4_placed(const uint8_t *z, size_t n, uint64_t *rng, uint8_t **
 }
 
 /* The n jobs (each one's dst an offset in a buffer of `cap` bytes) of the
- * case `what` run on the host's lane and on the emulated warp, in every
- * order: each order's statuses the host's, its bytes the host's in each
+ * case `what` run on the host's lane, on the emulated warp and on a block
+ * of two (funnel__lz4_block_pair), in every order: each order's statuses
+ * the host's, its bytes the host's in each
  * job that decoded, no byte written outside the buffer. The host's
  * statuses are left in jobs[] and its bytes at out. */
 static void lz4_in_every_order(const char *what, struct funnel__lz4_job *jobs, int n,
@@ -363,22 +480,26 @@ static void lz4_in_every_order(const char *what, struct funnel__lz4_job *jobs, i
   memset(host, 0xC3, whole);
   for (int j = 0; j < n; j++) jobs[j].status = -1;
   warp_host_lz4_jobs(jobs, n, (uint64_t)(uintptr_t)(host + GUARD));
-  for (int order = 0; order <= 2; order++) {
+  /* a warp a job (funnel_zstd_decode's), two (funnel_lz4_decode's) */
+  for (int order = 0; order <= 5; order++) {
+    threads = order < 3 ? LANES : MOST_LANES;
     memset(warp, 0xC3, whole);
     memcpy(got, jobs, (size_t)n * sizeof(*jobs));
-    if (warp_lz4_jobs(got, n, (uint64_t)(uintptr_t)(warp + GUARD), order,
-                      seed + 7 * (uint32_t)order) != 0)
-      continue; /* (a failure) */
+    const int ran = warp_lz4_jobs(got, n, (uint64_t)(uintptr_t)(warp + GUARD), order % 3,
+                                  seed + 7 * (uint32_t)order);
+    threads = LANES;
+    if (ran != 0) continue; /* (a failure) */
     for (int j = 0; j < n; j++) {
-      check_context("%s; job %d of %d (job kind %d, %lld bytes to %lld), lanes in order %d",
+      check_context("%s; job %d of %d (job kind %d, %lld bytes to %lld), %d warps, lanes in "
+                    "order %d",
                     what, j, n, (int)jobs[j].kind, (long long)jobs[j].src_length,
-                    (long long)jobs[j].dst_length, order);
+                    (long long)jobs[j].dst_length, 1 + order / 3, order % 3);
       CHECK_EQ_I64(got[j].status, jobs[j].status);
       if (got[j].status == FUNNEL__LZ4_OK && jobs[j].status == FUNNEL__LZ4_OK)
         CHECK_MEM(warp + GUARD + jobs[j].dst, host + GUARD + jobs[j].dst,
                   jobs[j].dst_length);
     }
-    check_context("%s; lanes in order %d", what, order);
+    check_context("%s; %d warps, lanes in order %d", what, 1 + order / 3, order % 3);
     CHECK_MEM(warp, fill, GUARD);
     CHECK_MEM(warp + GUARD + cap, fill, GUARD);
   }
@@ -511,6 +632,7 @@ int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(warp_decodes_what_libzstd_writes),
       CHECK_TEST(warp_decodes_what_liblz4_writes),
+      CHECK_TEST(warp_hashes_as_liblz4_does),
   };
   return CHECK_MAIN(argc, argv, tests);
 }
