@@ -177,9 +177,12 @@ static void lane_main(void) {
 
 /* Runs the block's lanes (lane_main: `threads` of them, one warp or two)
  * to their end, between meetings in `order` (0 in turn, 1 in reverse, 2
- * at random from seed): 0, or -100 when a warp diverged or a barrier
- * waits for a warp that ended. A warp's collective is answered once its
- * 32 lanes are at it; a barrier once every warp's are. */
+ * at random from seed; 3 as 2, and between two barriers one warp, chosen
+ * at random, waits until the other is at the second or ended, so that
+ * what one warp writes before a barrier and the other reads after it is
+ * tested apart from the warps' lockstep): 0, or -100 when a warp diverged
+ * or a barrier waits for a warp that ended. A warp's collective is
+ * answered once its 32 lanes are at it; a barrier once every warp's are. */
 static uint32_t order_seed; /* (static: the lanes' swapcontext would clobber a local) */
 static int lane_waits[MOST_LANES];
 
@@ -195,24 +198,38 @@ static int warp_run(int order, uint32_t seed) {
   }
   int perm[MOST_LANES];
   const int warps = threads / LANES;
+  int held = -1; /* order 3: the warp that waits for the other, until the barrier */
   for (;;) {
+    if (order == 3 && warps == 2 && held < 0) {
+      order_seed = order_seed * 1103515245u + 12345u;
+      held = (int)(order_seed >> 8 & 1);
+    }
+    const int other = LANES * (1 - held);
+    const int skip = held >= 0 && !(lane_waits[other] && (lane_kind[other] == K_BAR ||
+                                                           lane_kind[other] == K_EXIT))
+                         ? held
+                         : -1;
     for (int i = 0; i < threads; i++) perm[i] = order == 1 ? threads - 1 - i : i;
-    for (int i = threads - 1; order == 2 && i > 0; i--) {
+    for (int i = threads - 1; order >= 2 && i > 0; i--) {
       order_seed = order_seed * 1103515245u + 12345u;
       const int k = (int)((order_seed >> 8) % (uint32_t)(i + 1)), t = perm[i];
       perm[i] = perm[k];
       perm[k] = t;
     }
     for (int i = 0; i < threads; i++) {
-      if (lane_waits[perm[i]]) continue;
+      if (lane_waits[perm[i]] || perm[i] / LANES == skip) continue;
       current = (unsigned)perm[i];
       swapcontext(&warp_main, &lane_ctx[perm[i]]);
       lane_waits[perm[i]] = 1;
     }
     /* each warp's lanes at one collective; those of the warp's own
      * answered */
-    int answered = 0, at_bar = 0, ended = 0;
+    int answered = 0, at_bar = 0, ended = 0, waiting = 0;
     for (int w = 0; w < warps; w++) {
+      if (!lane_waits[LANES * w]) { /* (the warp held) */
+        waiting = 1;
+        continue;
+      }
       const int *kinds = lane_kind + LANES * w, *lines = lane_line + LANES * w;
       const uint64_t *val = lane_val + LANES * w;
       const int kind = kinds[0], line = lines[0];
@@ -245,7 +262,7 @@ static int warp_run(int order, uint32_t seed) {
       }
       answered = 1;
     }
-    if (answered) continue;
+    if (answered || waiting) continue;
     if (ended == warps) break;
     /* every warp at a barrier or ended: the barrier, when every warp is
      * at it (the same one) */
@@ -259,6 +276,7 @@ static int warp_run(int order, uint32_t seed) {
         return -100;
       }
     for (int l = 0; l < threads; l++) lane_res[l] = 0, lane_waits[l] = 0;
+    held = -1;
   }
   return 0;
 }
@@ -295,6 +313,7 @@ static int warp_decode(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
 static int warp_lz4_jobs(struct funnel__lz4_job *jobs, int n, uint64_t base, int order,
                          uint32_t seed) {
   job_codec = 1;
+  memset(&pair, 0xC3, sizeof(pair)); /* (no read of a round before it is written) */
   lz4_jobs = jobs;
   lz4_n = n;
   lz4_base = base;
@@ -480,26 +499,28 @@ static void lz4_in_every_order(const char *what, struct funnel__lz4_job *jobs, i
   memset(host, 0xC3, whole);
   for (int j = 0; j < n; j++) jobs[j].status = -1;
   warp_host_lz4_jobs(jobs, n, (uint64_t)(uintptr_t)(host + GUARD));
-  /* a warp a job (funnel_zstd_decode's), two (funnel_lz4_decode's) */
-  for (int order = 0; order <= 5; order++) {
-    threads = order < 3 ? LANES : MOST_LANES;
+  /* a warp a job (funnel_zstd_decode's: lanes in orders 0 to 2), two
+   * (funnel_lz4_decode's: in orders 0 to 2, and twice in order 3) */
+  for (int run = 0; run <= 7; run++) {
+    const int warps = run < 3 ? 1 : 2, order = run < 6 ? run % 3 : 3;
+    threads = LANES * warps;
     memset(warp, 0xC3, whole);
     memcpy(got, jobs, (size_t)n * sizeof(*jobs));
-    const int ran = warp_lz4_jobs(got, n, (uint64_t)(uintptr_t)(warp + GUARD), order % 3,
-                                  seed + 7 * (uint32_t)order);
+    const int ran = warp_lz4_jobs(got, n, (uint64_t)(uintptr_t)(warp + GUARD), order,
+                                  seed + 7 * (uint32_t)run);
     threads = LANES;
     if (ran != 0) continue; /* (a failure) */
     for (int j = 0; j < n; j++) {
       check_context("%s; job %d of %d (job kind %d, %lld bytes to %lld), %d warps, lanes in "
                     "order %d",
                     what, j, n, (int)jobs[j].kind, (long long)jobs[j].src_length,
-                    (long long)jobs[j].dst_length, 1 + order / 3, order % 3);
+                    (long long)jobs[j].dst_length, warps, order);
       CHECK_EQ_I64(got[j].status, jobs[j].status);
       if (got[j].status == FUNNEL__LZ4_OK && jobs[j].status == FUNNEL__LZ4_OK)
         CHECK_MEM(warp + GUARD + jobs[j].dst, host + GUARD + jobs[j].dst,
                   jobs[j].dst_length);
     }
-    check_context("%s; %d warps, lanes in order %d", what, 1 + order / 3, order % 3);
+    check_context("%s; %d warps, lanes in order %d", what, warps, order);
     CHECK_MEM(warp, fill, GUARD);
     CHECK_MEM(warp + GUARD + cap, fill, GUARD);
   }
