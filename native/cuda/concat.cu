@@ -209,9 +209,9 @@ namespace nested {
 // of 200x10 buffers at once. Against session 50's decoder (a warp a job,
 // 14 blocks of two an SM), large reads of the mixed columns took 0.94 of
 // the time in Arrow Java's frames, 0.98 to 0.99 in lz4-java's, those of
-// strings 0.97 pinned and 1.04 pageable (bench/RESULTS.md, session 51). `gate`: the
-// args of the pass the decoding belongs to when it is gated (dpath.h,
-// funnel__dp_shut), else null.
+// strings 0.97 pinned and 1.04 pageable (bench/RESULTS.md, session 51).
+// `gate`: the args of the pass the decoding belongs to when it is gated
+// (dpath.h, funnel__dp_shut), else null.
 
 extern "C" __global__ void __launch_bounds__(64, FUNNEL_LZ4_PAIR_BLOCKS)
     funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base,

@@ -2,8 +2,8 @@
  * funnel_lz4_decode: two warps a buffer or block, one walking its
  * sequences while the other writes their bytes; funnel_zstd_decode's LZ4
  * jobs: a warp each) and the cpu backend runs alike (one thread emulating
- * a warp's lanes), for the buffers a read leaves to the device to decode (parse.c,
- * funnel__decode_all): one source, so that the tests here run the
+ * a warp's lanes), for the buffers a read leaves to the device to decode
+ * (parse.c, funnel__decode_all): one source, so that the tests here run the
  * device's code. Written from the LZ4
  * frame and block format descriptions (lz4's doc/lz4_Frame_format.md and
  * lz4_Block_format.md).
@@ -56,8 +56,9 @@ FUNNEL_LZ int64_t funnel__max_decoded(int64_t codec, int64_t n) {
 #define FUNNEL_LZ4_PAIR_BLOCKS 16
 
 /* The launch_dpath stage (backend.h) that decodes n jobs at `args`, two
- * warps (cuda) a job; its `m` is added to every job's dst (0: the jobs' dst are
- * addresses; the device path's jobs are offsets in its decoded buffers). */
+ * warps (cuda) a job; its `m` is added to every job's dst (0: the jobs'
+ * dst are addresses; the device path's jobs are offsets in its decoded
+ * buffers). */
 #define FUNNEL_DP_STAGE_LZ4 16
 /* The launch_dpath stage (backend.h) that decodes the n jobs at `args`,
  * some of them ZSTD ones (zstddec.h: a warp a job; the LZ4 ones a warp
@@ -319,7 +320,8 @@ FUNNEL_LZ uint32_t funnel__xxh32(const uint8_t *p, int64_t n) {
  * its time over those frames (and 0.94 over strings'): measured since
  * only with the two warps a job, whose build has them. bench/RESULTS.md,
  * session 51.) */
-static __device__ __noinline__ uint32_t funnel__xxh32_warp(const uint8_t *p, int64_t n, unsigned lane) {
+static __device__ __noinline__ uint32_t funnel__xxh32_warp(const uint8_t *p, int64_t n,
+                                                          unsigned lane) {
   if (n < 128) return funnel__xxh32(p, n); /* (without this branch the decoder spills) */
   uint32_t mine = funnel__xxh_seed(lane & 3);
   const int64_t chunks = n / 128;
@@ -336,7 +338,8 @@ static __device__ __noinline__ uint32_t funnel__xxh32_warp(const uint8_t *p, int
   for (int64_t g = 0; g < groups; g++) {
     uint32_t w[FUNNEL_XXH_GROUP];
     FUNNEL_LZ_UNROLL
-    for (int k = 0; k < FUNNEL_XXH_GROUP; k++) w[k] = r == 0 ? lo[k] : __funnelshift_r(lo[k], hi[k], 8 * r);
+    for (int k = 0; k < FUNNEL_XXH_GROUP; k++)
+      w[k] = r == 0 ? lo[k] : __funnelshift_r(lo[k], hi[k], 8 * r);
     if (g + 1 < groups) {
       const uint32_t *next = q + 32 * FUNNEL_XXH_GROUP * (g + 1);
       FUNNEL_LZ_UNROLL
@@ -877,11 +880,13 @@ enum {
 #if defined(__CUDACC__)
 /* funnel__lz4_block by two warps of a block (every thread of it calls it,
  * `warp` 0 or 1): warp 0 walks round k while warp 1 writes round k - 1,
- * then the block's barrier (so the walk, about half of a warp's time over
- * columns of short sequences, is off the writer's chain: bench/RESULTS.md,
- * session 51). The writer alone writes and reads the output. A block the
- * first round finds long goes serially on the writer. Both warps return
- * the same status. */
+ * then the block's barrier, so that the walk (a third of the one warp's
+ * samples, ncu, over columns of short sequences) is off the writer's
+ * chain. It took those reads to 0.90 to 0.93 of one warp's time, not
+ * nearer half: at 64 registers the kernel spills, and each round waits
+ * for the slower warp (bench/RESULTS.md, session 51). The writer alone
+ * writes and reads the output. A block the first round finds long goes
+ * serially on the writer. Both warps return the same status. */
 FUNNEL_LZ int funnel__lz4_block_pair(const uint8_t *in, int64_t n, uint8_t *dst, int64_t *op_io,
                                      int64_t cap, int64_t window, unsigned lane, unsigned warp,
                                      struct funnel__lz4_pair *pc) {

@@ -149,27 +149,22 @@ static void lane_main(void) {
   const unsigned l = current;
   if (job_codec == 2) {
     lane_hash[l] = funnel__xxh32_warp(job_src, job_n, l);
-  } else if (job_codec == 1 && threads == MOST_LANES) {
-    /* as concat.cu's funnel_lz4_decode takes them: a block's jobs one
-     * after another, two warps a job, a barrier after each */
-    for (int j = 0; j < lz4_n; j++) {
-      const struct funnel__lz4_job job = lz4_jobs[j];
-      span_lo[l] = (const uint8_t *)(uintptr_t)job.src;
-      span_hi[l] = span_lo[l] + job.src_length;
-      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l % 32, MOST_LANES, l / 32, NULL, &pair);
-      __syncthreads();
-    }
   } else if (job_codec == 0) {
     lane_status[l][0] =
         funnel__zstd_frames(job_src, job_n, job_dst, job_cap, l, LANES, &scratch.z);
   } else {
-    /* as concat.cu's funnel_zstd_decode takes them: a warp's jobs one
-     * after another, with one scratch */
+    /* a warp's jobs one after another, as concat.cu's funnel_zstd_decode
+     * takes them, with one scratch; or a block's, two warps a job, a
+     * barrier after each, as funnel_lz4_decode does */
+    const int pair_of_warps = threads == MOST_LANES;
     for (int j = 0; j < lz4_n; j++) {
       const struct funnel__lz4_job job = lz4_jobs[j];
       span_lo[l] = (const uint8_t *)(uintptr_t)job.src;
       span_hi[l] = span_lo[l] + job.src_length;
-      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l, LANES, 0, &scratch.l, NULL);
+      lane_status[l][j] = funnel__lz4_job_run(&job, lz4_base, l % LANES, (unsigned)threads,
+                                              l / LANES, pair_of_warps ? NULL : &scratch.l,
+                                              pair_of_warps ? &pair : NULL);
+      if (pair_of_warps) __syncthreads();
     }
   }
   meet(K_EXIT, -1, 0, 0);
@@ -204,11 +199,12 @@ static int warp_run(int order, uint32_t seed) {
       order_seed = order_seed * 1103515245u + 12345u;
       held = (int)(order_seed >> 8 & 1);
     }
-    const int other = LANES * (1 - held);
-    const int skip = held >= 0 && !(lane_waits[other] && (lane_kind[other] == K_BAR ||
-                                                           lane_kind[other] == K_EXIT))
-                         ? held
-                         : -1;
+    int skip = -1; /* the warp held now: until the other is at a barrier or ended */
+    if (held >= 0) {
+      const int other = LANES * (1 - held);
+      if (!lane_waits[other] || (lane_kind[other] != K_BAR && lane_kind[other] != K_EXIT))
+        skip = held;
+    }
     for (int i = 0; i < threads; i++) perm[i] = order == 1 ? threads - 1 - i : i;
     for (int i = threads - 1; order >= 2 && i > 0; i--) {
       order_seed = order_seed * 1103515245u + 12345u;
@@ -224,7 +220,7 @@ static int warp_run(int order, uint32_t seed) {
     }
     /* each warp's lanes at one collective; those of the warp's own
      * answered */
-    int answered = 0, at_bar = 0, ended = 0, waiting = 0;
+    int answered = 0, ended = 0, waiting = 0;
     for (int w = 0; w < warps; w++) {
       if (!lane_waits[LANES * w]) { /* (the warp held) */
         waiting = 1;
@@ -241,7 +237,7 @@ static int warp_run(int order, uint32_t seed) {
           return -100; /* (the lanes' stacks are left as they are) */
         }
       if (kind == K_EXIT || kind == K_BAR) {
-        ended += kind == K_EXIT, at_bar += kind == K_BAR;
+        ended += kind == K_EXIT;
         continue;
       }
       uint32_t ballot = 0;
