@@ -268,23 +268,25 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
 }
 
 /* Whether decoding `bytes` of values on the device pays (FUNNEL_DECODE_AUTO):
- * `jobs` warps, the longest decoding `longest` bytes one sequence after
- * another, and `zbytes` of frames up the link, against the host threads
- * decoding them all and sending the decoded bytes up (tuning.h's rates). A
- * few long buffers take the device longer than the host: 50 blocks of 160
- * KB are 7 ms on the H100 and 0.7 ms on its 16 host threads; and so do
- * many tiny ones, each of which costs the host its layout (tuning.h). */
+ * `jobs` (a block of two warps each for LZ4, a warp each for ZSTD), the
+ * longest decoding `longest` bytes one sequence after another, and
+ * `zbytes` of frames up the link, against the host threads decoding them
+ * all and sending the decoded bytes up (tuning.h's rates). A few long
+ * buffers take the device longer than the host: 50 blocks of 160 KB are 7
+ * ms on the H100 and 0.7 ms on its 16 host threads; and so do many tiny
+ * ones, each of which costs the host its layout (tuning.h). */
 static bool device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
                         int64_t zbytes, int64_t jobs, int64_t longest) {
   if (bytes < FUNNEL__DEVICE_DECODE_MIN) return false;
   const bool zstd = codec == FUNNEL__CODEC_ZSTD;
-  const int64_t warps_sm = zstd ? FUNNEL__DEVICE_ZSTD_WARPS_SM : FUNNEL__DEVICE_DECODE_WARPS_SM;
-  const double warp_bps = zstd ? FUNNEL__DEVICE_ZSTD_WARP_BPS : FUNNEL__DEVICE_DECODE_WARP_BPS;
+  /* jobs at once an SM, and a job's rate in a full wave */
+  const int64_t jobs_sm = zstd ? FUNNEL__DEVICE_ZSTD_WARPS_SM : FUNNEL__DEVICE_DECODE_JOBS_SM;
+  const double job_bps = zstd ? FUNNEL__DEVICE_ZSTD_WARP_BPS : FUNNEL__DEVICE_DECODE_JOB_BPS;
   const double host_bps = zstd ? FUNNEL__HOST_ZSTD_THREAD_BPS : FUNNEL__HOST_DECODE_THREAD_BPS;
-  const int64_t at_once = be->multiprocessors > 0 ? (int64_t)be->multiprocessors * warps_sm
-                                                  : FUNNEL__DEVICE_DECODE_WARPS;
+  const int64_t at_once = be->multiprocessors > 0 ? (int64_t)be->multiprocessors * jobs_sm
+                                                  : FUNNEL__DEVICE_DECODE_JOBS;
   const double waves = (double)((jobs + at_once - 1) / at_once);
-  const double device = (double)longest / warp_bps * waves +
+  const double device = (double)longest / job_bps * waves +
                         (double)zbytes / FUNNEL__DECODE_LINK_BPS +
                         (double)jobs * FUNNEL__DEVICE_DECODE_JOB_S;
   const double host = (double)bytes / (funnel__host_threads() * host_bps) +

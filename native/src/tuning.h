@@ -258,29 +258,35 @@
  * decoded bytes of them in a read (the decoder's wait then pays) ... */
 #define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
 /* ... and when the device's decoding looks faster than the host threads'
- * (parse.c, device_pays). A warp decodes its job's block (lz4dec.h): the
- * slowest job sets the kernel's time, not the bytes in all. Measured on
- * the H100 host, the benchmark's shuffle-like columns: the decoder holds
- * 28 warps an SM (72 registers, 14 blocks of 2 warps), and a warp of a
- * full wave decodes about 28 MB/s of mixed columns (a 160 KB block in 5.75
- * ms; strings faster, about 35 MB/s; fewer warps an SM, faster still); the
- * 16 host threads about 8 GB/s of the same reads (0.5 GB/s a thread,
- * images and binding included); the link about 50 GB/s pinned. With these
- * AUTO's reads took at most 1.11x the time of the faster way on 24 shapes
- * from 10 to 2,000 partitions, 11 MB to 227 MB, mixed and strings, both
- * kinds of frames; the worst where the two ways cross, 40x10x20k mixed in
- * Arrow Java's frames, left on the host (5.2 ms against 4.7;
- * bench/RESULTS.md, session 38). With session 29's decoder's figures (22
- * MB/s, 32 warps) 50x10x20k mixed and 50x10x5k strings in Java's frames
- * stayed on the host, 1.23x and 1.24x slower. With 8 MiB alone, 10x10x20k
- * mixed took 4.0 ms on the device against 1.7 on the host. More
- * jobs than the device holds warps at once run in waves; a backend that
- * does not know its SMs counts FUNNEL__DEVICE_DECODE_WARPS in all. */
-#define FUNNEL__DEVICE_DECODE_WARPS_SM 28
-#define FUNNEL__DEVICE_DECODE_WARP_BPS 28e6
+ * (parse.c, device_pays). A job (a buffer, or a block of one, lz4dec.h)
+ * is decoded whole by its own block of two warps, FUNNEL_LZ4_PAIR_BLOCKS
+ * of them an SM; the slowest job sets the kernel's time, not the bytes in
+ * all. Measured on the H100 host, the benchmark's shuffle-like columns,
+ * with one warp a job (28 an SM, sessions 38 and 50): a job of a full
+ * wave decoded about 28 MB/s of mixed columns (a 160 KB block in 5.75 ms;
+ * strings faster, about 35 MB/s; fewer an SM, faster still); the 16 host
+ * threads about 8 GB/s of the same reads (0.5 GB/s a thread, images and
+ * binding included); the link about 50 GB/s pinned. With these AUTO's
+ * reads took at most 1.11x the time of the faster way on 24 shapes from
+ * 10 to 2,000 partitions, 11 MB to 227 MB, mixed and strings, both kinds
+ * of frames; the worst where the two ways cross, 40x10x20k mixed in Arrow
+ * Java's frames, left on the host (5.2 ms against 4.7; bench/RESULTS.md,
+ * session 38). With session 29's decoder's figures (22 MB/s, 32 warps)
+ * 50x10x20k mixed and 50x10x5k strings in Java's frames stayed on the
+ * host, 1.23x and 1.24x slower. With 8 MiB alone, 10x10x20k mixed took
+ * 4.0 ms on the device against 1.7 on the host. Two warps a job (session
+ * 51) took the large mixed reads to 0.94 of one warp's time and strings
+ * to 0.97 to 1.04, so the rate stays; but they hold 16 jobs an SM, not 28,
+ * so a read of more jobs than that runs in more waves (the estimate had
+ * kept one warp's 28: 10,000 jobs on the H100's 132 SMs are 5 waves, not
+ * 3). Not measured again for AUTO's choices. A backend that does not know
+ * its SMs counts FUNNEL__DEVICE_DECODE_JOBS at once in all (the H100
+ * holds 2,112). */
+#define FUNNEL__DEVICE_DECODE_JOBS_SM FUNNEL_LZ4_PAIR_BLOCKS
+#define FUNNEL__DEVICE_DECODE_JOB_BPS 28e6
 #define FUNNEL__HOST_DECODE_THREAD_BPS 0.5e9
 #define FUNNEL__DECODE_LINK_BPS 50e9
-#define FUNNEL__DEVICE_DECODE_WARPS 4096
+#define FUNNEL__DEVICE_DECODE_JOBS 2048
 /* ... plus what each job costs besides its bytes: the host lays every one
  * out on the calling thread (parse.c, dd_layout: its frame's blocks, its
  * place in the region, its entry), and the read then waits for the
