@@ -269,7 +269,7 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
 
 /* Whether decoding `bytes` of values on the device pays (FUNNEL_DECODE_AUTO):
  * `jobs` (a block of two warps each for LZ4; a warp each for ZSTD, and for
- * the LZ4 jobs of a read of both codecs; as many an SM either way), the
+ * the LZ4 jobs of a read of both codecs; 16 jobs an SM either way), the
  * longest decoding `longest` bytes one sequence after another, and
  * `zbytes` of frames up the link, against the host threads decoding them
  * all and sending the decoded bytes up (tuning.h's rates). A few long
