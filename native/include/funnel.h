@@ -624,7 +624,13 @@ struct funnel_read_stats {
   int64_t bytes_device_decoded; /* the bytes they decoded to */
   int64_t overlap_parts;     /* device path: the parts its partitions were parsed in while
                                 the later parts were copied (0: parsed after the copy); a
-                                read the device left to the host path: its attempt's */
+                                read the device left to the host path: its attempt's. A read
+                                of compressed bodies in parts (from 8 MiB of partitions back
+                                to back in the pinned pool) decodes each part once it is
+                                parsed, into room guessed as a read in one go does, before
+                                it waits for the first pass (decode_waits 1), unless the
+                                guess would be over 4 times the bytes; when the room falls
+                                short, the decoder runs again after the wait */
   int64_t decode_waits;      /* device path, compressed bodies: its waits before its decoder was
                                 enqueued: 0 when both passes went in one go (a read of up to
                                 4 MiB, from a guess of the decoded bytes), 1 when it waited

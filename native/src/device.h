@@ -26,6 +26,9 @@ struct funnel__config {
   /* FUNNEL_OVERLAP_MIN_BYTES and FUNNEL_OVERLAP_MIN_PARTS, else tuning.h's:
    * the least a read of the device path parses while it is copied */
   int64_t overlap_min_bytes, overlap_min_parts;
+  /* FUNNEL_ZOVERLAP_MIN_BYTES, else tuning.h's: the least a read of compressed
+   * bodies on the device path decodes while it is copied */
+  int64_t zoverlap_min_bytes;
   /* FUNNEL__STAGE_TASK and FUNNEL__STAGE_ROUND_MIN, or FUNNEL_STAGE_TASK_BYTES
    * and FUNNEL_STAGE_ROUND_BYTES */
   int64_t stage_task_bytes, stage_round_bytes;

@@ -315,7 +315,14 @@ struct funnel__dp_args {
 FUNNEL_DP bool funnel__dp_shut(const struct funnel__dp_args *a) {
   if (a->gate == 0) return false;
   const struct funnel__dp_summary *g = (const struct funnel__dp_summary *)(uintptr_t)a->gate;
+#if defined(__CUDA_ARCH__)
   return g->left != 0 || g->zbytes > a->zguess;
+#else
+  /* a read that decodes while it copies checks its gate on one stream's
+   * thread while a later part's parse adds to it on another (dread.c) */
+  return __atomic_load_n(&g->left, __ATOMIC_RELAXED) != 0 ||
+         __atomic_load_n(&g->zbytes, __ATOMIC_RELAXED) > a->zguess;
+#endif
 }
 
 /* Buffer k of partition p's batch in a FUNNEL_DP_DECODED pass: where its
@@ -379,12 +386,12 @@ FUNNEL_DP void dp_sync(int lanes) { if (lanes > 1) __syncwarp(dp_group(lanes)); 
 FUNNEL_DP bool dp_all(bool v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP int64_t dp_sum(int64_t v, int lanes) { (void)lanes; return v; }
 FUNNEL_DP uint32_t dp_or(uint32_t v, int lanes) { (void)lanes; return v; }
-/* the cpu backend runs a stage on its stream's one thread */
-FUNNEL_DP void dp_add(int64_t *p, int64_t v) { *p += v; }
+/* the cpu backend runs a stage on its stream's one thread; its sums are
+ * atomic all the same, as a part's decoding on another stream reads the
+ * first pass's summary while a later part is parsed (funnel__dp_shut) */
+FUNNEL_DP void dp_add(int64_t *p, int64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 FUNNEL_DP int64_t dp_fetch_add(int64_t *p, int64_t v) {
-  const int64_t old = *p;
-  *p += v;
-  return old;
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 FUNNEL_DP void dp_min(int64_t *p, int64_t v) { if (v < *p) *p = v; }
 FUNNEL_DP void dp_sync(int lanes) { (void)lanes; }

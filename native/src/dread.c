@@ -292,15 +292,32 @@ static int first_summary_back(struct funnel_table *t, struct funnel__work *w, in
 
 /* A read of LZ4 bodies, its first pass: the copies, the upload of the
  * head, the unpack (dpath.h: the buffers' jobs, the decoded buffers'
- * size), the copy back of the summary; waits for it all. */
+ * size), the copy back of the summary; waits for it all. A read in parts
+ * (t->n_overlap) unpacks each part once its bytes are there, and, when it
+ * decodes while it copies (t->zaux, `zgate` not 0: the args of the room
+ * made for the decoded buffers), decodes the part's jobs after
+ * (parse_overlapped). */
+static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
+                            const struct dp_layout *l, const uint8_t *host, int nested,
+                            void *stream, uint64_t zgate, bool *lost,
+                            struct funnel_error *error);
+
 static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
                             const struct dp_layout *l, uint8_t *host, void *stream,
-                            struct funnel_error *error) {
+                            uint64_t zgate, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   w.enqueued = funnel__early(t);
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0;
+  if (t->n_overlap > 0) {
+    /* parsed while copied, and decoded too when there is room */
+    bool lost;
+    int st = parse_overlapped(t, &w, l, host, nested, stream, zgate, &lost, error);
+    st = first_summary_back(t, &w, st, l, host, stream, error);
+    if (lost) funnel__table_abandon(t);
+    return st;
+  }
   int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
@@ -312,24 +329,31 @@ static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
   return first_summary_back(t, &w, st, l, host, stream, error);
 }
 
-/* `stream` joins the second stream's work: an event recorded there, which
- * `stream` waits for; if that cannot be enqueued, the host waits for it
- * (*lost when neither could be done). Returns st, else the join's error. */
-static int join_aux(struct funnel_table *t, void **join, void *stream, int st, bool *lost,
-                    struct funnel_error *error) {
+/* `stream` joins the work of `aux`, a second stream: an event recorded
+ * there, which `stream` waits for; if that cannot be enqueued, the host
+ * waits for it (*lost when neither could be done). Returns st, else the
+ * join's error. */
+static int join_stream(struct funnel_table *t, void *aux, void **join, void *stream, int st,
+                       bool *lost, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   struct funnel_error e;
   struct funnel_error *err = st == FUNNEL_OK ? error : &e;
   int js = *join == NULL ? funnel__dev_event_take(be, join, err) : FUNNEL_OK;
-  if (js == FUNNEL_OK) js = funnel__dev_event_record(be, *join, t->aux, err);
+  if (js == FUNNEL_OK) js = funnel__dev_event_record(be, *join, aux, err);
   if (js == FUNNEL_OK) js = funnel__dev_stream_wait(be, stream, *join, err);
   if (js == FUNNEL_OK) return st;
   if (st == FUNNEL_OK) st = js;
   /* once more, and the host waits for the second stream's work itself */
   *lost = (*join == NULL && funnel__dev_event_take(be, join, &e) != FUNNEL_OK) ||
-          funnel__dev_event_record(be, *join, t->aux, &e) != FUNNEL_OK ||
+          funnel__dev_event_record(be, *join, aux, &e) != FUNNEL_OK ||
           funnel__dev_event_wait(be, *join, &e) != FUNNEL_OK;
   return st;
+}
+
+/* join_stream of the reader's second stream (t->aux) */
+static int join_aux(struct funnel_table *t, void **join, void *stream, int st, bool *lost,
+                    struct funnel_error *error) {
+  return join_stream(t, t->aux, join, stream, st, lost, error);
 }
 
 /* Part j's parse (partitions t->overlap_part[j] to [j + 1]) on the
@@ -346,6 +370,31 @@ static int parse_part_after(struct funnel_table *t, int j, void *ev, int nested,
   return st;
 }
 
+/* Part j's jobs decoded (a read of compressed bodies that decodes while
+ * it copies) on its stream of t->zaux, once its parse, on t->aux, is done
+ * (an event there, *done), unless the gate at `zgate` is shut by then
+ * (parse_overlapped). A part's decoding takes as long as its longest job,
+ * so the parts' go on streams of their own, not after one another. */
+static int decode_part_after(struct funnel_table *t, int j, const struct dp_layout *l,
+                             const struct funnel__dp_args *a, uint64_t zgate, void **done,
+                             struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const int64_t *part = t->overlap_part;
+  const int64_t nb = a->n_buffers;
+  const int stage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
+  void *zs = t->zaux[j % FUNNEL__ZOVERLAP_PARTS];
+  int st = *done == NULL ? funnel__dev_event_take(be, done, error) : FUNNEL_OK;
+  if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *done, t->aux, error);
+  if (st == FUNNEL_OK) st = funnel__dev_stream_wait(be, zs, *done, error);
+  if (st == FUNNEL_OK)
+    st = funnel__dev_launch_dpath_from(
+        be, stage,
+        t->dp_scratch + (uint64_t)l->zjobs +
+            (uint64_t)(part[j] * nb) * (uint64_t)sizeof(struct funnel__lz4_job),
+        (int64_t)zgate, (part[j + 1] - part[j]) * nb, (int64_t)t->zscratch, zs, error);
+  return st;
+}
+
 /* The parse of a read's partitions while they are copied (t->n_overlap
  * parts; transfer.c, plan_overlap): on `stream`, after the first part's
  * bytes (the early copy), the head, then the other parts' bytes, an
@@ -355,10 +404,17 @@ static int parse_part_after(struct funnel_table *t, int j, void *ev, int nested,
  * before the bytes it would otherwise queue behind. Whatever fails,
  * `stream` is made to wait for what the second stream was given (or the
  * host waits for it), so the read's event still follows all of its work;
- * *lost when neither could be done. */
+ * *lost when neither could be done.
+ * The first pass of a read of compressed bodies (FUNNEL_DP_UNPACK) that
+ * decodes while it copies (t->zaux) decodes each part's jobs once the
+ * part is parsed, on the part's stream of t->zaux, unless `zgate` (the
+ * device address of args that funnel__dp_shut reads: the first pass's
+ * summary and the room made for the decoded buffers) is 0 or shut by then;
+ * `stream` waits for those streams too. */
 static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
                             const struct dp_layout *l, const uint8_t *host, int nested,
-                            void *stream, bool *lost, struct funnel_error *error) {
+                            void *stream, uint64_t zgate, bool *lost,
+                            struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   const int m = t->n_overlap;
   const int64_t *byte = t->overlap_byte;
@@ -376,12 +432,24 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
     if (st == FUNNEL_OK) st = funnel__dev_event_record(be, ev[j], stream, error);
   }
   bool aux_used = false;
+  int zused = 0; /* the decoding streams given work: the first zused */
   for (int j = 0; j < m && st == FUNNEL_OK; j++) {
     st = parse_part_after(t, j, ev[j], nested, l->parse_lanes, error);
     aux_used |= st == FUNNEL_OK;
+    if (st == FUNNEL_OK && zgate != 0) {
+      st = decode_part_after(t, j, l, (const struct funnel__dp_args *)(host + l->args), zgate,
+                             &ev[m + 1 + j], error);
+      if (j + 1 > zused) zused = j + 1 < FUNNEL__ZOVERLAP_PARTS ? j + 1 : FUNNEL__ZOVERLAP_PARTS;
+    }
   }
   if (st == FUNNEL_OK) t->stats.overlap_parts = m;
-  return aux_used ? join_aux(t, &ev[m], stream, st, lost, error) : st;
+  if (aux_used) st = join_aux(t, &ev[m], stream, st, lost, error);
+  for (int k = 0; k < zused; k++) {
+    bool gone = false;
+    st = join_stream(t, t->zaux[k], &ev[2 * m + 1 + k], stream, st, &gone, error);
+    *lost |= gone;
+  }
+  return st;
 }
 
 /* The parse of a read staged round by round (transfer.c) while its later
@@ -457,6 +525,7 @@ static bool plan_staged_parse(struct funnel_table *t, const struct funnel__trans
   }
   *sp = (struct staged_parse){t, l, nested, stream, m, 0, end, false};
   t->n_overlap = m;
+  t->n_overlap_ev = m + 1;
   t->overlap_part = part;
   t->overlap_byte = NULL;
   t->overlap_ev = ev;
@@ -516,7 +585,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
     if (sp.aux_used) st = join_aux(t, &t->overlap_ev[sp.m], stream, st, &lost, error);
   }
   if (st == FUNNEL_OK && overlapped)
-    st = parse_overlapped(t, &w, l, host, nested, stream, &lost, error);
+    st = parse_overlapped(t, &w, l, host, nested, stream, 0, &lost, error);
   if (st == FUNNEL_OK && gated) {
     /* the first pass, then every buffer's job, unless the gate is shut */
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
@@ -537,8 +606,9 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
           &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->summary,
                                          host + l->summary, (size_t)l->summary_bytes, stream,
                                          error));
-    /* every buffer's job: a warp a job, the SKIPs done at once */
-    if (st == FUNNEL_OK)
+    /* every buffer's job: a warp a job, the SKIPs done at once (unless
+     * they were, while the partitions were copied) */
+    if (st == FUNNEL_OK && !t->zdecoded)
       st = funnel__work_enqueued(
           &w, funnel__dev_launch_dpath(be, zstage, t->dp_scratch + (uint64_t)l->zjobs,
                                        n * a->n_buffers, (int64_t)t->zscratch, stream, error));
@@ -669,14 +739,34 @@ static void count_decoded(struct funnel_table *t, const struct funnel__dp_summar
  * passes instead: a small table never holds much more than its partitions'
  * bytes a few times over (a hostile test: a 100 KB read after one of
  * zeros held 32.8 MB). */
-static int64_t decode_guess(const struct funnel_table *t, const struct funnel__read_options *o,
-                            int codec, int64_t bytes, uint64_t summary_back, int64_t *expect) {
-  *expect = 0;
-  if (summary_back == 0 || o->shareable || bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES) return 0;
+static int64_t room_guess(const struct funnel_table *t, int codec, int64_t bytes,
+                          int64_t *expect) {
   const int64_t per_k = atomic_load(&t->dev->per_k[codec]);
   *expect = per_k > 0 ? bytes / 1024 * per_k + bytes % 1024 * per_k / 1024 : bytes;
   const int64_t guess = per_k > 0 ? *expect / 2 * 3 + bytes / 8 : 2 * bytes;
   return guess > FUNNEL__LZ4_ONE_GO_MAX_RATIO * bytes ? 0 : funnel__align_up(guess + 4096, 8);
+}
+
+static int64_t decode_guess(const struct funnel_table *t, const struct funnel__read_options *o,
+                            int codec, int64_t bytes, uint64_t summary_back, int64_t *expect) {
+  *expect = 0;
+  if (summary_back == 0 || o->shareable || bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES) return 0;
+  return room_guess(t, codec, bytes, expect);
+}
+
+/* The room a read that decodes while it copies (t->zaux; tuning.h,
+ * FUNNEL__ZOVERLAP_*) makes for its decoded buffers before its first pass,
+ * guessed as decode_guess does, but for a read of any size: it is freed
+ * with the read's inputs (the output is allocated after the first pass,
+ * to its size). 0: no room (a guess too large); the read decodes after
+ * its first pass, as others do. The args at `args2` (unused by a read of
+ * two passes) are the gate of the parts' decoding: funnel__dp_shut's. */
+static void arm_room(const struct dp_layout *l, uint8_t *host, int64_t room) {
+  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
+  struct funnel__dp_args *g = (struct funnel__dp_args *)(host + l->args2);
+  *g = *a;
+  g->gate = a->summary;
+  g->zguess = room;
 }
 
 /* What a read of the codec's bodies decoded (its decoded buffers' bytes),
@@ -766,8 +856,13 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (d->host == NULL) return OUT_OF_MEMORY(error);
   struct funnel_backend *be = &t->dev->be;
   int64_t capacity = output_bound(schema, bytes);
-  int64_t zexpect;
-  int64_t zguess = z ? decode_guess(t, o, codec, bytes, summary_back, &zexpect) : 0;
+  int64_t zexpect = 0;
+  /* a read in parts (transfer.c's early copy) makes two passes, its first
+   * part by part as the parts are copied, decoding each into room made
+   * now when it can (t->zaux) */
+  const bool zparts = z && t->n_overlap > 0;
+  int64_t zguess = z && !zparts ? decode_guess(t, o, codec, bytes, summary_back, &zexpect) : 0;
+  int64_t zroom = zparts && t->zaux[0] != NULL ? room_guess(t, codec, bytes, &zexpect) : 0;
   int st = FUNNEL_OK;
   if (!z && t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
       (t->reserved != 0 || t->scratch == 0)) {
@@ -806,8 +901,18 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     }
     if (st != FUNNEL_OK) return st;
   }
+  if (zroom > 0) {
+    st = funnel__dev_alloc(be, (size_t)zroom, stream, &t->zscratch, error);
+    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* decoded after the first pass */
+      funnel__error_clear(error);
+      zroom = 0;
+      st = FUNNEL_OK;
+    }
+    if (st != FUNNEL_OK) return st;
+  }
   write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity, t->dp_scratch,
              z ? 0 : summary_back, codec, d->host);
+  if (zroom > 0) arm_room(l, d->host, zroom);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
@@ -832,12 +937,24 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (z) {
     /* the first pass (unless made); then the decoded buffers and the
      * output, sized */
-    if (zguess == 0) FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, error));
+    if (zguess == 0) {
+      const uint64_t zgate = zroom > 0 ? t->dp_scratch + (uint64_t)l->args2 : 0;
+      FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, zgate, error));
+    }
     t->stats.decode_waits++;
     if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
     zbytes = s->zbytes;
     learn_decoded(t, codec, bytes, zbytes);
-    if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
+    /* decoded while copied when the room held every job (the gate was
+     * open for each part's then: its sums only grow); else decoded now,
+     * into room of the size the first pass counted */
+    t->zdecoded = zroom > 0 && zbytes <= zroom;
+    if (zroom > 0 && !t->zdecoded) {
+      funnel__dev_free(be, t->zscratch, stream);
+      t->zscratch = 0;
+    }
+    if (zbytes > 0 && !t->zdecoded)
+      st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
     capacity = output_bound(schema, bytes + zbytes);
     if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
     /* no room for the decoded buffers and the output's bound: the host

@@ -149,6 +149,10 @@ bool funnel__guess_held(const struct funnel__parts_scan *guess,
  * can order a second stream after the first. */
 bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
                           const struct funnel__parts_scan *scan);
+/* ... and whether a read of compressed bodies so is large enough to decode
+ * while it copies (FUNNEL_ZOVERLAP_MIN_BYTES; tuning.h) */
+bool funnel__zoverlap_fits(const struct funnel_device *dev, size_t count,
+                           const struct funnel__parts_scan *scan);
 /* A guess that did not hold: the early copies made from it are freed with
  * the read's inputs (after its work, which follows them on the stream),
  * and what was decided from it is forgotten, so the read begins again

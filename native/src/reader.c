@@ -15,6 +15,9 @@ struct funnel_reader {
    * reads after it (their parts queue there as their copies queue on the
    * one copy engine) */
   _Atomic(void *) aux;
+  /* ... and a read of compressed bodies' streams for its parts' decoding
+   * (tuning.h, FUNNEL__ZOVERLAP_PARTS), made alike */
+  _Atomic(void *) zaux[FUNNEL__ZOVERLAP_PARTS];
   struct funnel__shared_schema *schema; /* NULL when not given */
   /* without one: the schema the first read by the device path found in
    * its first partition, set once; the next reads' first partitions,
@@ -76,6 +79,8 @@ void funnel_reader_free(struct funnel_reader *reader) {
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
   funnel__dev_stream_destroy(&reader->dev->be, atomic_load(&reader->aux));
+  for (int k = 0; k < FUNNEL__ZOVERLAP_PARTS; k++)
+    funnel__dev_stream_destroy(&reader->dev->be, atomic_load(&reader->zaux[k]));
   funnel__shared_schema_unref(reader->schema);
   funnel__shared_schema_unref(atomic_load(&reader->seen));
   funnel__device_unref(reader->dev);
@@ -185,16 +190,32 @@ static void count_stats(struct funnel_table *t, const struct mark m[5]) {
 /* The reader's second stream, made the first time a read parses while it
  * copies; NULL when it cannot be made (the read then parses after its
  * copies). */
-static void *reader_aux(struct funnel_reader *reader) {
+static void *reader_stream(struct funnel_reader *reader, _Atomic(void *) *slot) {
   struct funnel_backend *be = &reader->dev->be;
-  void *aux = atomic_load(&reader->aux);
+  void *aux = atomic_load(slot);
   if (aux != NULL) return aux;
   struct funnel_error e;
   if (funnel__dev_stream_create(be, &aux, &e) != FUNNEL_OK) return NULL;
   void *none = NULL;
-  if (atomic_compare_exchange_strong(&reader->aux, &none, aux)) return aux;
+  if (atomic_compare_exchange_strong(slot, &none, aux)) return aux;
   funnel__dev_stream_destroy(be, aux); /* another read made it first */
   return none;
+}
+
+static void *reader_aux(struct funnel_reader *reader) { return reader_stream(reader, &reader->aux); }
+
+/* A read of compressed bodies that may decode while it copies: the
+ * parse's stream and the parts' decoding streams, all or none. */
+static void reader_zaux(struct funnel_reader *reader, struct funnel_table *t) {
+  void *aux = reader_aux(reader);
+  for (int k = 0; k < FUNNEL__ZOVERLAP_PARTS; k++) {
+    t->zaux[k] = aux != NULL ? reader_stream(reader, &reader->zaux[k]) : NULL;
+    if (t->zaux[k] == NULL) {
+      memset(t->zaux, 0, sizeof(t->zaux));
+      return;
+    }
+  }
+  t->aux = aux;
 }
 
 /* A read by the device path of a reader without a schema, which read
@@ -247,6 +268,9 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
      * it does (their span back to back in the pinned pool) */
     if (funnel__overlap_fits(t->dev, count, scan)) t->aux = reader_aux(reader);
   }
+  /* a read of compressed bodies that may decode while it copies: the early
+   * copies say whether it does, as above */
+  if (*want && compressed && funnel__zoverlap_fits(t->dev, count, scan)) reader_zaux(reader, t);
   if (st == FUNNEL_OK && (!compressed || *want))
     st = funnel__early_copies(t, parts, count, scan, o->transfer, stream, error);
   return st;

@@ -131,7 +131,7 @@ static void table_release(struct funnel_table *t) {
   funnel__dev_event_destroy(be, t->ev_start);
   funnel__dev_event_destroy(be, t->ev_end);
   funnel__dev_event_give(be, t->ev_sums);
-  for (int j = 0; t->overlap_ev != NULL && j <= t->n_overlap; j++)
+  for (int j = 0; t->overlap_ev != NULL && j < t->n_overlap_ev; j++)
     funnel__dev_event_give(be, t->overlap_ev[j]);
   release_inputs(t);
   funnel__pinned_unhold(t);

@@ -79,9 +79,15 @@ struct funnel_table {
    * from overlap_byte[j] of the early copy (n_overlap + 1 each, the last
    * the ends), and the events after part j's bytes, then one after the
    * parses (overlap_ev, n_overlap + 1, NULL until taken). A read parsed
-   * while it is staged (dread.c) sets them but overlap_byte (NULL). */
+   * while it is staged (dread.c) sets them but overlap_byte (NULL).
+   * A read of compressed bodies decodes while it is copied when it has
+   * zaux, the reader's streams for its parts' decoding (all of them or
+   * none: tuning.h, FUNNEL__ZOVERLAP_PARTS); its overlap_ev then has
+   * n_overlap_ev events (else n_overlap + 1). */
   void *aux;
-  int n_overlap;
+  void *zaux[FUNNEL__ZOVERLAP_PARTS];
+  int n_overlap, n_overlap_ev;
+  bool zdecoded; /* such a read's bodies were decoded while copied */
   int64_t *overlap_part, *overlap_byte;
   void **overlap_ev;
   pthread_mutex_t mu;

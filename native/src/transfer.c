@@ -176,7 +176,8 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
   t->early_base = 0;
   t->reserve = 0;
   t->aux = NULL;
-  t->n_overlap = 0;
+  memset(t->zaux, 0, sizeof(t->zaux));
+  t->n_overlap = t->n_overlap_ev = 0;
   t->overlap_part = t->overlap_byte = NULL;
   t->overlap_ev = NULL; /* none taken: the device path takes them */
   return FUNNEL_OK;
@@ -187,7 +188,9 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
  * read has a second stream for it (t->aux, given when
  * funnel__overlap_fits): the first half of the partitions, then
  * OVERLAP_PIECES pieces of the rest, each part from a multiple of the
- * parse's tile (the parse sums a tile a block). A part's bytes start where
+ * parse's tile (the parse sums a tile a block); a read of compressed
+ * bodies that decodes while it copies (t->zaux), FUNNEL__ZOVERLAP_PARTS
+ * parts of about as many partitions each. A part's bytes start where
  * its first non-empty partition's do (their addresses rise: the span is
  * back to back), the first part's at 0, and the last part's end at the
  * span's. */
@@ -201,21 +204,32 @@ bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
          n > FUNNEL__DPATH_THREADS && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
 }
 
+bool funnel__zoverlap_fits(const struct funnel_device *dev, size_t count,
+                           const struct funnel__parts_scan *scan) {
+  return dev->be.stream_wait != NULL && !scan->bad && count >= 2 &&
+         (int64_t)(scan->hi - scan->lo) >= dev->config.zoverlap_min_bytes;
+}
+
 static int plan_overlap(struct funnel_table *t, const struct funnel_partition *parts,
                         size_t count, const struct funnel__parts_scan *scan,
                         struct funnel_error *error) {
   if (t->aux == NULL) return FUNNEL_OK; /* funnel__overlap_fits said no */
   const int64_t n = (int64_t)count, size = (int64_t)(scan->hi - scan->lo);
   const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
-  const int64_t pieces = FUNNEL__OVERLAP_PIECES;
+  const bool z = t->zaux[0] != NULL;
+  const int64_t pieces = z ? FUNNEL__ZOVERLAP_PARTS : FUNNEL__OVERLAP_PIECES;
+  /* a part's bytes, then its end and the join of the stream its parse
+   * runs on; a decoding read's, also each part's parse, and the join of
+   * each of its decoding streams (dread.c) */
+  const int64_t n_ev = z ? 3 * pieces + 1 : pieces + 2;
   int64_t *part = funnel__arena_alloc(&t->arena, (size_t)(pieces + 2) * sizeof(int64_t));
   int64_t *byte = funnel__arena_alloc(&t->arena, (size_t)(pieces + 2) * sizeof(int64_t));
-  void **ev = funnel__arena_calloc(&t->arena, (size_t)(pieces + 2), sizeof(void *));
+  void **ev = funnel__arena_calloc(&t->arena, (size_t)n_ev, sizeof(void *));
   if (part == NULL || byte == NULL || ev == NULL) return OUT_OF_MEMORY(error);
   int m = 0;
   part[0] = 0;
-  for (int64_t j = 0; j < pieces; j++) {
-    const int64_t p = (n / 2 + (n - n / 2) * j / pieces) / tile * tile;
+  for (int64_t j = z ? 1 : 0; j < pieces; j++) {
+    const int64_t p = (z ? n * j / pieces : n / 2 + (n - n / 2) * j / pieces) / tile * tile;
     if (p > part[m]) part[++m] = p;
   }
   part[++m] = n;
@@ -228,6 +242,7 @@ static int plan_overlap(struct funnel_table *t, const struct funnel_partition *p
     byte[j] = p < n ? (int64_t)((uintptr_t)parts[p].data - scan->lo) : size;
   }
   t->n_overlap = m;
+  t->n_overlap_ev = (int)n_ev;
   t->overlap_part = part;
   t->overlap_byte = byte;
   t->overlap_ev = ev;

@@ -140,6 +140,19 @@
  * about as many partitions each, a part launched once the round that
  * completes it is copied (dread.c). */
 #define FUNNEL__STAGED_PARSE_PARTS 8
+/* A device-path read of compressed bodies of this many bytes of
+ * partitions or more, from one copy of their span in the pinned pool
+ * (transfer.c's early copies), decodes while it is copied: in
+ * FUNNEL__ZOVERLAP_PARTS parts of about as many partitions each, each
+ * part's first pass (its buffers' jobs) launched on the reader's second
+ * stream once its bytes are there, and its jobs decoded on a stream of
+ * their own (a part's decoding lasts as long as its longest job, so the
+ * parts' must not queue behind one another), into room made from a guess
+ * before the first pass (dread.c). Below it, a read makes both passes in
+ * one go (FUNNEL__LZ4_ONE_GO_MAX_BYTES) or is too short for the parts'
+ * waits to pay. FUNNEL_ZOVERLAP_MIN_BYTES sets it when the device opens. */
+#define FUNNEL__ZOVERLAP_PARTS 4
+#define FUNNEL__ZOVERLAP_MIN_BYTES ((int64_t)8 << 20)
 
 /* A read of this many partitions or more starts the copy of their span
  * before its pass over them (reader.c; transfer.c, funnel__guess_scan):

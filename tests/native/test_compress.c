@@ -128,6 +128,7 @@ static int parse_where = FUNNEL_PARSE_AUTO; /* FUNNEL_OPTION_PARSE */
 static int write_codec;
 static int64_t decoded_on_device, device_path_reads, zstd_decoded_on_device;
 static int64_t last_decode_waits; /* the last read's stats.decode_waits */
+static int64_t last_overlap_parts, last_launches; /* ... its overlap_parts, concat_launches */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
                            const struct table_src *src, int64_t compressed) {
@@ -150,6 +151,8 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       const bool whole = check_on_device(&s); /* the device path read it all */
       device_path_reads += whole;
       last_decode_waits = s.decode_waits;
+      last_overlap_parts = s.overlap_parts;
+      last_launches = s.concat_launches;
       /* the pool has room for the host's images */
       if (compressed > 0 && !whole) CHECK_EQ_I64(s.decoded_pinned, 1);
       if (decode_where == FUNNEL_DECODE_HOST) CHECK_EQ_I64(s.device_decoded, 0);
@@ -449,6 +452,139 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
   }
   check_context("%s", "");
   decode_where = FUNNEL_DECODE_AUTO;
+  write_codec = 0;
+}
+
+/* ps's partitions moved into one block of the device's pinned pool, back
+ * to back at 8-byte boundaries (freed with funnel_device_pinned_free of
+ * *size bytes); ps's own memory freed. */
+static void *pack_pinned(struct funnel_device *dev, struct parts *ps, size_t *size) {
+  *size = 0;
+  for (int i = 0; i < ps->n; i++) *size += (ps->p[i].length + 7) / 8 * 8;
+  void *block = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(funnel_device_pinned_alloc(dev, *size, &block, &err), &err)) abort();
+  size_t at = 0;
+  for (int i = 0; i < ps->n; i++) {
+    const size_t len = ps->p[i].length;
+    if (len > 0) memcpy((uint8_t *)block + at, ps->p[i].data, len);
+    free((void *)ps->p[i].data);
+    ps->p[i].data = len > 0 ? (uint8_t *)block + at : NULL;
+    at += (len + 7) / 8 * 8;
+  }
+  ps->pinned_by = NULL;
+  return block;
+}
+
+/* A read of compressed bodies of 8 MiB and more (FUNNEL_ZOVERLAP_MIN_BYTES,
+ * here set to 1) whose partitions lie back to back in the pinned pool is
+ * copied, unpacked and decoded in parts (dread.c), each part's jobs
+ * decoded once it is unpacked, into room guessed before the first pass.
+ * On one device, for LZ4 as Arrow Java and as the funnel shuffle writes
+ * it and for ZSTD, each read's rows checked against the table written,
+ * and its launches counted (P parts: the first pass's and the decoder's
+ * of each part, the second pass's parse and the concat, 2P + 2; a decoder
+ * again after the wait, 2P + 3; no room, P + 3):
+ *   random values, the device's first read: the guess of twice the bytes
+ *     holds (2P + 2);
+ *   repeating values after random ones: they decode to more than the
+ *     room guessed from the random read: decoded again (2P + 3);
+ *   repeating values again: the room holds (2P + 2);
+ *   partition 5 broken (a frame declares a byte more than it decodes to):
+ *     the host path's error, naming partition 5;
+ *   repeating values after the broken read (2P + 2);
+ *   zeros after zeros: a guess of over 4 times the bytes makes no room
+ *     (P + 3).
+ * Every read in 4 parts, waiting once for its first pass. */
+static void compressed_reads_decode_while_copied(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
+      {.type = FUNNEL_TYPE_INT32, .name = "i", .nullable = 0}};
+  static const struct iw_schema schema = {3, fields, 0};
+  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
+  static const struct iw_schema wide_schema = {1, wide, 0};
+  static const struct writing writings[] = {
+      {"lz4 as Arrow Java", {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1,
+                             .empty_prefix = 1}},
+      {"lz4 as the funnel shuffle", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
+      {"zstd", {.compression = 2, .raw_fallback = 1, .empty_prefix = 1, .zstd_level = 3}},
+  };
+  decode_where = FUNNEL_DECODE_DEVICE;
+  parse_where = FUNNEL_PARSE_DEVICE;
+  for (size_t w = 0; w < sizeof(writings) / sizeof(writings[0]); w++) {
+    write_codec = writings[w].o.compression;
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    setenv("FUNNEL_ZOVERLAP_MIN_BYTES", "1", 1);
+    const int opened = CHECK_OK(check_device_open(&dev, &err), &err);
+    unsetenv("FUNNEL_ZOVERLAP_MIN_BYTES");
+    if (!opened) break;
+    struct table_src random = table_random(&schema, 300 * 20, 100, 191);
+    struct table_src repeating = table_random(&schema, 300 * 60, 0, 192);
+    make_compressible(&repeating);
+    struct table_src zeros = table_random(&wide_schema, 300 * 400, 0, 194);
+    memset(zeros.cols[0].values, 0, (size_t)zeros.rows * 8);
+    static const struct {
+      const char *what;
+      int src; /* 0 random, 1 repeating, 2 zeros */
+      int broken;
+      int decoded; /* 1: while copied; 2: again after the wait; 3: only after it; 0: any */
+    } STEPS[] = {{"random values, the device's first read", 0, 0, 1},
+                 {"repeating values, after random ones", 1, 0, 2},
+                 {"repeating values, again", 1, 0, 1},
+                 {"repeating values, partition 5 broken", 1, 1, 0},
+                 {"repeating values, after the broken read", 1, 0, 1},
+                 {"zeros", 2, 0, 0},
+                 {"zeros, again", 2, 0, 3}};
+    for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
+      check_context("%s, %s", writings[w].name, STEPS[k].what);
+      const struct table_src *src = STEPS[k].src == 0   ? &random
+                                    : STEPS[k].src == 1 ? &repeating
+                                                        : &zeros;
+      struct parts ps = cut(src, 300, 1, &writings[w].o, 0, NULL);
+      if (STEPS[k].broken) break_partition_5(&ps);
+      size_t size;
+      void *block = pack_pinned(dev, &ps, &size);
+      if (STEPS[k].broken) {
+        struct funnel_reader *rd = NULL;
+        struct funnel_table *tb = NULL;
+        if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
+          CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
+          CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
+          const int st = funnel_reader_read_async(rd, ps.p, (size_t)ps.n, 0, &tb, &err);
+          if (CHECK_STATUS(st, FUNNEL_ERR_MALFORMED, &err)) {
+            CHECK_EQ_I64(err.partition, 5);
+            CHECK_EQ_I64(err.column, 0);
+            if (strstr(err.message, "not the") == NULL)
+              check_fail(__FILE__, __LINE__, "message \"%s\" does not say \"not the\"",
+                         err.message);
+          }
+          if (st == FUNNEL_OK) funnel_table_free(tb);
+          funnel_reader_free(rd);
+        }
+      } else {
+        const int64_t whole = device_path_reads;
+        last_decode_waits = last_overlap_parts = last_launches = -1;
+        read_and_check(dev, &ps, src, 300);
+        CHECK_EQ_I64(device_path_reads - whole, 1);
+        const int64_t parts = 4, d = STEPS[k].decoded;
+        CHECK_EQ_I64(last_overlap_parts, parts);
+        CHECK_EQ_I64(last_decode_waits, 1);
+        if (d > 0) CHECK_EQ_I64(last_launches, d == 3 ? parts + 3 : 2 * parts + 2 + (d == 2));
+      }
+      funnel_device_pinned_free(dev, block, size, NULL);
+      free(ps.p);
+    }
+    table_src_free(&random);
+    table_src_free(&repeating);
+    table_src_free(&zeros);
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+    funnel_device_close(dev);
+  }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  parse_where = FUNNEL_PARSE_AUTO;
   write_codec = 0;
 }
 
@@ -1460,6 +1596,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(compressed_reads_take_the_device_path_from_48_partitions),
       CHECK_TEST(decoded_long_fixed_width_pieces_on_the_device),
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
+      CHECK_TEST(compressed_reads_decode_while_copied),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(lz4_and_zstd_partitions_in_one_read),
       CHECK_TEST(large_compressed_partition),

@@ -37,7 +37,11 @@ package dev.funnel;
  * bytes, waits once more, for the first pass's sizes, and makes two copies more, the args and
  * summary again ({@code decodeWaits} 1); a small one whose first pass left a partition or decoded
  * more than the guess waits for the first pass's summary and then goes on as a larger one does
- * ({@code decodeWaits} 2: two waits, and the launches after the first pass again).
+ * ({@code decodeWaits} 2: two waits, and the launches after the first pass again). A larger one
+ * whose partitions lie back to back in the pinned pool (from 8 MiB) is copied, unpacked and
+ * decoded in parts ({@code overlapParts}), each part decoded once it is unpacked, into room
+ * guessed alike, before the wait for the first pass ({@code decodeWaits} 1); when the room falls
+ * short, the decoder runs again after it.
  *
  * <p>{@code directPartitions} were read by the kernel straight from pinned host memory (no copy);
  * {@code kernelNanos} is the concat's device time when the reader times it ({@link
