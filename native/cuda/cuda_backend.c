@@ -315,8 +315,8 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
       gx = (m + threads - 1) / threads;
       gy = n;
       break;
-    default: /* the concat: m lanes a piece; the bits stride over the grid */
-      if (m < 1 || m > 32 || (m & (m - 1)) != 0) m = 32;
+    default: /* the concat: m lanes a piece (in one block); the bits stride over the grid */
+      if (m < 1 || m > threads || (m & (m - 1)) != 0) m = 32;
       gx = (n * m + threads - 1) / threads;
       if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS;
       break;

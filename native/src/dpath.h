@@ -124,7 +124,8 @@ enum funnel__dp_stage {
    * exclusive scan of each, totals into the summary; then the layout */
   FUNNEL_DP_SCAN = 1,
   /* n items: every (partition, column) piece, then one per column
-   * (funnel__dp_piece_copy), m lanes an item (1 to 32, a power of two);
+   * (funnel__dp_piece_copy), m lanes an item (1 to FUNNEL__DPATH_THREADS, a
+   * power of two: a group of lanes in one block);
    * then every 32-bit word of the args' bit buffers (funnel__dp_bits_word);
    * nothing unless the layout laid the output out */
   FUNNEL_DP_CONCAT = 2

@@ -676,16 +676,27 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
  * 50000x10x27 mixed (150): 227, 173, 200, 262, 343; 50000x10x10 strings
  * (232): 299, 261, 284, 340, 437; 50000x10x27 strings (610): 835, 616,
  * 606, 607, 549; 10000x4x100 mixed, 40,000 pieces: 50, 41, 37, 35, 41.
- * Between the sizes measured the steps are guesses. */
+ * Between the sizes measured the steps are guesses. A piece that wants a
+ * warp takes more, up to FUNNEL__DP_CONCAT_MAX_LANES, while the pieces'
+ * lanes number fewer than FUNNEL__DP_PARSE_THREADS (fewer than 2,048 such
+ * pieces), not up to FUNNEL__DP_CONCAT_FILL: the kernel alone on the H100
+ * (session 54, us at 32, 64 and 128 lanes a piece): 200x10x1000 strings
+ * (2,000 pieces of 8 to 40 KB) 90, 60, 60 (64 taken); 200x4x1000 strings
+ * 68, 41, 29 (128); 200x4x1000 int64 12, 10, 9 (128); 200x10x100 strings
+ * 12, 11, 10 (64); but 1000x4x100 strings (4,000 pieces of 2 KB, left at
+ * 32) 13, 15, 16. */
 static int64_t concat_lanes(int64_t bytes, int64_t n, int n_cols, int n_var, int64_t tmpl_length) {
   int64_t body = bytes / (n > 0 ? n : 1);
   if (tmpl_length > 0) body = body > tmpl_length + 8 ? body - tmpl_length - 8 : 0;
   const int64_t mean = body / n_cols, pieces = n * n_cols;
   const int64_t want = n_var > 0 ? (mean < 48 ? 2 : mean < 384 ? 4 : 32)
                                  : (mean < 16 ? 1 : mean < 100 ? 2 : mean < 1024 ? 4 : 32);
+  /* a piece that wants a warp may take a few while the pieces are few */
+  const int64_t most = want == 32 ? FUNNEL__DP_CONCAT_MAX_LANES : 32;
   int64_t lanes = 1;
-  while (lanes < 32 && (lanes < want || pieces * lanes < FUNNEL__DP_PARSE_THREADS ||
-                        (pieces * lanes < FUNNEL__DP_CONCAT_FILL && lanes < 4 * want)))
+  while (lanes < most &&
+         (lanes < want || pieces * lanes < FUNNEL__DP_PARSE_THREADS ||
+          (pieces * lanes < FUNNEL__DP_CONCAT_FILL && lanes < 4 * want && lanes < 32)))
     lanes *= 2;
   return lanes;
 }

@@ -187,6 +187,16 @@
  * lanes a piece, dread.c's concat_lanes) while a piece has lanes to spare:
  * the H100 holds 270,336 threads (132 SMs of 2,048). */
 #define FUNNEL__DP_CONCAT_FILL ((int64_t)1 << 18)
+/* ... and a piece of a warp's size or more (dread.c's concat_lanes: 32
+ * lanes wanted) up to this many lanes, a few warps of one block, while
+ * the pieces are few: a read of few large pieces (200x10x1000 strings,
+ * 2,000 pieces of 8 to 40 KB) left at a warp a piece fills a quarter of
+ * the H100's threads, and its kernel ran at 42% of a d2d copy of its
+ * output; at 64 lanes, 64% (bench/RESULTS.md, sessions 53 and 54). At
+ * most FUNNEL__DPATH_THREADS (a group of lanes lies in one block). */
+#ifndef FUNNEL__DP_CONCAT_MAX_LANES
+#define FUNNEL__DP_CONCAT_MAX_LANES 128
+#endif
 
 /* The pinned pool, allocated once per device. cuda: cuMemHostAlloc costs
  * ~130 ms per 256 MiB on the H100 host, paid once; 256 MiB stages a few
