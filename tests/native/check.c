@@ -186,14 +186,15 @@ void check_read_invariants_at(const char *file, int line, const struct funnel_re
    * it, with that attempt's copies, its parse, scan and concat (which
    * copied nothing), and its two waits (the sums, then its work) */
   const int attempt = s->device_parsed > 0;
-  /* an attempt at LZ4 bodies: its first pass and decoder too, and when it
-   * went in one go and found the gate shut (decode_waits 2), the launches
-   * after the first pass; its waits for the first pass, at most
-   * decode_waits more */
+  /* an attempt at LZ4 bodies: its first pass and decoder too (a decoder a
+   * part when it decoded while it copied), and when it went in one go and
+   * found the gate shut (decode_waits 2), the launches after the first
+   * pass; its waits for the first pass, at most decode_waits more */
   const int64_t waits = attempt ? s->decode_waits : 0;
   const int lz4_attempt = attempt && s->compressed_partitions > 0;
-  const int64_t attempt_launches = 2 + (s->overlap_parts > 1 ? s->overlap_parts : 1) +
-                                   (lz4_attempt ? 2 + (waits == 2 ? 4 : 0) : 0);
+  const int64_t attempt_launches =
+      2 + (s->overlap_parts > 1 ? s->overlap_parts : 1) +
+      (lz4_attempt ? 2 + (waits == 2 ? 4 : 0) + (s->overlap_parts > 1 ? s->overlap_parts : 0) : 0);
   const int64_t decoder = s->device_decoded > 0; /* its launch and its wait */
   /* the device's decoder may read pinned partitions' frames where they
    * lie: a run of each such partition more */
