@@ -59,6 +59,10 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
   c->overlap_min_bytes = env_int("FUNNEL_OVERLAP_MIN_BYTES", FUNNEL__OVERLAP_MIN_BYTES);
   c->overlap_min_parts = env_int("FUNNEL_OVERLAP_MIN_PARTS", FUNNEL__OVERLAP_MIN_PARTS);
   c->zoverlap_min_bytes = env_int("FUNNEL_ZOVERLAP_MIN_BYTES", FUNNEL__ZOVERLAP_MIN_BYTES);
+  const int64_t zparts = env_int("FUNNEL_ZOVERLAP_PARTS", FUNNEL__ZOVERLAP_PARTS);
+  c->zoverlap_parts = zparts < 2                            ? 2
+                      : zparts > FUNNEL__ZOVERLAP_MAX_PARTS ? FUNNEL__ZOVERLAP_MAX_PARTS
+                                                            : (int)zparts;
   const int64_t task = env_int("FUNNEL_STAGE_TASK_BYTES", FUNNEL__STAGE_TASK);
   c->stage_task_bytes = task > 0 ? task : FUNNEL__STAGE_TASK;
   const int64_t round = env_int("FUNNEL_STAGE_ROUND_BYTES", FUNNEL__STAGE_ROUND_MIN);

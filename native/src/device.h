@@ -29,6 +29,7 @@ struct funnel__config {
   /* FUNNEL_ZOVERLAP_MIN_BYTES, else tuning.h's: the least a read of compressed
    * bodies on the device path decodes while it is copied */
   int64_t zoverlap_min_bytes;
+  int zoverlap_parts; /* FUNNEL_ZOVERLAP_PARTS, else tuning.h's: its parts (2 to 8) */
   /* FUNNEL__STAGE_TASK and FUNNEL__STAGE_ROUND_MIN, or FUNNEL_STAGE_TASK_BYTES
    * and FUNNEL_STAGE_ROUND_BYTES */
   int64_t stage_task_bytes, stage_round_bytes;

@@ -382,7 +382,7 @@ static int decode_part_after(struct funnel_table *t, int j, const struct dp_layo
   const int64_t *part = t->overlap_part;
   const int64_t nb = a->n_buffers;
   const int stage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
-  void *zs = t->zaux[j % FUNNEL__ZOVERLAP_PARTS];
+  void *zs = t->zaux[j % t->n_zaux];
   int st = *done == NULL ? funnel__dev_event_take(be, done, error) : FUNNEL_OK;
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *done, t->aux, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_wait(be, zs, *done, error);
@@ -439,7 +439,7 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
     if (st == FUNNEL_OK && zgate != 0) {
       st = decode_part_after(t, j, l, (const struct funnel__dp_args *)(host + l->args), zgate,
                              &ev[m + 1 + j], error);
-      if (j + 1 > zused) zused = j + 1 < FUNNEL__ZOVERLAP_PARTS ? j + 1 : FUNNEL__ZOVERLAP_PARTS;
+      if (j + 1 > zused) zused = j + 1 < t->n_zaux ? j + 1 : t->n_zaux;
     }
   }
   if (st == FUNNEL_OK) t->stats.overlap_parts = m;

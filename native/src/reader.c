@@ -16,8 +16,8 @@ struct funnel_reader {
    * one copy engine) */
   _Atomic(void *) aux;
   /* ... and a read of compressed bodies' streams for its parts' decoding
-   * (tuning.h, FUNNEL__ZOVERLAP_PARTS), made alike */
-  _Atomic(void *) zaux[FUNNEL__ZOVERLAP_PARTS];
+   * (the device's zoverlap_parts of them; tuning.h), made alike */
+  _Atomic(void *) zaux[FUNNEL__ZOVERLAP_MAX_PARTS];
   struct funnel__shared_schema *schema; /* NULL when not given */
   /* without one: the schema the first read by the device path found in
    * its first partition, set once; the next reads' first partitions,
@@ -79,7 +79,7 @@ void funnel_reader_free(struct funnel_reader *reader) {
   /* completes the work queued on the stream: tables in flight stay valid */
   funnel__dev_stream_destroy(&reader->dev->be, reader->stream);
   funnel__dev_stream_destroy(&reader->dev->be, atomic_load(&reader->aux));
-  for (int k = 0; k < FUNNEL__ZOVERLAP_PARTS; k++)
+  for (int k = 0; k < FUNNEL__ZOVERLAP_MAX_PARTS; k++)
     funnel__dev_stream_destroy(&reader->dev->be, atomic_load(&reader->zaux[k]));
   funnel__shared_schema_unref(reader->schema);
   funnel__shared_schema_unref(atomic_load(&reader->seen));
@@ -208,13 +208,15 @@ static void *reader_aux(struct funnel_reader *reader) { return reader_stream(rea
  * parse's stream and the parts' decoding streams, all or none. */
 static void reader_zaux(struct funnel_reader *reader, struct funnel_table *t) {
   void *aux = reader_aux(reader);
-  for (int k = 0; k < FUNNEL__ZOVERLAP_PARTS; k++) {
+  const int n = reader->dev->config.zoverlap_parts;
+  for (int k = 0; k < n; k++) {
     t->zaux[k] = aux != NULL ? reader_stream(reader, &reader->zaux[k]) : NULL;
     if (t->zaux[k] == NULL) {
       memset(t->zaux, 0, sizeof(t->zaux));
       return;
     }
   }
+  t->n_zaux = n;
   t->aux = aux;
 }
 

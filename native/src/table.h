@@ -81,11 +81,12 @@ struct funnel_table {
    * parses (overlap_ev, n_overlap + 1, NULL until taken). A read parsed
    * while it is staged (dread.c) sets them but overlap_byte (NULL).
    * A read of compressed bodies decodes while it is copied when it has
-   * zaux, the reader's streams for its parts' decoding (all of them or
-   * none: tuning.h, FUNNEL__ZOVERLAP_PARTS); its overlap_ev then has
-   * n_overlap_ev events (else n_overlap + 1). */
+   * zaux, the reader's streams for its parts' decoding, n_zaux of them (the
+   * device's zoverlap_parts, or none: tuning.h, FUNNEL__ZOVERLAP_*); its
+   * overlap_ev then has n_overlap_ev events (else n_overlap + 1). */
   void *aux;
-  void *zaux[FUNNEL__ZOVERLAP_PARTS];
+  void *zaux[FUNNEL__ZOVERLAP_MAX_PARTS];
+  int n_zaux;
   int n_overlap, n_overlap_ev;
   bool zdecoded; /* such a read's bodies were decoded while copied */
   int64_t *overlap_part, *overlap_byte;

@@ -177,6 +177,7 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
   t->reserve = 0;
   t->aux = NULL;
   memset(t->zaux, 0, sizeof(t->zaux));
+  t->n_zaux = 0;
   t->n_overlap = t->n_overlap_ev = 0;
   t->overlap_part = t->overlap_byte = NULL;
   t->overlap_ev = NULL; /* none taken: the device path takes them */
@@ -189,7 +190,7 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
  * funnel__overlap_fits): the first half of the partitions, then
  * OVERLAP_PIECES pieces of the rest, each part from a multiple of the
  * parse's tile (the parse sums a tile a block); a read of compressed
- * bodies that decodes while it copies (t->zaux), FUNNEL__ZOVERLAP_PARTS
+ * bodies that decodes while it copies (t->zaux), t->n_zaux
  * parts of about as many partitions each. A part's bytes start where
  * its first non-empty partition's do (their addresses rise: the span is
  * back to back), the first part's at 0, and the last part's end at the
@@ -217,7 +218,7 @@ static int plan_overlap(struct funnel_table *t, const struct funnel_partition *p
   const int64_t n = (int64_t)count, size = (int64_t)(scan->hi - scan->lo);
   const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
   const bool z = t->zaux[0] != NULL;
-  const int64_t pieces = z ? FUNNEL__ZOVERLAP_PARTS : FUNNEL__OVERLAP_PIECES;
+  const int64_t pieces = z ? t->n_zaux : FUNNEL__OVERLAP_PIECES;
   /* a part's bytes, then its end and the join of the stream its parse
    * runs on; a decoding read's, also each part's parse, and the join of
    * each of its decoding streams (dread.c) */

@@ -495,7 +495,8 @@ static void *pack_pinned(struct funnel_device *dev, struct parts *ps, size_t *si
  *   repeating values after the broken read (2P + 2);
  *   zeros after zeros: a guess of over 4 times the bytes makes no room
  *     (P + 3).
- * Every read in 4 parts, waiting once for its first pass. */
+ * Every read in 4 parts (the default), waiting once for its first pass;
+ * then LZ4 in 2 and in 8 parts (FUNNEL_ZOVERLAP_PARTS). */
 static void compressed_reads_decode_while_copied(void) {
   static const struct iw_field fields[] = {
       {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
@@ -510,15 +511,22 @@ static void compressed_reads_decode_while_copied(void) {
       {"lz4 as the funnel shuffle", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
       {"zstd", {.compression = 2, .raw_fallback = 1, .empty_prefix = 1, .zstd_level = 3}},
   };
+  /* (writing, parts): each writing in the default 4 parts, then 2 and 8 */
+  static const int RUNS[][2] = {{0, 4}, {1, 4}, {2, 4}, {0, 2}, {1, 8}};
   decode_where = FUNNEL_DECODE_DEVICE;
   parse_where = FUNNEL_PARSE_DEVICE;
-  for (size_t w = 0; w < sizeof(writings) / sizeof(writings[0]); w++) {
+  for (size_t run = 0; run < sizeof(RUNS) / sizeof(RUNS[0]); run++) {
+    const int w = RUNS[run][0], parts = RUNS[run][1];
     write_codec = writings[w].o.compression;
     struct funnel_device *dev = NULL;
     struct funnel_error err;
+    char parts_env[8];
+    snprintf(parts_env, sizeof(parts_env), "%d", parts);
     setenv("FUNNEL_ZOVERLAP_MIN_BYTES", "1", 1);
+    if (parts != 4) setenv("FUNNEL_ZOVERLAP_PARTS", parts_env, 1);
     const int opened = CHECK_OK(check_device_open(&dev, &err), &err);
     unsetenv("FUNNEL_ZOVERLAP_MIN_BYTES");
+    unsetenv("FUNNEL_ZOVERLAP_PARTS");
     if (!opened) break;
     struct table_src random = table_random(&schema, 300 * 20, 100, 191);
     struct table_src repeating = table_random(&schema, 300 * 60, 0, 192);
@@ -538,7 +546,7 @@ static void compressed_reads_decode_while_copied(void) {
                  {"zeros", 2, 0, 0},
                  {"zeros, again", 2, 0, 3}};
     for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
-      check_context("%s, %s", writings[w].name, STEPS[k].what);
+      check_context("%s, %d parts, %s", writings[w].name, parts, STEPS[k].what);
       const struct table_src *src = STEPS[k].src == 0   ? &random
                                     : STEPS[k].src == 1 ? &repeating
                                                         : &zeros;
@@ -568,7 +576,7 @@ static void compressed_reads_decode_while_copied(void) {
         last_decode_waits = last_overlap_parts = last_launches = -1;
         read_and_check(dev, &ps, src, 300);
         CHECK_EQ_I64(device_path_reads - whole, 1);
-        const int64_t parts = 4, d = STEPS[k].decoded;
+        const int64_t d = STEPS[k].decoded;
         CHECK_EQ_I64(last_overlap_parts, parts);
         CHECK_EQ_I64(last_decode_waits, 1);
         if (d > 0) CHECK_EQ_I64(last_launches, d == 3 ? parts + 3 : 2 * parts + 2 + (d == 2));
