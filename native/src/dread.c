@@ -382,7 +382,7 @@ static int decode_part_after(struct funnel_table *t, int j, const struct dp_layo
   const int64_t *part = t->overlap_part;
   const int64_t nb = a->n_buffers;
   const int stage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
-  void *zs = t->zaux[j % t->n_zaux];
+  void *zs = t->zaux[j]; /* a part a stream: the parts are at most t->n_zaux */
   int st = *done == NULL ? funnel__dev_event_take(be, done, error) : FUNNEL_OK;
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *done, t->aux, error);
   if (st == FUNNEL_OK) st = funnel__dev_stream_wait(be, zs, *done, error);
@@ -439,7 +439,7 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
     if (st == FUNNEL_OK && zgate != 0) {
       st = decode_part_after(t, j, l, (const struct funnel__dp_args *)(host + l->args), zgate,
                              &ev[m + 1 + j], error);
-      if (j + 1 > zused) zused = j + 1 < t->n_zaux ? j + 1 : t->n_zaux;
+      zused = j + 1;
     }
   }
   if (st == FUNNEL_OK) t->stats.overlap_parts = m;
@@ -873,7 +873,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
    * now when it can (t->zaux) */
   const bool zparts = z && t->n_overlap > 0;
   int64_t zguess = z && !zparts ? decode_guess(t, o, codec, bytes, summary_back, &zexpect) : 0;
-  int64_t zroom = zparts && t->zaux[0] != NULL ? room_guess(t, codec, bytes, &zexpect) : 0;
+  int64_t zroom = zparts ? room_guess(t, codec, bytes, &zexpect) : 0;
   int st = FUNNEL_OK;
   if (!z && t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
       (t->reserved != 0 || t->scratch == 0)) {
@@ -960,12 +960,11 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
      * open for each part's then: its sums only grow); else decoded now,
      * into room of the size the first pass counted */
     t->zdecoded = zroom > 0 && zbytes <= zroom;
-    if (zroom > 0 && !t->zdecoded) {
-      funnel__dev_free(be, t->zscratch, stream);
+    if (!t->zdecoded) {
+      funnel__dev_free(be, t->zscratch, stream); /* the room that fell short, if any */
       t->zscratch = 0;
+      if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
     }
-    if (zbytes > 0 && !t->zdecoded)
-      st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
     capacity = output_bound(schema, bytes + zbytes);
     if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
     /* no room for the decoded buffers and the output's bound: the host

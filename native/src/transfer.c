@@ -217,7 +217,7 @@ static int plan_overlap(struct funnel_table *t, const struct funnel_partition *p
   if (t->aux == NULL) return FUNNEL_OK; /* funnel__overlap_fits said no */
   const int64_t n = (int64_t)count, size = (int64_t)(scan->hi - scan->lo);
   const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
-  const bool z = t->zaux[0] != NULL;
+  const bool z = t->n_zaux > 0;
   const int64_t pieces = z ? t->n_zaux : FUNNEL__OVERLAP_PIECES;
   /* a part's bytes, then its end and the join of the stream its parse
    * runs on; a decoding read's, also each part's parse, and the join of
