@@ -150,8 +150,9 @@ bool funnel__guess_held(const struct funnel__parts_scan *guess,
 bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
                           const struct funnel__parts_scan *scan);
 /* ... and whether a read of compressed bodies so is large enough to decode
- * while it copies (FUNNEL_ZOVERLAP_MIN_BYTES; tuning.h) */
-bool funnel__zoverlap_fits(const struct funnel_device *dev, size_t count,
+ * while it copies (FUNNEL_ZOVERLAP_MIN_BYTES; tuning.h) and its
+ * partitions lie back to back in the pinned pool, copied in parts */
+bool funnel__zoverlap_fits(struct funnel_device *dev, size_t count,
                            const struct funnel__parts_scan *scan);
 /* A guess that did not hold: the early copies made from it are freed with
  * the read's inputs (after its work, which follows them on the stream),

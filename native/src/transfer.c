@@ -184,6 +184,33 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
   return FUNNEL_OK;
 }
 
+/* Whether the partitions lie as early_mirror copies them: back to back in
+ * the pinned pool, one copy of their span. A read of compressed bodies
+ * decodes in parts only then (a pageable one is staged, not copied in
+ * parts), so otherwise the streams funnel__zoverlap_fits gives it would
+ * be made, and kept by the reader, for nothing. */
+static bool mirrored(struct funnel_device *dev, const struct funnel__parts_scan *scan) {
+  return !scan->bad && scan->first >= 0 && scan->back_to_back &&
+         funnel__span_contains(funnel__pool_span(&dev->pool), (const void *)scan->lo,
+                               (int64_t)(scan->hi - scan->lo));
+}
+
+bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
+                          const struct funnel__parts_scan *scan) {
+  const struct funnel__config *c = &dev->config;
+  const int64_t n = (int64_t)count;
+  /* never a read of a block's partitions or fewer, whatever the config:
+   * parsed in one launch, which scans them too, it has nothing to split */
+  return dev->be.stream_wait != NULL && !scan->bad && n >= c->overlap_min_parts &&
+         n > FUNNEL__DPATH_THREADS && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
+}
+
+bool funnel__zoverlap_fits(struct funnel_device *dev, size_t count,
+                           const struct funnel__parts_scan *scan) {
+  return dev->be.stream_wait != NULL && count >= 2 &&
+         (int64_t)(scan->hi - scan->lo) >= dev->config.zoverlap_min_bytes && mirrored(dev, scan);
+}
+
 /* The parts of a read of the device path that it parses while the rest
  * is copied (table.h, t->n_overlap; tuning.h, FUNNEL__OVERLAP_*), when the
  * read has a second stream for it (t->aux, given when
@@ -195,22 +222,6 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
  * its first non-empty partition's do (their addresses rise: the span is
  * back to back), the first part's at 0, and the last part's end at the
  * span's. */
-bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
-                          const struct funnel__parts_scan *scan) {
-  const struct funnel__config *c = &dev->config;
-  const int64_t n = (int64_t)count;
-  /* never a read of a block's partitions or fewer, whatever the config:
-   * parsed in one launch, which scans them too, it has nothing to split */
-  return dev->be.stream_wait != NULL && !scan->bad && n >= c->overlap_min_parts &&
-         n > FUNNEL__DPATH_THREADS && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
-}
-
-bool funnel__zoverlap_fits(const struct funnel_device *dev, size_t count,
-                           const struct funnel__parts_scan *scan) {
-  return dev->be.stream_wait != NULL && !scan->bad && count >= 2 &&
-         (int64_t)(scan->hi - scan->lo) >= dev->config.zoverlap_min_bytes;
-}
-
 static int plan_overlap(struct funnel_table *t, const struct funnel_partition *parts,
                         size_t count, const struct funnel__parts_scan *scan,
                         struct funnel_error *error) {

@@ -129,6 +129,7 @@ static int write_codec;
 static int64_t decoded_on_device, device_path_reads, zstd_decoded_on_device;
 static int64_t last_decode_waits; /* the last read's stats.decode_waits */
 static int64_t last_overlap_parts, last_launches; /* ... its overlap_parts, concat_launches */
+static int64_t last_streams; /* ... and the streams its reader made for it */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
                            const struct table_src *src, int64_t compressed) {
@@ -139,8 +140,10 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
+  const int64_t streams0 = funnel__live_now().streams;
   if (CHECK_OK(funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, &tb, &err), &err)) {
     CHECK_OK(funnel_table_wait(tb, &err), &err);
+    last_streams = funnel__live_now().streams - streams0;
     struct funnel_read_stats s;
     if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err)) {
       CHECK_READ_INVARIANTS(&s);
@@ -578,12 +581,26 @@ static void compressed_reads_decode_while_copied(void) {
         CHECK_EQ_I64(device_path_reads - whole, 1);
         const int64_t d = STEPS[k].decoded;
         CHECK_EQ_I64(last_overlap_parts, parts);
+        CHECK_EQ_I64(last_streams, 1 + parts); /* a new reader's: its second, one a part */
         CHECK_EQ_I64(last_decode_waits, 1);
         if (d > 0) CHECK_EQ_I64(last_launches, d == 3 ? parts + 3 : 2 * parts + 2 + (d == 2));
       }
       funnel_device_pinned_free(dev, block, size, NULL);
       free(ps.p);
     }
+    /* the same partitions where they were written, apart (not back to
+     * back in the pool): nothing is copied early, so no parts, and the
+     * reader makes no stream for them (it made its second stream and one
+     * a part, and kept them until it was freed: a JUnit test on cuda
+     * counted them) */
+    check_context("%s, %d parts, repeating values where they were written", writings[w].name,
+                  parts);
+    struct parts apart = cut(&repeating, 300, 1, &writings[w].o, 0, NULL);
+    last_overlap_parts = last_streams = -1;
+    read_and_check(dev, &apart, &repeating, 300);
+    CHECK_EQ_I64(last_overlap_parts, 0);
+    CHECK_EQ_I64(last_streams, 0);
+    parts_free(&apart);
     table_src_free(&random);
     table_src_free(&repeating);
     table_src_free(&zeros);
