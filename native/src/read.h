@@ -149,10 +149,12 @@ bool funnel__guess_held(const struct funnel__parts_scan *guess,
  * can order a second stream after the first. */
 bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
                           const struct funnel__parts_scan *scan);
-/* ... and whether a read of compressed bodies so is large enough to decode
- * while it copies (FUNNEL_ZOVERLAP_MIN_BYTES; tuning.h) and its
- * partitions lie back to back in the pinned pool, copied in parts */
-bool funnel__zoverlap_fits(struct funnel_device *dev, size_t count,
+/* ... and the parts a read of compressed bodies so decodes in while it
+ * copies: 0 unless it is large enough (FUNNEL_ZOVERLAP_MIN_BYTES; tuning.h)
+ * and its partitions lie back to back in the pinned pool, copied in parts;
+ * else FUNNEL_ZOVERLAP_PARTS, or fewer where the read has few partitions
+ * (at least 2): a stream each */
+int funnel__zoverlap_parts(struct funnel_device *dev, size_t count,
                            const struct funnel__parts_scan *scan);
 /* A guess that did not hold: the early copies made from it are freed with
  * the read's inputs (after its work, which follows them on the stream),

@@ -204,11 +204,10 @@ static void *reader_stream(struct funnel_reader *reader, _Atomic(void *) *slot) 
 
 static void *reader_aux(struct funnel_reader *reader) { return reader_stream(reader, &reader->aux); }
 
-/* A read of compressed bodies that may decode while it copies: the
- * parse's stream and the parts' decoding streams, all or none. */
-static void reader_zaux(struct funnel_reader *reader, struct funnel_table *t) {
+/* A read of compressed bodies that decodes while it copies in n parts: the
+ * parse's stream and a decoding stream a part, all or none. */
+static void reader_zaux(struct funnel_reader *reader, struct funnel_table *t, int n) {
   void *aux = reader_aux(reader);
-  const int n = reader->dev->config.zoverlap_parts;
   for (int k = 0; k < n; k++) {
     t->zaux[k] = aux != NULL ? reader_stream(reader, &reader->zaux[k]) : NULL;
     if (t->zaux[k] == NULL) {
@@ -270,9 +269,13 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
      * it does (their span back to back in the pinned pool) */
     if (funnel__overlap_fits(t->dev, count, scan)) t->aux = reader_aux(reader);
   }
-  /* a read of compressed bodies that may decode while it copies: the early
-   * copies say whether it does, as above */
-  if (*want && compressed && funnel__zoverlap_fits(t->dev, count, scan)) reader_zaux(reader, t);
+  /* a read of compressed bodies that decodes while it copies (its
+   * partitions back to back in the pinned pool, which the early copies
+   * then copy in parts; not DIRECT, which copies none early): its streams */
+  const int zparts = *want && compressed && o->transfer != FUNNEL_TRANSFER_DIRECT
+                         ? funnel__zoverlap_parts(t->dev, count, scan)
+                         : 0;
+  if (zparts > 0) reader_zaux(reader, t, zparts);
   if (st == FUNNEL_OK && (!compressed || *want))
     st = funnel__early_copies(t, parts, count, scan, o->transfer, stream, error);
   return st;

@@ -205,10 +205,36 @@ bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
          n > FUNNEL__DPATH_THREADS && (int64_t)(scan->hi - scan->lo) >= c->overlap_min_bytes;
 }
 
-bool funnel__zoverlap_fits(struct funnel_device *dev, size_t count,
+/* Where the parts of a read of n partitions begin, `pieces` of them asked
+ * (plan_overlap): part[0] = 0, then rising, part[m] = n; returns m, the
+ * parts (part NULL: only counts them). A read that decodes while it
+ * copies (z) goes in about equal parts, others in half, then `pieces`
+ * pieces of the rest; each part from a multiple of the parse's tile (the
+ * parse sums a tile a block), so a read of few partitions has fewer parts
+ * than asked. */
+static int overlap_bounds(int64_t n, bool z, int64_t pieces, int64_t *part) {
+  const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
+  int m = 0;
+  int64_t last = 0;
+  if (part != NULL) part[0] = 0;
+  for (int64_t j = z ? 1 : 0; j < pieces; j++) {
+    const int64_t p = (z ? n * j / pieces : n / 2 + (n - n / 2) * j / pieces) / tile * tile;
+    if (p <= last) continue;
+    last = p;
+    if (part != NULL) part[m + 1] = p;
+    m++;
+  }
+  if (part != NULL) part[m + 1] = n;
+  return m + 1;
+}
+
+int funnel__zoverlap_parts(struct funnel_device *dev, size_t count,
                            const struct funnel__parts_scan *scan) {
-  return dev->be.stream_wait != NULL && count >= 2 &&
-         (int64_t)(scan->hi - scan->lo) >= dev->config.zoverlap_min_bytes && mirrored(dev, scan);
+  if (dev->be.stream_wait == NULL || count < 2 ||
+      (int64_t)(scan->hi - scan->lo) < dev->config.zoverlap_min_bytes || !mirrored(dev, scan))
+    return 0;
+  const int m = overlap_bounds((int64_t)count, true, dev->config.zoverlap_parts, NULL);
+  return m >= 2 ? m : 0;
 }
 
 /* The parts of a read of the device path that it parses while the rest
@@ -217,8 +243,9 @@ bool funnel__zoverlap_fits(struct funnel_device *dev, size_t count,
  * funnel__overlap_fits): the first half of the partitions, then
  * OVERLAP_PIECES pieces of the rest, each part from a multiple of the
  * parse's tile (the parse sums a tile a block); a read of compressed
- * bodies that decodes while it copies (t->zaux), t->n_zaux
- * parts of about as many partitions each. A part's bytes start where
+ * bodies that decodes while it copies (t->zaux), FUNNEL_ZOVERLAP_PARTS
+ * parts of about as many partitions each, or fewer (overlap_bounds), a
+ * stream of t->zaux each. A part's bytes start where
  * its first non-empty partition's do (their addresses rise: the span is
  * back to back), the first part's at 0, and the last part's end at the
  * span's. */
@@ -227,9 +254,8 @@ static int plan_overlap(struct funnel_table *t, const struct funnel_partition *p
                         struct funnel_error *error) {
   if (t->aux == NULL) return FUNNEL_OK; /* funnel__overlap_fits said no */
   const int64_t n = (int64_t)count, size = (int64_t)(scan->hi - scan->lo);
-  const int64_t tile = FUNNEL__DPATH_THREADS / funnel__dp_parse_lanes(n);
   const bool z = t->n_zaux > 0;
-  const int64_t pieces = z ? t->n_zaux : FUNNEL__OVERLAP_PIECES;
+  const int64_t pieces = z ? t->dev->config.zoverlap_parts : FUNNEL__OVERLAP_PIECES;
   /* a part's bytes, then its end and the join of the stream its parse
    * runs on; a decoding read's, also each part's parse, and the join of
    * each of its decoding streams (dread.c) */
@@ -238,14 +264,9 @@ static int plan_overlap(struct funnel_table *t, const struct funnel_partition *p
   int64_t *byte = funnel__arena_alloc(&t->arena, (size_t)(pieces + 2) * sizeof(int64_t));
   void **ev = funnel__arena_calloc(&t->arena, (size_t)n_ev, sizeof(void *));
   if (part == NULL || byte == NULL || ev == NULL) return OUT_OF_MEMORY(error);
-  int m = 0;
-  part[0] = 0;
-  for (int64_t j = z ? 1 : 0; j < pieces; j++) {
-    const int64_t p = (z ? n * j / pieces : n / 2 + (n - n / 2) * j / pieces) / tile * tile;
-    if (p > part[m]) part[++m] = p;
-  }
-  part[++m] = n;
-  if (m < 2) return FUNNEL_OK;
+  const int m = overlap_bounds(n, z, pieces, part);
+  /* a decoding read's parts a stream each, as many as funnel__zoverlap_parts counted */
+  if (m < 2 || (z && m != t->n_zaux)) return FUNNEL_OK;
   byte[0] = 0;
   byte[m] = size;
   for (int j = 1; j < m; j++) {

@@ -130,6 +130,7 @@ static int64_t decoded_on_device, device_path_reads, zstd_decoded_on_device;
 static int64_t last_decode_waits; /* the last read's stats.decode_waits */
 static int64_t last_overlap_parts, last_launches; /* ... its overlap_parts, concat_launches */
 static int64_t last_streams; /* ... and the streams its reader made for it */
+static int transfer_where = FUNNEL_TRANSFER_AUTO; /* read_and_check's readers' transfer */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
                            const struct table_src *src, int64_t compressed) {
@@ -140,6 +141,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
   if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
   CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TRANSFER, transfer_where, &err), &err);
   const int64_t streams0 = funnel__live_now().streams;
   if (CHECK_OK(funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, &tb, &err), &err)) {
     CHECK_OK(funnel_table_wait(tb, &err), &err);
@@ -588,19 +590,43 @@ static void compressed_reads_decode_while_copied(void) {
       funnel_device_pinned_free(dev, block, size, NULL);
       free(ps.p);
     }
-    /* the same partitions where they were written, apart (not back to
-     * back in the pool): nothing is copied early, so no parts, and the
-     * reader makes no stream for them (it made its second stream and one
-     * a part, and kept them until it was freed: a JUnit test on cuda
-     * counted them) */
-    check_context("%s, %d parts, repeating values where they were written", writings[w].name,
-                  parts);
-    struct parts apart = cut(&repeating, 300, 1, &writings[w].o, 0, NULL);
-    last_overlap_parts = last_streams = -1;
-    read_and_check(dev, &apart, &repeating, 300);
-    CHECK_EQ_I64(last_overlap_parts, 0);
-    CHECK_EQ_I64(last_streams, 0);
-    parts_free(&apart);
+    /* reads that decode in fewer parts, or none, and whose readers make
+     * as many streams (the parse's and one a part) or none: the same
+     * partitions where they were written, apart (never copied in parts);
+     * pinned but copied DIRECT (no early copies); and reads of few
+     * partitions, whose parts begin at multiples of the parse's tile (8
+     * partitions here): 12 make 2 parts of 4 or 8 asked, none of 2; 6
+     * none. Each is read by the device path. (Readers made every stream
+     * they could have used, and kept them until they were freed: a JUnit
+     * test on cuda counted them.) */
+    static const struct {
+      const char *what;
+      int n, pinned, direct, parts[9]; /* the parts by those asked */
+    } FEW[] = {{"repeating values where they were written", 300, 0, 0, {0}},
+               {"repeating values, pinned, copied DIRECT", 300, 1, 1, {0}},
+               {"12 partitions", 12, 1, 0, {[2] = 0, [4] = 2, [8] = 2}},
+               {"6 partitions", 6, 1, 0, {0}}};
+    for (size_t k = 0; k < sizeof(FEW) / sizeof(FEW[0]); k++) {
+      check_context("%s, %d parts, %s", writings[w].name, parts, FEW[k].what);
+      struct parts ps = cut(&repeating, FEW[k].n, 1, &writings[w].o, 0, NULL);
+      size_t size = 0;
+      void *block = FEW[k].pinned ? pack_pinned(dev, &ps, &size) : NULL;
+      transfer_where = FEW[k].direct ? FUNNEL_TRANSFER_DIRECT : FUNNEL_TRANSFER_AUTO;
+      const int64_t whole = device_path_reads;
+      last_overlap_parts = last_streams = -1;
+      read_and_check(dev, &ps, &repeating, FEW[k].n);
+      transfer_where = FUNNEL_TRANSFER_AUTO;
+      const int want = FEW[k].parts[parts];
+      CHECK_EQ_I64(device_path_reads - whole, 1);
+      CHECK_EQ_I64(last_overlap_parts, want);
+      CHECK_EQ_I64(last_streams, want > 0 ? 1 + want : 0);
+      if (block != NULL) {
+        funnel_device_pinned_free(dev, block, size, NULL);
+        free(ps.p);
+      } else {
+        parts_free(&ps);
+      }
+    }
     table_src_free(&random);
     table_src_free(&repeating);
     table_src_free(&zeros);
