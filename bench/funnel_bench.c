@@ -1528,20 +1528,25 @@ static int bench_open(struct bench *b, const char *backend, struct funnel_error 
                                           FUNNEL_TRANSFER_DIRECT, FUNNEL_TRANSFER_COPY,
                                           FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO,
                                           FUNNEL_TRANSFER_AUTO, FUNNEL_TRANSFER_AUTO};
-  static const int parse[N_READERS] = {FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO,
-                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_HOST, FUNNEL_PARSE_DEVICE,
-                                       FUNNEL_PARSE_AUTO, FUNNEL_PARSE_AUTO};
-  static const int decode[N_READERS] = {FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
-                                        FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
-                                        FUNNEL_DECODE_AUTO, FUNNEL_DECODE_AUTO,
+  /* where a reader parses and decodes, or DEFAULT: the device's default,
+   * AUTO unless FUNNEL_PARSE or FUNNEL_DECODE in the environment says
+   * otherwise (main says so when it does); the strategies that force one
+   * way force it whatever the environment */
+  enum { DEFAULT = -1 };
+  static const int parse[N_READERS] = {DEFAULT, DEFAULT, DEFAULT, DEFAULT, FUNNEL_PARSE_HOST,
+                                       FUNNEL_PARSE_DEVICE, DEFAULT, DEFAULT};
+  static const int decode[N_READERS] = {DEFAULT, DEFAULT, DEFAULT, DEFAULT, DEFAULT, DEFAULT,
                                         FUNNEL_DECODE_HOST, FUNNEL_DECODE_DEVICE};
   for (int r = 0; r < N_READERS; r++) {
     FUNNEL_RETURN_NOT_OK(funnel_reader_create(b->dev, NULL, 0, &b->reader[r], err));
     FUNNEL_RETURN_NOT_OK(
         funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_TRANSFER, transfer[r], err));
-    FUNNEL_RETURN_NOT_OK(funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_PARSE, parse[r], err));
-    FUNNEL_RETURN_NOT_OK(
-        funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_DECODE, decode[r], err));
+    if (parse[r] != DEFAULT)
+      FUNNEL_RETURN_NOT_OK(
+          funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_PARSE, parse[r], err));
+    if (decode[r] != DEFAULT)
+      FUNNEL_RETURN_NOT_OK(
+          funnel_reader_set_option(b->reader[r], FUNNEL_OPTION_DECODE, decode[r], err));
   }
   return funnel_reader_set_option(b->reader[R_KERNEL], FUNNEL_OPTION_TIME_KERNEL, 1, err);
 }
@@ -1614,7 +1619,8 @@ static void usage(FILE *f) {
           "one batched copy of every column piece to its place (batched_scatter), from\n"
           "pinned and pageable memory; funnel with each transfer mode forced (funnel_copy,\n"
           "funnel_direct) and with the headers parsed on the host or on the device\n"
-          "(funnel_host, funnel_device: funnel picks by the shape); and on the device the\n"
+          "(funnel_host, funnel_device: funnel picks by the shape, or as FUNNEL_PARSE and\n"
+          "FUNNEL_DECODE in the environment say, as any reader would); and on the device the\n"
           "concat kernel alone (kernel) against a\n"
           "copy of the result's bytes (d2d). Ends with the targets, each judged by name\n"
           "from ratios measured in this run.\n"
@@ -3369,6 +3375,13 @@ int main(int argc, char **argv) {
   printf("\n  max bytes per shape %.0f MiB (%d shape x mix skipped over it), pinned pool %s\n",
          mib(opt.max_bytes), jobs.n_skipped, pool_set ? user_pool : "3x each shape's bytes + 64 MiB");
   print_skipped(&jobs, &opt);
+  for (int k = 0; k < 2; k++) {
+    const char *var = k == 0 ? "FUNNEL_PARSE" : "FUNNEL_DECODE", *v = getenv(var);
+    if (v != NULL && *v)
+      printf("  %s=%s in the environment: funnel and the strategies that do not force their own\n"
+             "  way %s as it says (the readers' default; funnel.h), and the targets judge that\n",
+             var, v, k == 0 ? "parse" : "decode");
+  }
   if (opt.cold_bytes > 0)
     printf("  host caches cold: %.0f MiB of another buffer written before every iteration "
            "(--cold)\n", mib(opt.cold_bytes));
