@@ -26,6 +26,9 @@ enum { N_COLS = 3, P_FEW = 24, P_MAX = 320, ROWS = 40 };
 /* the partitions a read takes: P_FEW, or for a device path that parses
  * while it copies (overlapped_parse_faults_fail_cleanly) more than a tile */
 static int P = P_FEW;
+/* a read of LZ4 bodies back to back in the pinned pool decodes while it
+ * copies, whatever its size (FUNNEL_ZOVERLAP_MIN_BYTES) */
+static int zoverlap = 0;
 
 static const char *const KIND_NAMES[FUNNEL__N_FAULTS] = {"ALLOC", "PINNED", "COPY", "LAUNCH",
                                                         "EVENT"};
@@ -166,10 +169,12 @@ static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t inject
     setenv("FUNNEL_STAGE_TASK_BYTES", "4096", 1);
     setenv("FUNNEL_STAGE_ROUND_BYTES", "16384", 1);
   }
+  if (zoverlap) setenv("FUNNEL_ZOVERLAP_MIN_BYTES", "1", 1);
   struct funnel_device *dev = NULL;
   struct funnel_reader *rd = NULL;
   struct funnel_error err;
   const int opened = CHECK_OK(check_device_open(&dev, &err), &err);
+  unsetenv("FUNNEL_ZOVERLAP_MIN_BYTES");
   unsetenv("FUNNEL_STAGE_PAGEABLE");
   unsetenv("FUNNEL_OVERLAP_MIN_BYTES");
   unsetenv("FUNNEL_OVERLAP_MIN_PARTS");
@@ -283,6 +288,26 @@ static void overlapped_parse_faults_fail_cleanly(void) {
         injected[FUNNEL__FAULT_COPY] > 0);
 }
 
+/* The same for a read of LZ4 bodies that decodes while it copies (copied
+ * in parts, each unpacked on the second stream and decoded on a stream of
+ * its own into room allocated before the first pass, dread.c): every
+ * fault on the way fails the read cleanly, or is worked around (no room:
+ * the decoder runs after the wait, or the host path reads it), and leaves
+ * nothing, streams included. */
+static void compressed_reads_decoded_while_copied_fail_cleanly(void) {
+  int64_t injected[FUNNEL__N_FAULTS] = {0}, survived[FUNNEL__N_FAULTS] = {0};
+  P = P_MAX;
+  zoverlap = 1;
+  faults_in_layout(ALL_PINNED, FUNNEL_PARSE_DEVICE, 1, injected, survived);
+  zoverlap = 0;
+  P = P_FEW;
+  for (int k = 0; k < FUNNEL__N_FAULTS; k++)
+    printf("    %-6s %lld faults injected (%lld worked around)\n", KIND_NAMES[k],
+           (long long)injected[k], (long long)survived[k]);
+  CHECK(injected[FUNNEL__FAULT_EVENT] > 0 && injected[FUNNEL__FAULT_LAUNCH] > 0 &&
+        injected[FUNNEL__FAULT_COPY] > 0 && injected[FUNNEL__FAULT_ALLOC] > 0);
+}
+
 /* A fault armed far beyond what a read does is never hit, and a disarmed
  * kind costs nothing: the same read as without injection. */
 static void unreached_fault_changes_nothing(void) {
@@ -312,6 +337,7 @@ int main(int argc, char **argv) {
   static const struct check_test tests[] = {
       CHECK_TEST(every_fault_a_read_reaches_fails_cleanly),
       CHECK_TEST(overlapped_parse_faults_fail_cleanly),
+      CHECK_TEST(compressed_reads_decoded_while_copied_fail_cleanly),
       CHECK_TEST(unreached_fault_changes_nothing),
   };
   return CHECK_MAIN(argc, argv, tests);
