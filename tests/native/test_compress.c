@@ -590,6 +590,32 @@ static void compressed_reads_decode_while_copied(void) {
       funnel_device_pinned_free(dev, block, size, NULL);
       free(ps.p);
     }
+    /* a read in parts whose reader is freed before its table is waited
+     * for: the table's work on the reader's streams is done all the same
+     * (the streams go once it is over) */
+    {
+      check_context("%s, %d parts, the reader freed before the wait", writings[w].name, parts);
+      struct parts ps = cut(&repeating, 300, 1, &writings[w].o, 0, NULL);
+      size_t size;
+      void *block = pack_pinned(dev, &ps, &size);
+      struct funnel_reader *rd = NULL;
+      struct funnel_table *tb = NULL;
+      if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
+        CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
+        CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
+        const int st = funnel_reader_read_async(rd, ps.p, (size_t)ps.n, 0, &tb, &err);
+        funnel_reader_free(rd);
+        if (CHECK_OK(st, &err)) {
+          struct funnel_read_stats s;
+          if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err))
+            CHECK_EQ_I64(s.overlap_parts, parts);
+          table_check_read(tb, &repeating);
+          funnel_table_free(tb);
+        }
+      }
+      funnel_device_pinned_free(dev, block, size, NULL);
+      free(ps.p);
+    }
     /* reads that decode in fewer parts, or none, and whose readers make
      * as many streams (the parse's and one a part) or none: the same
      * partitions where they were written, apart (never copied in parts);
