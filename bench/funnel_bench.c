@@ -1637,8 +1637,9 @@ static void usage(FILE *f) {
           "                mixed and strings (--mix chooses others), uncompressed unless\n"
           "                --compress says\n"
           "  --large       the shapes of the large-read targets (100 MiB and more) and the few\n"
-          "                around them; and the compressed large reads: 200x10x20k mixed and\n"
-          "                200x10x5k strings (about 200 MiB uncompressed each), lz4 and zstd\n"
+          "                around them; and the compressed large reads: 200x10x20k mixed,\n"
+          "                200x10x5k strings and 1000x10x4k mixed (about 200 MiB uncompressed\n"
+          "                each), lz4 and zstd\n"
           "  --targets     every shape a target names: --large's, then --spark's, uncompressed\n"
           "                and lz4 (--mix and --compress filter)\n"
           "  --shape       a shape to run instead of the preset's grid, e.g. 200x10x10k (repeatable)\n"
@@ -1977,9 +1978,12 @@ static struct job_list make_jobs(const struct options *o) {
       {{16, 10, 100000}, MIX_INT64},    {{2, 10, 1000000}, MIX_INT64},
       {{200, 10, 10000}, MIX_MIXED},    {{200, 10, 10000}, MIX_STRINGS},
       {{1000, 20, 1000}, MIX_STRINGS}};
-  /* the compressed large reads: over 100 MiB uncompressed, 200 MiB or so */
+  /* the compressed large reads: over 100 MiB uncompressed, 200 MiB or so;
+   * the last the same rows as the first in 1,000 partitions, as a reduce
+   * task of a large Spark job reads them (back to back in pinned memory,
+   * a read the device decodes while it copies) */
   static const struct { struct shape s; int mix; } LARGE_COMPRESSED[] = {
-      {{200, 10, 20000}, MIX_MIXED}, {{200, 10, 5000}, MIX_STRINGS}};
+      {{200, 10, 20000}, MIX_MIXED}, {{200, 10, 5000}, MIX_STRINGS}, {{1000, 10, 4000}, MIX_MIXED}};
   /* --quick's compressed read: small, and in the Spark regime */
   static const struct shape QUICK_COMPRESSED = {200, 4, 100};
 

@@ -33,8 +33,9 @@
  * partitions of at most FUNNEL__DPATH_MAX_AVG bytes on average: below, the
  * host parses faster than the device path's one wait; above, the pieces
  * are large enough for the host path's chunked segments, which spread a
- * large piece over many blocks where the device path gives it one warp
- * at most */
+ * large piece over many blocks where the device path gives it one block's
+ * FUNNEL__DP_CONCAT_MAX_LANES lanes at most (a warp once its pieces are
+ * 2,048 or more) */
 #define FUNNEL__DPATH_MIN_PARTS 128
 /* ... and of this many of LZ4 bodies the device decodes (dread.c): the
  * host path's decoding into images costs more a partition than its plain
