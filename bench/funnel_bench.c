@@ -33,8 +33,9 @@
  * the random values they always had, so their results stay comparable. On a
  * compressed row:
  *
- *   funnel       as FUNNEL_DECODE_AUTO decides (its decode time and bytes
- *                are printed under its row)
+ *   funnel       as FUNNEL_DECODE_AUTO decides, or FUNNEL_DECODE in the
+ *                environment says (its decode time and bytes are printed
+ *                under its row)
  *   funnel_host_decode  every buffer decoded on the host threads into the
  *                pinned pool, one copy up (FUNNEL_DECODE_HOST)
  *   funnel_gpu_decode  the values' frames go up compressed and the device
@@ -806,7 +807,8 @@ static void dump_workload(const char *dir, const struct workload *w) {
 
 /* ----------------------------------------------------------- the bench */
 
-/* The readers of the funnel strategies: the default (AUTO), each transfer
+/* The readers of the funnel strategies: the default (AUTO, or as
+ * FUNNEL_PARSE and FUNNEL_DECODE in the environment say), each transfer
  * mode forced, and one that times the kernel on the device (COPY, so the
  * kernel's inputs are in device memory, as torch.cat's would be). */
 enum { R_AUTO, R_COPY, R_DIRECT, R_KERNEL, R_HOST, R_DEVICE, R_HOST_DECODE, R_GPU_DECODE, N_READERS };
@@ -1980,8 +1982,9 @@ static struct job_list make_jobs(const struct options *o) {
       {{1000, 20, 1000}, MIX_STRINGS}};
   /* the compressed large reads: over 100 MiB uncompressed, 200 MiB or so;
    * the last the same rows as the first in 1,000 partitions, as a reduce
-   * task of a large Spark job reads them (back to back in pinned memory,
-   * a read the device decodes while it copies) */
+   * task of a large Spark job reads them (its LZ4 read from pinned memory
+   * one the device decodes while it copies; ZSTD's partitions, over
+   * FUNNEL__DPATH_MAX_AVG_ZSTD, take the host path) */
   static const struct { struct shape s; int mix; } LARGE_COMPRESSED[] = {
       {{200, 10, 20000}, MIX_MIXED}, {{200, 10, 5000}, MIX_STRINGS}, {{1000, 10, 4000}, MIX_MIXED}};
   /* --quick's compressed read: small, and in the Spark regime */
@@ -3379,9 +3382,9 @@ int main(int argc, char **argv) {
   printf("\n  max bytes per shape %.0f MiB (%d shape x mix skipped over it), pinned pool %s\n",
          mib(opt.max_bytes), jobs.n_skipped, pool_set ? user_pool : "3x each shape's bytes + 64 MiB");
   print_skipped(&jobs, &opt);
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 2; k++) { /* as device.c reads them: host or device, else AUTO */
     const char *var = k == 0 ? "FUNNEL_PARSE" : "FUNNEL_DECODE", *v = getenv(var);
-    if (v != NULL && *v)
+    if (v != NULL && (strcmp(v, "host") == 0 || strcmp(v, "device") == 0))
       printf("  %s=%s in the environment: funnel and the strategies that do not force their own\n"
              "  way %s as it says (the readers' default; funnel.h), and the targets judge that\n",
              var, v, k == 0 ? "parse" : "decode");

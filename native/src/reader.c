@@ -16,7 +16,8 @@ struct funnel_reader {
    * one copy engine) */
   _Atomic(void *) aux;
   /* ... and a read of compressed bodies' streams for its parts' decoding
-   * (the device's zoverlap_parts of them; tuning.h), made alike */
+   * (up to the device's zoverlap_parts; tuning.h), made alike as reads
+   * need them */
   _Atomic(void *) zaux[FUNNEL__ZOVERLAP_MAX_PARTS];
   struct funnel__shared_schema *schema; /* NULL when not given */
   /* without one: the schema the first read by the device path found in

@@ -81,8 +81,9 @@ struct funnel_table {
    * parses (overlap_ev, n_overlap + 1, NULL until taken). A read parsed
    * while it is staged (dread.c) sets them but overlap_byte (NULL).
    * A read of compressed bodies decodes while it is copied when it has
-   * zaux, the reader's streams for its parts' decoding, n_zaux of them (the
-   * device's zoverlap_parts, or none: tuning.h, FUNNEL__ZOVERLAP_*); its
+   * zaux, the reader's streams for its parts' decoding, n_zaux of them (a
+   * part each: the device's zoverlap_parts, or fewer for a read of few
+   * partitions, or none; transfer.c, funnel__zoverlap_parts); its
    * overlap_ev then has n_overlap_ev events (else n_overlap + 1). */
   void *aux;
   void *zaux[FUNNEL__ZOVERLAP_MAX_PARTS];

@@ -187,8 +187,8 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
 /* Whether the partitions lie as early_mirror copies them: back to back in
  * the pinned pool, one copy of their span. A read of compressed bodies
  * decodes in parts only then (a pageable one is staged, not copied in
- * parts), so otherwise the streams funnel__zoverlap_fits gives it would
- * be made, and kept by the reader, for nothing. */
+ * parts), so otherwise the streams funnel__zoverlap_parts counts for it
+ * would be made, and kept by the reader, for nothing. */
 static bool mirrored(struct funnel_device *dev, const struct funnel__parts_scan *scan) {
   return !scan->bad && scan->first >= 0 && scan->back_to_back &&
          funnel__span_contains(funnel__pool_span(&dev->pool), (const void *)scan->lo,

@@ -590,25 +590,33 @@ static void compressed_reads_decode_while_copied(void) {
       funnel_device_pinned_free(dev, block, size, NULL);
       free(ps.p);
     }
-    /* a read in parts whose reader is freed before its table is waited
-     * for: the table's work on the reader's streams is done all the same
-     * (the streams go once it is over) */
+    /* a read decoded while copied whose reader is freed before its table
+     * is waited for: the read's stream still holds its second pass and
+     * concat (the parts' streams, joined into it, are done when the read
+     * returns), and the table reads right; the reader's streams go with
+     * it. After a read of repeating values, so that the room guessed holds
+     * (the zeros before would leave none: decoded after the wait). */
     {
       check_context("%s, %d parts, the reader freed before the wait", writings[w].name, parts);
       struct parts ps = cut(&repeating, 300, 1, &writings[w].o, 0, NULL);
       size_t size;
       void *block = pack_pinned(dev, &ps, &size);
+      read_and_check(dev, &ps, &repeating, 300); /* the guess learns the values' ratio */
       struct funnel_reader *rd = NULL;
       struct funnel_table *tb = NULL;
+      const int64_t streams0 = funnel__live_now().streams;
       if (CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) {
         CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, decode_where, &err), &err);
         CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_PARSE, parse_where, &err), &err);
         const int st = funnel_reader_read_async(rd, ps.p, (size_t)ps.n, 0, &tb, &err);
         funnel_reader_free(rd);
+        CHECK_EQ_I64(funnel__live_now().streams, streams0);
         if (CHECK_OK(st, &err)) {
           struct funnel_read_stats s;
-          if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err))
+          if (CHECK_OK(funnel_table_stats(tb, &s, &err), &err)) {
             CHECK_EQ_I64(s.overlap_parts, parts);
+            CHECK_EQ_I64(s.concat_launches, 2 * parts + 2); /* decoded while copied */
+          }
           table_check_read(tb, &repeating);
           funnel_table_free(tb);
         }

@@ -199,6 +199,12 @@ static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t inject
         CHECK(check_on_device(&s));
         CHECK_EQ_I64(s.compressed_partitions, lz4 ? P : 0);
         if (overlap) CHECK(s.overlap_parts > 1);
+        /* decoded while copied: 4 parts, each one's unpack and decode,
+         * then the second pass and the concat */
+        if (zoverlap) {
+          CHECK_EQ_I64(s.overlap_parts, 4);
+          CHECK_EQ_I64(s.concat_launches, 2 * 4 + 2);
+        }
       }
       funnel_table_free(t);
     }
@@ -226,10 +232,12 @@ static void faults_in_layout(int layout_kind, int parse, int lz4, int64_t inject
         funnel_table_free(t);
         if (!CHECK(same_live(funnel__live_now(), live0))) {
           const struct funnel__live now = funnel__live_now();
-          check_fail(__FILE__, __LINE__, "left alive: %lld allocations, %lld pinned, %lld events",
+          check_fail(__FILE__, __LINE__,
+                     "left alive: %lld allocations, %lld pinned, %lld events, %lld streams",
                      (long long)(now.allocs - live0.allocs),
                      (long long)(now.host_allocs - live0.host_allocs),
-                     (long long)(now.events - live0.events));
+                     (long long)(now.events - live0.events),
+                     (long long)(now.streams - live0.streams));
           k = 10000;
         }
         CHECK_EQ_I64(funnel_device_pinned_in_use(dev), pinned0);
