@@ -169,7 +169,16 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
       codec == FUNNEL__CODEC_NONE ? FUNNEL__DPATH_MIN_PARTS : FUNNEL__DPATH_MIN_PARTS_LZ4;
   const int64_t max_avg =
       codec == FUNNEL__CODEC_ZSTD ? FUNNEL__DPATH_MAX_AVG_ZSTD : FUNNEL__DPATH_MAX_AVG;
-  if (automatic && ((int64_t)count < min_parts || bytes > max_avg * (int64_t)count))
+  /* with FUNNEL_ZOVERLAP_LARGE=1 (device.h; off until measured), LZ4
+   * bodies of larger partitions too when the device path decodes them
+   * while they are copied (the host path's decoding on the device waits
+   * for the whole copy, and its parse for the host's), if the device's
+   * decoding pays (below) */
+  const bool large = automatic && bytes > max_avg * (int64_t)count;
+  if (automatic && ((int64_t)count < min_parts ||
+                    (large && (codec != FUNNEL__CODEC_LZ4_FRAME || !t->dev->config.zoverlap_large ||
+                               o->transfer == FUNNEL_TRANSFER_DIRECT ||
+                               funnel__zoverlap_parts(t->dev, count, scan) == 0))))
     return false;
   if (first >= 0 && (known == NULL || automatic)) {
     /* a partition that opens with the Schema message an earlier read of
@@ -201,6 +210,21 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
       (codec != FUNNEL__CODEC_NONE && n_buffers > 0 &&
        (int64_t)count > FUNNEL__DPATH_MAX_PIECES / n_buffers))
     return false;
+  /* large partitions: the device path decodes each buffer whole, a job,
+   * where the host path would decode them on the host threads when that is
+   * faster (parse.c, funnel__device_pays: few long buffers). Estimated
+   * from the compressed bytes alone (the ratio scales both ways alike),
+   * each partition's split evenly over the buffers that hold values */
+  if (large && o->decode == FUNNEL_DECODE_AUTO) {
+    int n_values = 0;
+    for (int c = 0; c < known->n_fields; c++)
+      for (int j = 0; j < known->fields[c].n_buffers; j++)
+        n_values += funnel__buffer_holds_values(&known->fields[c], j);
+    const int64_t jobs = (int64_t)count * (n_values > 0 ? n_values : 1);
+    if (!funnel__device_pays(&t->dev->be, codec, bytes, bytes, jobs,
+                             bytes / (int64_t)count / (n_values > 0 ? n_values : 1)))
+      return false;
+  }
   *schema = known;
   return true;
 }

@@ -276,8 +276,8 @@ static bool device_buffer(const uint8_t *values, int32_t n_values,
  * buffers take the device longer than the host: 50 blocks of 160 KB are 7
  * ms on the H100 and 0.7 ms on its 16 host threads; and so do many tiny
  * ones, each of which costs the host its layout (tuning.h). */
-static bool device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
-                        int64_t zbytes, int64_t jobs, int64_t longest) {
+bool funnel__device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
+                         int64_t zbytes, int64_t jobs, int64_t longest) {
   if (bytes < FUNNEL__DEVICE_DECODE_MIN) return false;
   const bool zstd = codec == FUNNEL__CODEC_ZSTD;
   /* jobs at once an SM, and a job's rate in a full wave */
@@ -380,7 +380,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
         fzbytes[c] += pv[p].batches[b].value_zbytes;
       }
     for (int c = 0; c < 2; c++)
-      if (!device_pays(&t->dev->be, c, fbytes[c], fzbytes[c], frames[c], 0)) codecs &= ~(1 << c);
+      if (!funnel__device_pays(&t->dev->be, c, fbytes[c], fzbytes[c], frames[c], 0)) codecs &= ~(1 << c);
     if (codecs == 0) return 0;
   }
   int32_t n_values = 0;
@@ -415,7 +415,7 @@ static int64_t dd_layout(struct funnel_table *t, struct funnel__partition *pv, s
       }
     }
   for (int c = 0; c < 2 && decode == FUNNEL_DECODE_AUTO; c++)
-    if (!device_pays(&t->dev->be, c, bytes[c], zbytes[c], n_jobs[c], longest[c]))
+    if (!funnel__device_pays(&t->dev->be, c, bytes[c], zbytes[c], n_jobs[c], longest[c]))
       codecs &= ~(1 << c);
   const int64_t n = ((codecs & DD_LZ4) ? nc[0] : 0) + ((codecs & DD_ZSTD) ? nc[1] : 0);
   if (n == 0) return 0;

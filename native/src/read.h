@@ -65,6 +65,11 @@ struct funnel__parts_scan;
 int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, size_t count,
                        const struct funnel__schema *schema, int decode,
                        struct funnel_error *error);
+/* Whether the device's decoding of `bytes` of a codec's values, `jobs` of
+ * them the longest `longest` bytes and `zbytes` of frames up the link,
+ * looks faster than the host threads' (FUNNEL_DECODE_AUTO; parse.c). */
+bool funnel__device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
+                         int64_t zbytes, int64_t jobs, int64_t longest);
 
 /* A read that decodes buffers on the device (t->dd): launches the decoder
  * after the block's copy, copies its statuses back and waits for them; a

@@ -286,7 +286,7 @@
  * decoded bytes of them in a read (the decoder's wait then pays) ... */
 #define FUNNEL__DEVICE_DECODE_MIN ((int64_t)8 << 20)
 /* ... and when the device's decoding looks faster than the host threads'
- * (parse.c, device_pays). A job (a buffer, or a block of one, lz4dec.h)
+ * (parse.c, funnel__device_pays). A job (a buffer, or a block of one, lz4dec.h)
  * is decoded whole by its own block of two warps, FUNNEL_LZ4_PAIR_BLOCKS
  * of them an SM; the slowest job sets the kernel's time, not the bytes in
  * all. Measured on the H100 host, the benchmark's shuffle-like columns,

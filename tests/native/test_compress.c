@@ -481,6 +481,15 @@ static void *pack_pinned(struct funnel_device *dev, struct parts *ps, size_t *si
   return block;
 }
 
+/* The writings of the reads that decode while copied: LZ4 as Arrow Java
+ * and as the funnel shuffle write it, and ZSTD. */
+static const struct writing ZWRITINGS[] = {
+    {"lz4 as Arrow Java", {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1,
+                           .empty_prefix = 1}},
+    {"lz4 as the funnel shuffle", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
+    {"zstd", {.compression = 2, .raw_fallback = 1, .empty_prefix = 1, .zstd_level = 3}},
+};
+
 /* A read of compressed bodies of 8 MiB and more (FUNNEL_ZOVERLAP_MIN_BYTES,
  * here set to 1) whose partitions lie back to back in the pinned pool is
  * copied, unpacked and decoded in parts (dread.c), each part's jobs
@@ -510,19 +519,13 @@ static void compressed_reads_decode_while_copied(void) {
   static const struct iw_schema schema = {3, fields, 0};
   static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
   static const struct iw_schema wide_schema = {1, wide, 0};
-  static const struct writing writings[] = {
-      {"lz4 as Arrow Java", {.compression = 1, .lz4_style = IW_LZ4_JAVA, .raw_fallback = 1,
-                             .empty_prefix = 1}},
-      {"lz4 as the funnel shuffle", {.compression = 1, .lz4_style = IW_LZ4_SPARK}},
-      {"zstd", {.compression = 2, .raw_fallback = 1, .empty_prefix = 1, .zstd_level = 3}},
-  };
   /* (writing, parts): each writing in the default 4 parts, then 2 and 8 */
   static const int RUNS[][2] = {{0, 4}, {1, 4}, {2, 4}, {0, 2}, {1, 8}};
   decode_where = FUNNEL_DECODE_DEVICE;
   parse_where = FUNNEL_PARSE_DEVICE;
   for (size_t run = 0; run < sizeof(RUNS) / sizeof(RUNS[0]); run++) {
     const int w = RUNS[run][0], parts = RUNS[run][1];
-    write_codec = writings[w].o.compression;
+    write_codec = ZWRITINGS[w].o.compression;
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     char parts_env[8];
@@ -551,11 +554,11 @@ static void compressed_reads_decode_while_copied(void) {
                  {"zeros", 2, 0, 0},
                  {"zeros, again", 2, 0, 3}};
     for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
-      check_context("%s, %d parts, %s", writings[w].name, parts, STEPS[k].what);
+      check_context("%s, %d parts, %s", ZWRITINGS[w].name, parts, STEPS[k].what);
       const struct table_src *src = STEPS[k].src == 0   ? &random
                                     : STEPS[k].src == 1 ? &repeating
                                                         : &zeros;
-      struct parts ps = cut(src, 300, 1, &writings[w].o, 0, NULL);
+      struct parts ps = cut(src, 300, 1, &ZWRITINGS[w].o, 0, NULL);
       if (STEPS[k].broken) break_partition_5(&ps);
       size_t size;
       void *block = pack_pinned(dev, &ps, &size);
@@ -597,8 +600,8 @@ static void compressed_reads_decode_while_copied(void) {
      * it. After a read of repeating values, so that the room guessed holds
      * (the zeros before would leave none: decoded after the wait). */
     {
-      check_context("%s, %d parts, the reader freed before the wait", writings[w].name, parts);
-      struct parts ps = cut(&repeating, 300, 1, &writings[w].o, 0, NULL);
+      check_context("%s, %d parts, the reader freed before the wait", ZWRITINGS[w].name, parts);
+      struct parts ps = cut(&repeating, 300, 1, &ZWRITINGS[w].o, 0, NULL);
       size_t size;
       void *block = pack_pinned(dev, &ps, &size);
       read_and_check(dev, &ps, &repeating, 300); /* the guess learns the values' ratio */
@@ -641,8 +644,8 @@ static void compressed_reads_decode_while_copied(void) {
                {"12 partitions", 12, 1, 0, {[2] = 0, [4] = 2, [8] = 2}},
                {"6 partitions", 6, 1, 0, {0}}};
     for (size_t k = 0; k < sizeof(FEW) / sizeof(FEW[0]); k++) {
-      check_context("%s, %d parts, %s", writings[w].name, parts, FEW[k].what);
-      struct parts ps = cut(&repeating, FEW[k].n, 1, &writings[w].o, 0, NULL);
+      check_context("%s, %d parts, %s", ZWRITINGS[w].name, parts, FEW[k].what);
+      struct parts ps = cut(&repeating, FEW[k].n, 1, &ZWRITINGS[w].o, 0, NULL);
       size_t size = 0;
       void *block = FEW[k].pinned ? pack_pinned(dev, &ps, &size) : NULL;
       transfer_where = FEW[k].direct ? FUNNEL_TRANSFER_DIRECT : FUNNEL_TRANSFER_AUTO;
@@ -670,6 +673,71 @@ static void compressed_reads_decode_while_copied(void) {
   check_context("%s", "");
   decode_where = FUNNEL_DECODE_AUTO;
   parse_where = FUNNEL_PARSE_AUTO;
+  write_codec = 0;
+}
+
+/* With FUNNEL_ZOVERLAP_LARGE=1, AUTO reads LZ4 bodies of partitions larger
+ * than the device path's FUNNEL__DPATH_MAX_AVG by the device path when it
+ * decodes them while they are copied (back to back in the pinned pool,
+ * 8 MiB and more: the defaults), by the host path otherwise; ZSTD bodies
+ * by the host path either way; and without the setting (the default until
+ * measured on a GPU), all by the host path. 48 partitions of 60,000 int64
+ * values each, half of their bytes random: about 420 KB a partition
+ * compressed. (The cpu backend leaves AUTO's decoding to the host: here
+ * the device decodes, as FUNNEL_DECODE_DEVICE says, so
+ * funnel__device_pays, which AUTO's decoding asks on a GPU, is not.) */
+static void large_lz4_partitions_decode_while_copied(void) {
+  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
+  static const struct iw_schema schema = {1, wide, 0};
+  enum { PARTS = 48, ROWS = 60000 };
+  struct table_src src = table_random(&schema, (int64_t)PARTS * ROWS, 0, 195);
+  for (int64_t r = 0; r < src.rows; r++) memset(src.cols[0].values + 8 * r + 4, 0, 4);
+  decode_where = FUNNEL_DECODE_DEVICE;
+  for (int large = 1; large >= 0; large--) {
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    if (large) setenv("FUNNEL_ZOVERLAP_LARGE", "1", 1);
+    const int opened = CHECK_OK(check_device_open(&dev, &err), &err);
+    unsetenv("FUNNEL_ZOVERLAP_LARGE");
+    if (!opened) break;
+    for (size_t w = 0; w < sizeof(ZWRITINGS) / sizeof(ZWRITINGS[0]); w++) {
+      write_codec = ZWRITINGS[w].o.compression;
+      for (int pinned = 1; pinned >= 0; pinned--) {
+        check_context("%s, %s, FUNNEL_ZOVERLAP_LARGE %s", ZWRITINGS[w].name,
+                      pinned ? "back to back, pinned" : "apart", large ? "1" : "unset");
+        struct parts ps = cut(&src, PARTS, 1, &ZWRITINGS[w].o, 0, NULL);
+        int64_t bytes = 0;
+        for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
+        const bool lz4 = ZWRITINGS[w].o.compression == 1;
+        CHECK(bytes > (int64_t)PARTS * (lz4 ? FUNNEL__DPATH_MAX_AVG : FUNNEL__DPATH_MAX_AVG_ZSTD));
+        CHECK(bytes >= FUNNEL__ZOVERLAP_MIN_BYTES);
+        size_t size = 0;
+        void *block = pinned ? pack_pinned(dev, &ps, &size) : NULL;
+        const int64_t whole = device_path_reads;
+        const int64_t decoded0 = decoded_on_device;
+        last_overlap_parts = last_decode_waits = -1;
+        read_and_check(dev, &ps, &src, PARTS);
+        const bool on_device = large && pinned && lz4;
+        CHECK_EQ_I64(device_path_reads - whole, on_device);
+        CHECK_EQ_I64(last_overlap_parts, on_device ? FUNNEL__ZOVERLAP_PARTS : 0);
+        if (on_device) { /* decoded on the device, with one wait */
+          CHECK(decoded_on_device > decoded0);
+          CHECK_EQ_I64(last_decode_waits, 1);
+        }
+        if (block != NULL) {
+          funnel_device_pinned_free(dev, block, size, NULL);
+          free(ps.p);
+        } else {
+          parts_free(&ps);
+        }
+      }
+    }
+    check_context("%s", "");
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+    funnel_device_close(dev);
+  }
+  table_src_free(&src);
+  decode_where = FUNNEL_DECODE_AUTO;
   write_codec = 0;
 }
 
@@ -1682,6 +1750,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(decoded_long_fixed_width_pieces_on_the_device),
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(compressed_reads_decode_while_copied),
+      CHECK_TEST(large_lz4_partitions_decode_while_copied),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(lz4_and_zstd_partitions_in_one_read),
       CHECK_TEST(large_compressed_partition),
