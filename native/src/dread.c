@@ -216,13 +216,13 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
    * from the compressed bytes alone (the ratio scales both ways alike),
    * each partition's split evenly over the buffers that hold values */
   if (large && o->decode == FUNNEL_DECODE_AUTO) {
-    int n_values = 0;
+    int64_t per = 0; /* jobs a partition */
     for (int c = 0; c < known->n_fields; c++)
       for (int j = 0; j < known->fields[c].n_buffers; j++)
-        n_values += funnel__buffer_holds_values(&known->fields[c], j);
-    const int64_t jobs = (int64_t)count * (n_values > 0 ? n_values : 1);
-    if (!funnel__device_pays(&t->dev->be, codec, bytes, bytes, jobs,
-                             bytes / (int64_t)count / (n_values > 0 ? n_values : 1)))
+        per += funnel__buffer_holds_values(&known->fields[c], j);
+    if (per == 0) per = 1;
+    if (!funnel__device_pays(&t->dev->be, codec, bytes, bytes, (int64_t)count * per,
+                             bytes / (int64_t)count / per))
       return false;
   }
   *schema = known;

@@ -184,11 +184,11 @@ int funnel__drop_guess(struct funnel_table *t, struct funnel_error *error) {
   return FUNNEL_OK;
 }
 
-/* Whether the partitions lie as early_mirror copies them: back to back in
- * the pinned pool, one copy of their span. A read of compressed bodies
- * decodes in parts only then (a pageable one is staged, not copied in
- * parts), so otherwise the streams funnel__zoverlap_parts counts for it
- * would be made, and kept by the reader, for nothing. */
+/* Whether the partitions lie as early_mirror copies them (funnel__early_copies):
+ * back to back in the pinned pool, one copy of their span. A read of
+ * compressed bodies decodes in parts only then (a pageable one is staged,
+ * not copied in parts), so otherwise the streams funnel__zoverlap_parts
+ * counts for it would be made, and kept by the reader, for nothing. */
 static bool mirrored(struct funnel_device *dev, const struct funnel__parts_scan *scan) {
   return !scan->bad && scan->first >= 0 && scan->back_to_back &&
          funnel__span_contains(funnel__pool_span(&dev->pool), (const void *)scan->lo,
@@ -320,9 +320,7 @@ int funnel__early_copies(struct funnel_table *t, const struct funnel_partition *
   const size_t first = (size_t)scan->first;
   if (!funnel__span_contains(span, parts[first].data, (int64_t)parts[first].length))
     return FUNNEL_OK;
-  if (scan->back_to_back &&
-      funnel__span_contains(span, (const void *)scan->lo, (int64_t)(scan->hi - scan->lo)))
-    return early_mirror(t, parts, count, scan, stream, error);
+  if (mirrored(t->dev, scan)) return early_mirror(t, parts, count, scan, stream, error);
   int64_t *in = funnel__arena_alloc(&t->arena, count * sizeof(int64_t));
   struct funnel__run *runs = funnel__arena_alloc(&t->arena, count * sizeof(*runs));
   if (in == NULL || runs == NULL) return OUT_OF_MEMORY(error);
