@@ -63,7 +63,7 @@ static void read_config(const struct funnel_backend *be, struct funnel__config *
   c->zoverlap_parts = zparts < 2                            ? 2
                       : zparts > FUNNEL__ZOVERLAP_MAX_PARTS ? FUNNEL__ZOVERLAP_MAX_PARTS
                                                             : (int)zparts;
-  c->zoverlap_large = env_int("FUNNEL_ZOVERLAP_LARGE", 0) == 1;
+  c->lz4_large_device = env_int("FUNNEL_LZ4_LARGE_DEVICE", 1) != 0;
   const int64_t task = env_int("FUNNEL_STAGE_TASK_BYTES", FUNNEL__STAGE_TASK);
   c->stage_task_bytes = task > 0 ? task : FUNNEL__STAGE_TASK;
   const int64_t round = env_int("FUNNEL_STAGE_ROUND_BYTES", FUNNEL__STAGE_ROUND_MIN);

@@ -30,10 +30,11 @@ struct funnel__config {
    * bodies on the device path decodes while it is copied */
   int64_t zoverlap_min_bytes;
   int zoverlap_parts; /* FUNNEL_ZOVERLAP_PARTS, else tuning.h's: its parts (2 to 8) */
-  /* FUNNEL_ZOVERLAP_LARGE=1: AUTO sends LZ4 reads of partitions over
-   * FUNNEL__DPATH_MAX_AVG that decode while copied to the device path
-   * (dread.c); off until measured on a GPU (bench/RESULTS.md, session 55) */
-  bool zoverlap_large;
+  /* FUNNEL_LZ4_LARGE_DEVICE=0 (for A/Bs and tests): AUTO leaves LZ4 reads
+   * of partitions over FUNNEL__DPATH_MAX_AVG on average to the host path;
+   * else (the default) it reads them by the device path where that decodes
+   * them while copied or stages them (dread.c) */
+  bool lz4_large_device;
   /* FUNNEL__STAGE_TASK and FUNNEL__STAGE_ROUND_MIN, or FUNNEL_STAGE_TASK_BYTES
    * and FUNNEL_STAGE_ROUND_BYTES */
   int64_t stage_task_bytes, stage_round_bytes;

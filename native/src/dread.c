@@ -169,16 +169,19 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
       codec == FUNNEL__CODEC_NONE ? FUNNEL__DPATH_MIN_PARTS : FUNNEL__DPATH_MIN_PARTS_LZ4;
   const int64_t max_avg =
       codec == FUNNEL__CODEC_ZSTD ? FUNNEL__DPATH_MAX_AVG_ZSTD : FUNNEL__DPATH_MAX_AVG;
-  /* with FUNNEL_ZOVERLAP_LARGE=1 (device.h; off until measured), LZ4
-   * bodies of larger partitions too when the device path decodes them
-   * while they are copied (the host path's decoding on the device waits
+  /* LZ4 bodies of larger partitions too (FUNNEL_LZ4_LARGE_DEVICE=0 says
+   * not: device.h), when the device path decodes them while they are
+   * copied or stages them (the host path's decoding on the device waits
    * for the whole copy, and its parse for the host's), if the device's
-   * decoding pays (below) */
+   * decoding pays (below). Measured on the H100 (bench/RESULTS.md, session
+   * 56): 0.56 to 0.83 of the host path's time pinned, 0.69 to 0.88 of it
+   * pageable, on 200x10x20k and 1000x10x4k mixed and strings */
   const bool large = automatic && bytes > max_avg * (int64_t)count;
   if (automatic && ((int64_t)count < min_parts ||
-                    (large && (codec != FUNNEL__CODEC_LZ4_FRAME || !t->dev->config.zoverlap_large ||
+                    (large && (codec != FUNNEL__CODEC_LZ4_FRAME || !t->dev->config.lz4_large_device ||
                                o->transfer == FUNNEL_TRANSFER_DIRECT ||
-                               funnel__zoverlap_parts(t->dev, count, scan) == 0))))
+                               (!funnel__staged(t->dev, scan) &&
+                                funnel__zoverlap_parts(t->dev, count, scan) == 0)))))
     return false;
   if (first >= 0 && (known == NULL || automatic)) {
     /* a partition that opens with the Schema message an earlier read of

@@ -161,6 +161,13 @@ bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
  * (at least 2): a stream each */
 int funnel__zoverlap_parts(struct funnel_device *dev, size_t count,
                            const struct funnel__parts_scan *scan);
+/* Whether every partition of the read lies outside the pinned pool, the
+ * device stages such bytes (FUNNEL_STAGE_PAGEABLE, the cuda backend's
+ * default) and the pool is large enough for them all: the read goes up
+ * from one pinned block the host threads stage it into, round by round
+ * (transfer.c; when the pool has no such room left, a block a partition,
+ * or none) */
+bool funnel__staged(struct funnel_device *dev, const struct funnel__parts_scan *scan);
 /* A guess that did not hold: the early copies made from it are freed with
  * the read's inputs (after its work, which follows them on the stream),
  * and what was decided from it is forgotten, so the read begins again

@@ -195,6 +195,15 @@ static bool mirrored(struct funnel_device *dev, const struct funnel__parts_scan 
                                (int64_t)(scan->hi - scan->lo));
 }
 
+bool funnel__staged(struct funnel_device *dev, const struct funnel__parts_scan *scan) {
+  const struct funnel__pool_span span = funnel__pool_span(&dev->pool);
+  const uintptr_t base = (uintptr_t)span.base;
+  /* a guess (funnel__guess_scan) counts no aligned bytes: its span, back to back */
+  const int64_t staged = scan->aligned > 0 ? scan->aligned : (int64_t)(scan->hi - scan->lo);
+  return dev->config.stage_pageable && !scan->bad && scan->first >= 0 && span.base != NULL &&
+         staged <= span.size && (scan->hi <= base || scan->lo >= base + (uintptr_t)span.size);
+}
+
 bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
                           const struct funnel__parts_scan *scan) {
   const struct funnel__config *c = &dev->config;
