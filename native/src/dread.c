@@ -198,6 +198,17 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
       return false; /* the host path says what is wrong */
     if (automatic && left_alike(part, &pv, known)) return false;
     if (known == NULL) known = pv.schema;
+    /* a large read of few partitions whose frames the host path splits
+     * into blocks (lz4-java's): the device path's jobs, a buffer each,
+     * are then fewer than the decoder's wave and each longer than the
+     * host path's, which outweighs the overlap. Measured on the H100
+     * (bench/RESULTS.md, session 56): 64x10x15k in lz4-java's frames took
+     * 1.19 to 1.55 times the host path's time on the device path; in
+     * Arrow Java's frames (a block a buffer) 0.86 to 0.91; reads of 200
+     * partitions and more 0.45 to 0.87 in either */
+    if (large && (int64_t)count < FUNNEL__DPATH_MIN_PARTS && known != NULL &&
+        funnel__lz4_blocks_split(&pv, known))
+      return false;
   }
   if (known == NULL || known->n_fields == 0 || (known->nested && !funnel__dp_nested_fits(known)))
     return false;

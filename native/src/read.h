@@ -71,6 +71,15 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
 bool funnel__device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
                          int64_t zbytes, int64_t jobs, int64_t longest);
 
+/* Whether the host path's decoding on the device would split a buffer of
+ * values of partition `pv` (parsed under `schema`) into blocks, a job
+ * each (funnel__lz4_split: a frame of several independent blocks, as
+ * lz4-java writes them), where the device path decodes each buffer whole:
+ * its first LZ4 buffer of values that decodes to more than a block says
+ * for all of the read (one writer writes them alike). */
+bool funnel__lz4_blocks_split(const struct funnel__partition *pv,
+                              const struct funnel__schema *schema);
+
 /* A read that decodes buffers on the device (t->dd): launches the decoder
  * after the block's copy, copies its statuses back and waits for them; a
  * buffer the device could not decode is decoded on the host (the error,

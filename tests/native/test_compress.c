@@ -681,20 +681,21 @@ static void compressed_reads_decode_while_copied(void) {
  * FUNNEL__DPATH_MAX_AVG by the device path when it decodes them while they
  * are copied (back to back in the pinned pool, 8 MiB and more: the
  * defaults) or stages them (all of them outside the pool, which can hold
- * them), by the host path otherwise; ZSTD bodies by the host path either
- * way; and with FUNNEL_LZ4_LARGE_DEVICE=0, all by the host path. 48
- * partitions of 60,000 int64 values each, half of their bytes random:
- * about 420 KB a partition compressed, 20 MB in all. Each setting opens a
- * device that stages pageable bytes (FUNNEL_STAGE_PAGEABLE=1: the cpu
- * backend does not by default); the last one's pool (12 MiB) cannot hold
- * the staged read (nor the pinned one, not read there). (The cpu backend leaves AUTO's
- * decoding to the host: here the device decodes, as FUNNEL_DECODE_DEVICE
- * says, so funnel__device_pays, which AUTO's decoding asks on a GPU, is
- * not.) */
-static void large_lz4_partitions_decode_while_copied(void) {
+ * them), unless the read has fewer than FUNNEL__DPATH_MIN_PARTS partitions
+ * whose frames the host path splits into blocks (lz4-java's, as the funnel
+ * shuffle writes them); by the host path otherwise; ZSTD bodies by the
+ * host path either way; and with FUNNEL_LZ4_LARGE_DEVICE=0, all by the
+ * host path. `parts` partitions of `rows` int64 values each, half of their
+ * bytes random: 48 of 60,000 are about 375 KB a partition compressed, 18
+ * MB in all. Each setting opens a device that stages pageable bytes
+ * (FUNNEL_STAGE_PAGEABLE=1: the cpu backend does not by default); the
+ * last one's pool (12 MiB) cannot hold the staged read (nor the pinned
+ * one, not read there). (The cpu backend leaves AUTO's decoding to the
+ * host: here the device decodes, as FUNNEL_DECODE_DEVICE says, so
+ * funnel__device_pays, which AUTO's decoding asks on a GPU, is not.) */
+static void large_lz4_read(int parts, int64_t rows, size_t n_settings) {
   static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
   static const struct iw_schema schema = {1, wide, 0};
-  enum { PARTS = 48, ROWS = 60000 };
   static const struct {
     const char *name, *large, *pool;
   } settings[] = {
@@ -702,10 +703,10 @@ static void large_lz4_partitions_decode_while_copied(void) {
       {"FUNNEL_LZ4_LARGE_DEVICE=0", "0", NULL},
       {"a pool of 12 MiB", NULL, "12582912"},
   };
-  struct table_src src = table_random(&schema, (int64_t)PARTS * ROWS, 0, 195);
+  struct table_src src = table_random(&schema, parts * rows, 0, 195);
   for (int64_t r = 0; r < src.rows; r++) memset(src.cols[0].values + 8 * r + 4, 0, 4);
   decode_where = FUNNEL_DECODE_DEVICE;
-  for (size_t k = 0; k < sizeof(settings) / sizeof(settings[0]); k++) {
+  for (size_t k = 0; k < n_settings; k++) {
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     const bool large = settings[k].large == NULL, roomy = settings[k].pool == NULL;
@@ -721,22 +722,24 @@ static void large_lz4_partitions_decode_while_copied(void) {
     for (size_t w = 0; w < sizeof(ZWRITINGS) / sizeof(ZWRITINGS[0]); w++) {
       write_codec = ZWRITINGS[w].o.compression;
       for (int pinned = roomy; pinned >= 0; pinned--) {
-        check_context("%s, %s, %s", ZWRITINGS[w].name, pinned ? "back to back, pinned" : "pageable",
-                      settings[k].name);
-        struct parts ps = cut(&src, PARTS, 1, &ZWRITINGS[w].o, 0, NULL);
+        check_context("%d partitions, %s, %s, %s", parts, ZWRITINGS[w].name,
+                      pinned ? "back to back, pinned" : "pageable", settings[k].name);
+        struct parts ps = cut(&src, parts, 1, &ZWRITINGS[w].o, 0, NULL);
         int64_t bytes = 0;
         for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
         const bool lz4 = ZWRITINGS[w].o.compression == 1;
-        CHECK(bytes > (int64_t)PARTS * (lz4 ? FUNNEL__DPATH_MAX_AVG : FUNNEL__DPATH_MAX_AVG_ZSTD));
+        const bool split = ZWRITINGS[w].o.lz4_style == IW_LZ4_SPARK; /* 64 KiB blocks */
+        CHECK(bytes > (int64_t)parts * (lz4 ? FUNNEL__DPATH_MAX_AVG : FUNNEL__DPATH_MAX_AVG_ZSTD));
         CHECK(bytes >= FUNNEL__ZOVERLAP_MIN_BYTES);
-        if (lz4) CHECK(bytes > ((int64_t)12 << 20)); /* more than the small pool */
+        if (lz4 && !roomy) CHECK(bytes > ((int64_t)12 << 20)); /* more than the small pool */
         size_t size = 0;
         void *block = pinned ? pack_pinned(dev, &ps, &size) : NULL;
         const int64_t whole = device_path_reads;
         const int64_t decoded0 = decoded_on_device;
         last_overlap_parts = last_decode_waits = -1;
-        read_and_check(dev, &ps, &src, PARTS);
-        const bool on_device = large && lz4 && (pinned || roomy);
+        read_and_check(dev, &ps, &src, parts);
+        const bool on_device = large && lz4 && (pinned || roomy) &&
+                               (!split || parts >= FUNNEL__DPATH_MIN_PARTS);
         CHECK_EQ_I64(device_path_reads - whole, on_device);
         CHECK_EQ_I64(last_overlap_parts, on_device && pinned ? FUNNEL__ZOVERLAP_PARTS : 0);
         if (on_device) { /* decoded on the device, with one wait */
@@ -759,6 +762,14 @@ static void large_lz4_partitions_decode_while_copied(void) {
   pool_small = false;
   decode_where = FUNNEL_DECODE_AUTO;
   write_codec = 0;
+}
+
+static void large_lz4_partitions_decode_while_copied(void) { large_lz4_read(48, 60000, 3); }
+
+/* ... and of FUNNEL__DPATH_MIN_PARTS of 45,000, about 280 KB each
+ * compressed (36 MB in all), the defaults only: lz4-java's frames too */
+static void many_large_lz4_partitions_decode_while_copied(void) {
+  large_lz4_read(FUNNEL__DPATH_MIN_PARTS, 45000, 1);
 }
 
 /* Compressed and uncompressed partitions in one read, the first of them
@@ -1771,6 +1782,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(compressed_reads_decode_while_copied),
       CHECK_TEST(large_lz4_partitions_decode_while_copied),
+      CHECK_TEST(many_large_lz4_partitions_decode_while_copied),
       CHECK_TEST(compressed_and_plain_partitions_mixed),
       CHECK_TEST(lz4_and_zstd_partitions_in_one_read),
       CHECK_TEST(large_compressed_partition),
