@@ -213,17 +213,29 @@ namespace nested {
 // `gate`: the args of the pass the decoding belongs to when it is gated
 // (dpath.h, funnel__dp_shut), else null.
 
+// A job of frames goes in `ways` ways (funnel__lz4_frames_way: a frame of
+// independent blocks, its blocks shared by `ways` blocks of two warps,
+// each writing the worst status of its own to the job's), so that a read
+// of few long buffers fills more of the device (cuda_backend.c picks the
+// ways from the jobs and the SMs).
+
 extern "C" __global__ void __launch_bounds__(64, FUNNEL_LZ4_PAIR_BLOCKS)
     funnel_lz4_decode(funnel__lz4_job *jobs, int64_t n, uint64_t base,
-                      const flat::funnel__dp_args *gate) {
+                      const flat::funnel__dp_args *gate, unsigned ways) {
   __shared__ funnel__lz4_pair pair;
   // a gated pass's (dpath.h): nothing when its gate is shut
   if (gate != nullptr && flat::funnel__dp_shut(gate)) return;
   const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
+  for (int64_t w = blockIdx.x; w < n * (int64_t)ways; w += gridDim.x) {
+    const int64_t j = w / ways;
     const funnel__lz4_job job = jobs[j];
-    const int st = funnel__lz4_job_run(&job, base, lane, 64, warp, nullptr, &pair);
-    if (threadIdx.x == 0 && st >= 0) jobs[j].status = st;
+    const int st = funnel__lz4_job_run(&job, base, (unsigned)(w % ways), ways, lane, 64, warp,
+                                       nullptr, &pair);
+    // the ways' worst (the job's status starts at -1, below every status)
+    if (threadIdx.x == 0 && st >= 0) {
+      if (ways == 1) jobs[j].status = st;
+      else atomicMax((long long *)&jobs[j].status, (long long)st);
+    }
     __syncthreads(); // (the pair's scratch is the next job's)
   }
 }
@@ -249,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(32, 16)
     const funnel__lz4_job job = jobs[j];
     const int st = job.kind == FUNNEL__ZSTD_FRAMES
                        ? funnel__zstd_job_run(&job, base, lane, 32, &scratch.z)
-                       : funnel__lz4_job_run(&job, base, lane, 32, 0, &scratch.l, nullptr);
+                       : funnel__lz4_job_run(&job, base, 0, 1, lane, 32, 0, &scratch.l, nullptr);
     if (lane == 0 && st >= 0) jobs[j].status = st;
     __syncwarp();
   }

@@ -62,6 +62,9 @@ struct cuda {
   int fatal; /* a sticky error was seen: the context is unusable */
   char device_name[128];
   int multiprocessors; /* its SMs, 0: unknown */
+  /* the most ways of an LZ4 job of frames (FUNNEL_LZ4_WAYS in the
+   * environment, 1 to FUNNEL_LZ4_WAYS_MAX, else the most) */
+  int lz4_ways;
 };
 
 /* Turns a CUresult into a status naming the call. */
@@ -280,14 +283,23 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
   }
   if (stage == FUNNEL_DP_STAGE_LZ4) {
     /* a job a block of two warps: the jobs spread evenly over the SMs (a
-     * read has a few thousand, too few to fill the device) */
+     * read has a few thousand, too few to fill the device); a job of
+     * frames in as many ways (lz4dec.h, funnel__lz4_frames_way) as make
+     * FUNNEL__LZ4_WAYS_WAVES of the device's blocks at once, at most
+     * cu->lz4_ways: the other ways of a job that does not split end at
+     * once */
     if (n <= 0) return FUNNEL_OK;
-    int64_t gx = n;
+    const int64_t at_once = (int64_t)(cu->multiprocessors > 0 ? cu->multiprocessors : 1) *
+                            FUNNEL_LZ4_PAIR_BLOCKS * FUNNEL__LZ4_WAYS_WAVES;
+    int64_t w = (at_once + n - 1) / n;
+    if (w > cu->lz4_ways) w = cu->lz4_ways;
+    unsigned ways = (unsigned)w;
+    int64_t gx = n * ways;
     if (gx > FUNNEL__CONCAT_MAX_BLOCKS) gx = FUNNEL__CONCAT_MAX_BLOCKS; /* the warps stride */
     FUNNEL_RETURN_NOT_OK(enter(cu, error));
     CUdeviceptr a = (CUdeviceptr)args, gate = (CUdeviceptr)first;
     uint64_t base = (uint64_t)m;
-    void *params[] = {&a, &n, &base, &gate};
+    void *params[] = {&a, &n, &base, &gate, &ways};
     int st = CU(cuLaunchKernel, (cu->lz4, (unsigned)gx, 1, 1, 64, 1, 1, 0, (CUstream)stream,
                                  params, NULL));
     leave(cu);
@@ -601,6 +613,10 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, ordinal)));
   cu->cuDeviceGetName(cu->device_name, (int)sizeof(cu->device_name), cu->device);
   /* for the decoder's estimate (parse.c); unknown (0) is allowed */
+  const char *ways = getenv("FUNNEL_LZ4_WAYS");
+  cu->lz4_ways = ways != NULL && atoi(ways) >= 1 && atoi(ways) <= FUNNEL_LZ4_WAYS_MAX
+                     ? atoi(ways)
+                     : FUNNEL_LZ4_WAYS_MAX;
   if (cu->cuDeviceGetAttribute(&cu->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                cu->device) != CUDA_SUCCESS)
     cu->multiprocessors = 0;

@@ -91,7 +91,9 @@ static void *worker(void *arg) {
           /* first: a gated pass's args (dpath.h), as the kernels take it */
           const struct funnel__dp_args *gate = (const struct funnel__dp_args *)(uintptr_t)t->first;
           if (gate != NULL && funnel__dp_shut(gate)) break;
-          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2);
+          /* the ZSTD kernel's LZ4 jobs a warp each, in one way */
+          funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2,
+                               t->stage == FUNNEL_DP_STAGE_LZ4 ? FUNNEL__LZ4_CPU_WAYS : 1);
           /* every job, as the ZSTD kernel runs them */
           if (t->stage == FUNNEL_DP_STAGE_ZSTD)
             funnel__zstd_run_jobs(t->dst, t->count, (uint64_t)t->count2);

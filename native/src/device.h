@@ -33,7 +33,9 @@ struct funnel__config {
   /* FUNNEL_LZ4_LARGE_DEVICE=0 (for A/Bs and tests): AUTO leaves LZ4 reads
    * of partitions over FUNNEL__DPATH_MAX_AVG on average to the host path;
    * else (the default) it reads them by the device path where that decodes
-   * them while copied or stages them (dread.c) */
+   * them while copied or stages them, but for reads of few partitions
+   * whose frames the host path splits (dread.c; tuning.h,
+   * FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS) */
   bool lz4_large_device;
   /* FUNNEL__STAGE_TASK and FUNNEL__STAGE_ROUND_MIN, or FUNNEL_STAGE_TASK_BYTES
    * and FUNNEL_STAGE_ROUND_BYTES */

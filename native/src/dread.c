@@ -147,6 +147,25 @@ static bool left_alike(const struct funnel_partition *part, const struct funnel_
   return known != NULL && pv->schema != NULL && pv->schema != known; /* written otherwise */
 }
 
+/* Whether the host path would split the LZ4 frames of a read of `parts`
+ * (funnel__lz4_blocks_split) as partition `first` (parsed into `pv`, under
+ * `schema`) says, or the first of the next few non-empty ones that holds
+ * a frame of values; no when none does. */
+static bool lz4_split(const struct funnel_partition *parts, size_t count, int64_t first,
+                      const struct funnel__partition *pv, const struct funnel__schema *schema,
+                      struct funnel__arena *arena) {
+  int split = funnel__lz4_blocks_split(pv, schema);
+  for (size_t p = (size_t)first + 1, asked = 0; split < 0 && p < count && asked < 4; p++) {
+    if (parts[p].length == 0) continue;
+    asked++;
+    struct funnel__partition next;
+    if (funnel__partition_parse_known(parts[p].data, (int64_t)parts[p].length, (int64_t)p, schema,
+                                      arena, &next, NULL) == FUNNEL_OK)
+      split = funnel__lz4_blocks_split(&next, schema);
+  }
+  return split > 0;
+}
+
 bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_options *o,
                           const struct funnel_partition *parts, size_t count,
                           const struct funnel__parts_scan *scan, int codec,
@@ -171,16 +190,17 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
       codec == FUNNEL__CODEC_ZSTD ? FUNNEL__DPATH_MAX_AVG_ZSTD : FUNNEL__DPATH_MAX_AVG;
   /* LZ4 bodies of larger partitions too (FUNNEL_LZ4_LARGE_DEVICE=0 says
    * not: device.h), when the device path decodes them while they are
-   * copied or stages them (the host path's decoding on the device waits
-   * for the whole copy, and its parse for the host's), if the device's
-   * decoding pays (below). Measured on the H100 (bench/RESULTS.md, session
-   * 56): 0.56 to 0.83 of the host path's time pinned, 0.69 to 0.88 of it
-   * pageable, on 200x10x20k and 1000x10x4k mixed and strings */
+   * copied or stages them all (the host path's decoding on the device
+   * waits for the whole copy, and its parse for the host's), if the
+   * device's decoding pays and the frames do not split (both below).
+   * Measured on the H100 (bench/RESULTS.md, session 56): 0.47 to 0.91 of
+   * the host path's time on reads of 64 to 1,000 such partitions, pinned
+   * and pageable */
   const bool large = automatic && bytes > max_avg * (int64_t)count;
   if (automatic && ((int64_t)count < min_parts ||
                     (large && (codec != FUNNEL__CODEC_LZ4_FRAME || !t->dev->config.lz4_large_device ||
                                o->transfer == FUNNEL_TRANSFER_DIRECT ||
-                               (!funnel__staged(t->dev, scan) &&
+                               (!funnel__stages_all(t->dev, parts, count, scan) &&
                                 funnel__zoverlap_parts(t->dev, count, scan) == 0)))))
     return false;
   if (first >= 0 && (known == NULL || automatic)) {
@@ -199,15 +219,13 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
     if (automatic && left_alike(part, &pv, known)) return false;
     if (known == NULL) known = pv.schema;
     /* a large read of few partitions whose frames the host path splits
-     * into blocks (lz4-java's): the device path's jobs, a buffer each,
-     * are then fewer than the decoder's wave and each longer than the
-     * host path's, which outweighs the overlap. Measured on the H100
-     * (bench/RESULTS.md, session 56): 64x10x15k in lz4-java's frames took
-     * 1.19 to 1.55 times the host path's time on the device path; in
-     * Arrow Java's frames (a block a buffer) 0.86 to 0.91; reads of 200
-     * partitions and more 0.45 to 0.87 in either */
-    if (large && (int64_t)count < FUNNEL__DPATH_MIN_PARTS && known != NULL &&
-        funnel__lz4_blocks_split(&pv, known))
+     * into blocks (tuning.h, FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS): the
+     * device path's jobs, a buffer each, are then fewer than the
+     * decoder's wave and each longer than the host path's, which
+     * outweighs the overlap. The first partition's frames say, or the
+     * next few's where it holds none (a schema alone, no rows) */
+    if (large && (int64_t)count - scan->empty < FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS &&
+        known != NULL && lz4_split(parts, count, first, &pv, known, &t->arena))
       return false;
   }
   if (known == NULL || known->n_fields == 0 || (known->nested && !funnel__dp_nested_fits(known)))

@@ -54,6 +54,9 @@ FUNNEL_LZ int64_t funnel__max_decoded(int64_t codec, int64_t n) {
  * funnel__lz4_block_pair) an SM holds: 16 at 64 registers (14 and 12
  * measured no faster: bench/RESULTS.md, session 51). */
 #define FUNNEL_LZ4_PAIR_BLOCKS 16
+/* The most ways a job of frames is decoded in (funnel__lz4_frames_way: a
+ * block of two warps each on the device) */
+#define FUNNEL_LZ4_WAYS_MAX 16
 
 /* The launch_dpath stage (backend.h) that decodes n jobs at `args`, two
  * warps (cuda) a job; its `m` is added to every job's dst (0: the jobs'
@@ -1017,30 +1020,6 @@ FUNNEL_LZ int funnel__lz4_frames(const uint8_t *src, int64_t n, uint8_t *dst, in
   return op == cap ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
 }
 
-/* Decodes job `j`, its dst `base` more (every lane of a group of `lanes`
- * calls it, with the group's scratch, sc or pc, and `warp`, as
- * funnel__lz4_frames): its status, or -1 for a job of another decoder's
- * (zstddec.h's), left alone. */
-FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned lane,
-                                  unsigned lanes, unsigned warp, struct funnel__lz4_scratch *sc,
-                                  struct funnel__lz4_pair *pc) {
-  if (j->kind == FUNNEL__LZ4_SKIP) return FUNNEL__LZ4_OK;
-  if (j->kind > FUNNEL__LZ4_SKIP) return -1;
-  const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
-  uint8_t *dst = (uint8_t *)(uintptr_t)(j->dst + base);
-  if (j->kind == FUNNEL__LZ4_FRAMES)
-    return funnel__lz4_frames(src, j->src_length, dst, j->dst_length, lane, lanes, warp, sc, pc);
-  if (j->kind == FUNNEL__LZ4_STORED) {
-    if (j->src_length != j->dst_length) return FUNNEL__LZ4_LENGTH;
-    for (int64_t i = lane + 32 * warp; i < j->src_length; i += lanes) dst[i] = src[i];
-    return FUNNEL__LZ4_OK;
-  }
-  int64_t op = 0;
-  const int st =
-      funnel__lz4_block_by(src, j->src_length, dst, &op, j->dst_length, 0, lane, warp, sc, pc);
-  return st != FUNNEL__LZ4_OK ? st : op == j->dst_length ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
-}
-
 /* A buffer of `n` bytes of frames that decodes to `want` bytes, as jobs of
  * one block each, so that more warps share it: when it is one frame of
  * independent blocks, each but the last of the frame's block size (as
@@ -1074,13 +1053,98 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
   return ip == n && k > 0 && (k - 1) * block_max < want && k * block_max >= want ? k : 0;
 }
 
-/* Runs the jobs on this thread, as the cpu backend's stream does. */
-FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
-  struct funnel__lz4_scratch sc;
-  for (int64_t j = 0; j < n; j++) {
-    const int st = funnel__lz4_job_run(&jobs[j], base, 0, 1, 0, &sc, NULL);
-    if (st >= 0) jobs[j].status = st;
+/* Way `way` of `ways` (1 to FUNNEL_LZ4_WAYS_MAX) of a job of frames
+ * (FUNNEL__LZ4_FRAMES), as funnel__lz4_frames takes the bytes and lanes:
+ * when there are several ways and the buffer is one frame of independent
+ * blocks without a content checksum that funnel__lz4_split would split
+ * (lz4-java's, as the funnel shuffle writes them), the blocks b with b %
+ * ways == way, each into its place, so that `ways` groups of lanes share
+ * a long buffer as the host path's jobs of a block each do; else way 0
+ * decodes the buffer whole and the others nothing. Each way walks the
+ * frame's block headers (the split's walk, which checks that the blocks
+ * cover the bytes declared and end the buffer) and checks the
+ * descriptor's checksum byte, its content size if declared, and each of
+ * its blocks' length and checksum: what funnel__lz4_frames checks, so
+ * that the job's status (the ways' worst) is the same. */
+FUNNEL_LZ int funnel__lz4_frames_way(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
+                                     unsigned way, unsigned ways, unsigned lane, unsigned lanes,
+                                     unsigned warp, struct funnel__lz4_scratch *sc,
+                                     struct funnel__lz4_pair *pc) {
+  struct funnel__lz4_frame f;
+  const int64_t k = ways > 1 && funnel__lz4_frame_read(src, n, &f) == FUNNEL__LZ4_OK &&
+                            f.independent && !f.content_sum
+                        ? funnel__lz4_split(src, n, cap, 0, 0, NULL, INT64_MAX)
+                        : 0;
+  if (k < 2)
+    return way == 0 ? funnel__lz4_frames(src, n, dst, cap, lane, lanes, warp, sc, pc)
+                    : FUNNEL__LZ4_OK;
+  if (f.content >= 0 && f.content != cap) return FUNNEL__LZ4_LENGTH;
+  int hc = 1;
+  if (lane == 0) hc = (funnel__xxh32(src + 4, f.header - 5) >> 8 & 0xFF) == src[f.header - 1];
+  if (!FUNNEL_LZ_FROM0(hc)) return FUNNEL__LZ4_CORRUPT;
+  int64_t ip = f.header, at, size;
+  int stored;
+  for (int64_t b = 0; b < k && funnel__lz4_block_next(src, n, &f, &ip, &at, &size, &stored) > 0;
+       b++) {
+    if (b % ways != way) continue;
+    const int64_t from = b * f.block_max;
+    const int64_t len = cap - from < f.block_max ? cap - from : f.block_max;
+    int64_t op = from;
+    if (stored) {
+      if (size != len) return FUNNEL__LZ4_LENGTH;
+      for (int64_t i = lane + 32 * warp; i < size; i += lanes) dst[from + i] = src[at + i];
+      op += size;
+    } else {
+      const int st = funnel__lz4_block_by(src + at, size, dst, &op, from + len, from, lane, warp,
+                                          sc, pc);
+      if (st != FUNNEL__LZ4_OK) return st;
+    }
+    FUNNEL_LZ_SYNC_JOB(pc);
+    if (op != from + len) return FUNNEL__LZ4_LENGTH;
+    if (f.block_sum && !funnel__lz_sum_ok(src + at, size, src + at + size, lane))
+      return FUNNEL__LZ4_CORRUPT;
   }
+  return FUNNEL__LZ4_OK;
+}
+
+/* Decodes way `way` of `ways` of job `j` (funnel__lz4_frames_way; a job
+ * of one block is way 0's), its dst `base` more (every lane of a group of
+ * `lanes` calls it, with the group's scratch, sc or pc, and `warp`, as
+ * funnel__lz4_frames): its status, or -1 for a job of another decoder's
+ * (zstddec.h's), left alone. */
+FUNNEL_LZ int funnel__lz4_job_run(const struct funnel__lz4_job *j, uint64_t base, unsigned way,
+                                  unsigned ways, unsigned lane, unsigned lanes, unsigned warp,
+                                  struct funnel__lz4_scratch *sc, struct funnel__lz4_pair *pc) {
+  if (j->kind == FUNNEL__LZ4_SKIP) return FUNNEL__LZ4_OK;
+  if (j->kind > FUNNEL__LZ4_SKIP) return -1;
+  const uint8_t *src = (const uint8_t *)(uintptr_t)j->src;
+  uint8_t *dst = (uint8_t *)(uintptr_t)(j->dst + base);
+  if (j->kind == FUNNEL__LZ4_FRAMES)
+    return funnel__lz4_frames_way(src, j->src_length, dst, j->dst_length, way, ways, lane, lanes,
+                                  warp, sc, pc);
+  if (way != 0) return FUNNEL__LZ4_OK;
+  if (j->kind == FUNNEL__LZ4_STORED) {
+    if (j->src_length != j->dst_length) return FUNNEL__LZ4_LENGTH;
+    for (int64_t i = lane + 32 * warp; i < j->src_length; i += lanes) dst[i] = src[i];
+    return FUNNEL__LZ4_OK;
+  }
+  int64_t op = 0;
+  const int st =
+      funnel__lz4_block_by(src, j->src_length, dst, &op, j->dst_length, 0, lane, warp, sc, pc);
+  return st != FUNNEL__LZ4_OK ? st : op == j->dst_length ? FUNNEL__LZ4_OK : FUNNEL__LZ4_LENGTH;
+}
+
+/* Runs the jobs on this thread, as the cpu backend's stream does, each in
+ * `ways` ways one after the other (as the device's groups of lanes take
+ * them at once), its status the worst of its ways'. */
+FUNNEL_LZ void funnel__lz4_run_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base,
+                                    unsigned ways) {
+  struct funnel__lz4_scratch sc;
+  for (int64_t j = 0; j < n; j++)
+    for (unsigned w = 0; w < ways; w++) {
+      const int st = funnel__lz4_job_run(&jobs[j], base, w, ways, 0, 1, 0, &sc, NULL);
+      if (st >= 0 && (w == 0 || st > jobs[j].status)) jobs[j].status = st;
+    }
 }
 
 #endif

@@ -295,28 +295,29 @@ bool funnel__device_pays(const struct funnel_backend *be, int codec, int64_t byt
   return device < host;
 }
 
-bool funnel__lz4_blocks_split(const struct funnel__partition *pv,
-                              const struct funnel__schema *schema) {
+int funnel__lz4_blocks_split(const struct funnel__partition *pv,
+                             const struct funnel__schema *schema) {
   for (int64_t b = 0; b < pv->n_batches; b++) {
     const struct funnel__batch *batch = &pv->batches[b];
     if (batch->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
-    for (int i = 0, k = 0; i < schema->n_fields && k < batch->n_buffers; i++)
-      for (int j = 0; j < schema->fields[i].n_buffers && k < batch->n_buffers; j++, k++) {
+    int32_t n = 0; /* (a batch of other buffers than the schema's says nothing) */
+    for (int i = 0; i < schema->n_fields; i++) n += schema->fields[i].n_buffers;
+    if (n != batch->n_buffers) continue;
+    for (int i = 0, k = 0; i < schema->n_fields; i++)
+      for (int j = 0; j < schema->fields[i].n_buffers; j++, k++) {
         if (!funnel__buffer_holds_values(&schema->fields[i], j)) continue;
         const int64_t off = (int64_t)funnel__ld64(batch->buffers + 16 * k);
         const int64_t len = (int64_t)funnel__ld64(batch->buffers + 16 * k + 8);
         /* bounds as the parse checked them; a raw (-1) or empty buffer says nothing */
         if (len <= 8 || off < 0 || off > batch->body_length - len) continue;
         const uint8_t *z = pv->bytes + batch->body + off;
-        const int64_t want = (int64_t)funnel__ld64(z);
         struct funnel__lz4_frame f;
-        if (want <= 0 || funnel__lz4_frame_read(z + 8, len - 8, &f) != FUNNEL__LZ4_OK ||
-            want <= f.block_max)
-          continue; /* one block: whole on either path */
-        return funnel__lz4_split(z + 8, len - 8, want, 0, 0, NULL, FUNNEL__DECODE_BLOCKS_MAX) > 1;
+        if ((int64_t)funnel__ld64(z) <= 0 || funnel__lz4_frame_read(z + 8, len - 8, &f) != FUNNEL__LZ4_OK)
+          continue;
+        return f.independent && f.block_max <= FUNNEL__LZ4_SPLIT_BLOCK_MAX;
       }
   }
-  return false;
+  return -1;
 }
 
 /* What dd_layout rewrites in the partitions it lays out (their image

@@ -71,14 +71,17 @@ int funnel__decode_all(struct funnel_table *t, struct funnel__partition *pv, siz
 bool funnel__device_pays(const struct funnel_backend *be, int codec, int64_t bytes,
                          int64_t zbytes, int64_t jobs, int64_t longest);
 
-/* Whether the host path's decoding on the device would split a buffer of
- * values of partition `pv` (parsed under `schema`) into blocks, a job
- * each (funnel__lz4_split: a frame of several independent blocks, as
- * lz4-java writes them), where the device path decodes each buffer whole:
- * its first LZ4 buffer of values that decodes to more than a block says
- * for all of the read (one writer writes them alike). */
-bool funnel__lz4_blocks_split(const struct funnel__partition *pv,
-                              const struct funnel__schema *schema);
+/* Whether the host path's decoding on the device would split the long
+ * buffers of values of a read like partition `pv` (parsed under `schema`)
+ * into blocks, a job each (funnel__lz4_split), where the device path
+ * decodes each buffer whole: 1 when its first LZ4 frame of values is of
+ * independent blocks of at most FUNNEL__LZ4_SPLIT_BLOCK_MAX (lz4-java's
+ * 64 KiB, as the funnel shuffle writes them), 0 when it is of others
+ * (Arrow Java's 4 MiB, Arrow C++'s linked ones), -1 when the partition
+ * holds no such frame (no batch, no rows, raw buffers): one writer writes
+ * a read's frames alike. */
+int funnel__lz4_blocks_split(const struct funnel__partition *pv,
+                             const struct funnel__schema *schema);
 
 /* A read that decodes buffers on the device (t->dd): launches the decoder
  * after the block's copy, copies its statuses back and waits for them; a
@@ -170,13 +173,15 @@ bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,
  * (at least 2): a stream each */
 int funnel__zoverlap_parts(struct funnel_device *dev, size_t count,
                            const struct funnel__parts_scan *scan);
-/* Whether every partition of the read lies outside the pinned pool, the
- * device stages such bytes (FUNNEL_STAGE_PAGEABLE, the cuda backend's
- * default) and the pool is large enough for them all: the read goes up
+/* Whether every partition of the read (scanned as `scan`) lies outside
+ * the pinned pool, the device stages such bytes (FUNNEL_STAGE_PAGEABLE,
+ * the cuda backend's default) and the pool is large enough for them all
+ * (or will be, when it is made on its first use): the read then goes up
  * from one pinned block the host threads stage it into, round by round
  * (transfer.c; when the pool has no such room left, a block a partition,
  * or none) */
-bool funnel__staged(struct funnel_device *dev, const struct funnel__parts_scan *scan);
+bool funnel__stages_all(struct funnel_device *dev, const struct funnel_partition *parts,
+                        size_t count, const struct funnel__parts_scan *scan);
 /* A guess that did not hold: the early copies made from it are freed with
  * the read's inputs (after its work, which follows them on the stream),
  * and what was decided from it is forgotten, so the read begins again

@@ -195,13 +195,22 @@ static bool mirrored(struct funnel_device *dev, const struct funnel__parts_scan 
                                (int64_t)(scan->hi - scan->lo));
 }
 
-bool funnel__staged(struct funnel_device *dev, const struct funnel__parts_scan *scan) {
+bool funnel__stages_all(struct funnel_device *dev, const struct funnel_partition *parts,
+                        size_t count, const struct funnel__parts_scan *scan) {
+  if (!dev->config.stage_pageable || scan->bad || scan->first < 0) return false;
   const struct funnel__pool_span span = funnel__pool_span(&dev->pool);
-  const uintptr_t base = (uintptr_t)span.base;
+  /* a pool not yet made (on its first use) will be of the configured size */
+  const int64_t room = span.base != NULL ? span.size : dev->config.pinned_pool_bytes;
   /* a guess (funnel__guess_scan) counts no aligned bytes: its span, back to back */
   const int64_t staged = scan->aligned > 0 ? scan->aligned : (int64_t)(scan->hi - scan->lo);
-  return dev->config.stage_pageable && !scan->bad && scan->first >= 0 && span.base != NULL &&
-         staged <= span.size && (scan->hi <= base || scan->lo >= base + (uintptr_t)span.size);
+  if (staged > room) return false;
+  const uintptr_t base = (uintptr_t)span.base, end = base + (uintptr_t)span.size;
+  if (span.base == NULL || scan->hi <= base || scan->lo >= end) return true;
+  /* partitions on both sides of the pool (malloc puts them where it will):
+   * each of them outside it */
+  for (size_t p = 0; p < count; p++)
+    if (parts[p].length > 0 && funnel__span_contains(span, parts[p].data, 1)) return false;
+  return true;
 }
 
 bool funnel__overlap_fits(const struct funnel_device *dev, size_t count,

@@ -66,6 +66,17 @@
 /* ... and whose guess of its decoded bytes is at most this many times its
  * partitions' bytes (the room is held with the table's output) */
 #define FUNNEL__LZ4_ONE_GO_MAX_RATIO 4
+/* AUTO reads LZ4 bodies of partitions over FUNNEL__DPATH_MAX_AVG on average
+ * by the device path (dread.c) unless they are fewer than this many (not
+ * counting empty ones) and their frames are of independent blocks of at
+ * most FUNNEL__LZ4_SPLIT_BLOCK_MAX, which the host path decodes a block a
+ * job where the device path takes a buffer a job. Measured on the H100
+ * (bench/RESULTS.md, session 56): 64x10x15k in lz4-java's frames (64 KiB
+ * blocks) took the device path 1.19 to 1.55 times the host path's time,
+ * in Arrow Java's (4 MiB) 0.82 to 0.91; reads of 200 partitions and more
+ * 0.47 to 0.89 in either */
+#define FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS 128
+#define FUNNEL__LZ4_SPLIT_BLOCK_MAX ((int64_t)256 << 10)
 #define FUNNEL__DPATH_MAX_AVG ((int64_t)256 << 10)
 /* ... and of ZSTD bodies, of at most this many bytes a partition on
  * average: a warp decodes a frame at about 8 MB/s (FUNNEL__DEVICE_ZSTD_WARP_BPS
@@ -346,6 +357,16 @@
 /* The device decodes a buffer of independent LZ4 blocks a block a warp, up
  * to this many blocks (a buffer of more is decoded whole, by one warp). */
 #define FUNNEL__DECODE_BLOCKS_MAX 65536
+/* The device decodes a launch's jobs of LZ4 frames in as many ways as make
+ * this many times the blocks of the decoder an SM holds on every SM
+ * (cuda_backend.c; lz4dec.h, funnel__lz4_frames_way): a read's frames of
+ * independent blocks (lz4-java's) shared by several blocks of two warps,
+ * as the host path's jobs of a block each are. Not measured yet
+ * (FUNNEL_LZ4_WAYS=1 in the environment turns the ways off) */
+#define FUNNEL__LZ4_WAYS_WAVES 2
+/* ... and the cpu backend in this many, one after the other: no faster,
+ * but its tests then run the ways' code as the device runs it */
+#define FUNNEL__LZ4_CPU_WAYS 3
 
 /* Staging proceeds in up to STAGE_ROUNDS rounds of at least
  * STAGE_ROUND_MIN bytes; the bytes of each round go up while the next is

@@ -131,6 +131,7 @@ static int64_t last_decode_waits; /* the last read's stats.decode_waits */
 static int64_t last_overlap_parts, last_launches; /* ... its overlap_parts, concat_launches */
 static bool pool_small; /* the device's pool may not hold a read's decoded images */
 static int64_t last_streams; /* ... and the streams its reader made for it */
+static int64_t last_staged; /* ... its stats.staged_partitions */
 static int transfer_where = FUNNEL_TRANSFER_AUTO; /* read_and_check's readers' transfer */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
@@ -158,6 +159,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       device_path_reads += whole;
       last_decode_waits = s.decode_waits;
       last_overlap_parts = s.overlap_parts;
+      last_staged = s.staged_partitions;
       last_launches = s.concat_launches;
       /* the pool has room for the host's images, unless a test made it small */
       if (compressed > 0 && !whole && !pool_small) CHECK_EQ_I64(s.decoded_pinned, 1);
@@ -681,27 +683,34 @@ static void compressed_reads_decode_while_copied(void) {
  * FUNNEL__DPATH_MAX_AVG by the device path when it decodes them while they
  * are copied (back to back in the pinned pool, 8 MiB and more: the
  * defaults) or stages them (all of them outside the pool, which can hold
- * them), unless the read has fewer than FUNNEL__DPATH_MIN_PARTS partitions
- * whose frames the host path splits into blocks (lz4-java's, as the funnel
- * shuffle writes them); by the host path otherwise; ZSTD bodies by the
- * host path either way; and with FUNNEL_LZ4_LARGE_DEVICE=0, all by the
- * host path. `parts` partitions of `rows` int64 values each, half of their
- * bytes random: 48 of 60,000 are about 375 KB a partition compressed, 18
- * MB in all. Each setting opens a device that stages pageable bytes
- * (FUNNEL_STAGE_PAGEABLE=1: the cpu backend does not by default); the
- * last one's pool (12 MiB) cannot hold the staged read (nor the pinned
- * one, not read there). (The cpu backend leaves AUTO's decoding to the
+ * them, or will when it is made), unless the read has fewer than
+ * FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS partitions whose frames the host path
+ * splits into blocks (lz4-java's, as the funnel shuffle writes them); by
+ * the host path otherwise; ZSTD bodies by the host path either way; and
+ * with FUNNEL_LZ4_LARGE_DEVICE=0, all by the host path. `parts` partitions
+ * of `rows` int64 values each, half of their bytes random: 48 of 60,000
+ * are about 375 KB a partition compressed, 18 MB in all. Each setting
+ * opens a device that stages pageable bytes (FUNNEL_STAGE_PAGEABLE=1: the
+ * cpu backend does not by default); the second reads the pageable
+ * partitions first, before the pool is made; the last one's pool (12
+ * MiB, made before the reads) cannot hold the staged read (nor the
+ * pinned one, not read there). A staged read makes no stream. With
+ * `lead`, a read of the same partitions after one of no rows, which
+ * holds no frame (the frames of the next say what the host path would
+ * split), pageable, once. (The cpu backend leaves AUTO's decoding to the
  * host: here the device decodes, as FUNNEL_DECODE_DEVICE says, so
  * funnel__device_pays, which AUTO's decoding asks on a GPU, is not.) */
-static void large_lz4_read(int parts, int64_t rows, size_t n_settings) {
+static void large_lz4_read(int parts, int64_t rows, size_t n_settings, bool lead) {
   static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
   static const struct iw_schema schema = {1, wide, 0};
   static const struct {
     const char *name, *large, *pool;
+    bool pageable_first;
   } settings[] = {
-      {"the defaults", NULL, NULL},
-      {"FUNNEL_LZ4_LARGE_DEVICE=0", "0", NULL},
-      {"a pool of 12 MiB", NULL, "12582912"},
+      {"the defaults", NULL, NULL, false},
+      {"the defaults, pageable first", NULL, NULL, true},
+      {"FUNNEL_LZ4_LARGE_DEVICE=0", "0", NULL, false},
+      {"a pool of 12 MiB", NULL, "12582912", false},
   };
   struct table_src src = table_random(&schema, parts * rows, 0, 195);
   for (int64_t r = 0; r < src.rows; r++) memset(src.cols[0].values + 8 * r + 4, 0, 4);
@@ -719,32 +728,58 @@ static void large_lz4_read(int parts, int64_t rows, size_t n_settings) {
     unsetenv("FUNNEL_STAGE_PAGEABLE");
     if (!opened) break;
     pool_small = !roomy;
+    if (!roomy) { /* the pool made */
+      void *made = NULL;
+      if (CHECK_OK(funnel_device_pinned_alloc(dev, 64, &made, &err), &err))
+        funnel_device_pinned_free(dev, made, 64, NULL);
+    }
     for (size_t w = 0; w < sizeof(ZWRITINGS) / sizeof(ZWRITINGS[0]); w++) {
       write_codec = ZWRITINGS[w].o.compression;
-      for (int pinned = roomy; pinned >= 0; pinned--) {
-        check_context("%d partitions, %s, %s, %s", parts, ZWRITINGS[w].name,
-                      pinned ? "back to back, pinned" : "pageable", settings[k].name);
+      const bool lz4 = ZWRITINGS[w].o.compression == 1;
+      const bool split = ZWRITINGS[w].o.lz4_style == IW_LZ4_SPARK; /* 64 KiB blocks */
+      for (int i = 0; i < 2 + (lead && k == 0); i++) {
+        const bool led = i == 2; /* the read after a partition of no rows */
+        const bool pinned = !led && (settings[k].pageable_first ? i == 1 : i == 0);
+        if (pinned && !roomy) continue;
+        char what[200];
+        snprintf(what, sizeof(what), "%d partitions, %s, %s, %s%s", parts, ZWRITINGS[w].name,
+                 pinned ? "back to back, pinned" : "pageable", settings[k].name,
+                 led ? ", after one of no rows" : "");
+        check_context("%s", what);
         struct parts ps = cut(&src, parts, 1, &ZWRITINGS[w].o, 0, NULL);
         int64_t bytes = 0;
-        for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
-        const bool lz4 = ZWRITINGS[w].o.compression == 1;
-        const bool split = ZWRITINGS[w].o.lz4_style == IW_LZ4_SPARK; /* 64 KiB blocks */
+        for (int q = 0; q < ps.n; q++) bytes += (int64_t)ps.p[q].length;
         CHECK(bytes > (int64_t)parts * (lz4 ? FUNNEL__DPATH_MAX_AVG : FUNNEL__DPATH_MAX_AVG_ZSTD));
         CHECK(bytes >= FUNNEL__ZOVERLAP_MIN_BYTES);
         if (lz4 && !roomy) CHECK(bytes > ((int64_t)12 << 20)); /* more than the small pool */
+        if (led) { /* (its bytes keep the read large: 48 x 256 KiB are under 18 MB) */
+          struct iw_buf none = partition_of(&src, 0, 0, 1, &ZWRITINGS[w].o);
+          struct funnel_partition *p = calloc((size_t)ps.n + 1, sizeof(*p));
+          p[0] = (struct funnel_partition){iw_dup(none.data, none.len), none.len};
+          memcpy(p + 1, ps.p, (size_t)ps.n * sizeof(*p));
+          iw_buf_free(&none);
+          free(ps.p);
+          ps.p = p;
+          ps.n++;
+        }
         size_t size = 0;
         void *block = pinned ? pack_pinned(dev, &ps, &size) : NULL;
         const int64_t whole = device_path_reads;
         const int64_t decoded0 = decoded_on_device;
-        last_overlap_parts = last_decode_waits = -1;
-        read_and_check(dev, &ps, &src, parts);
+        last_overlap_parts = last_decode_waits = last_streams = last_staged = -1;
+        read_and_check(dev, &ps, &src, ps.n);
+        check_context("%s", what); /* (read_and_check's own cleared) */
         const bool on_device = large && lz4 && (pinned || roomy) &&
-                               (!split || parts >= FUNNEL__DPATH_MIN_PARTS);
+                               (!split || parts >= FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS);
         CHECK_EQ_I64(device_path_reads - whole, on_device);
         CHECK_EQ_I64(last_overlap_parts, on_device && pinned ? FUNNEL__ZOVERLAP_PARTS : 0);
         if (on_device) { /* decoded on the device, with one wait */
           CHECK(decoded_on_device > decoded0);
           CHECK_EQ_I64(last_decode_waits, 1);
+        }
+        if (on_device && !pinned) { /* staged, every partition, and no stream made */
+          CHECK_EQ_I64(last_staged, ps.n);
+          CHECK_EQ_I64(last_streams, 0);
         }
         if (block != NULL) {
           funnel_device_pinned_free(dev, block, size, NULL);
@@ -764,12 +799,12 @@ static void large_lz4_read(int parts, int64_t rows, size_t n_settings) {
   write_codec = 0;
 }
 
-static void large_lz4_partitions_decode_while_copied(void) { large_lz4_read(48, 60000, 3); }
+static void large_lz4_partitions_decode_while_copied(void) { large_lz4_read(48, 60000, 4, true); }
 
-/* ... and of FUNNEL__DPATH_MIN_PARTS of 45,000, about 280 KB each
- * compressed (36 MB in all), the defaults only: lz4-java's frames too */
+/* ... and of FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS of 45,000, about 280 KB
+ * each compressed (36 MB in all), the defaults only: lz4-java's frames too */
 static void many_large_lz4_partitions_decode_while_copied(void) {
-  large_lz4_read(FUNNEL__DPATH_MIN_PARTS, 45000, 1);
+  large_lz4_read(FUNNEL__LZ4_SPLIT_DEVICE_MIN_PARTS, 45000, 1, false);
 }
 
 /* Compressed and uncompressed partitions in one read, the first of them
@@ -1355,7 +1390,13 @@ static void device_decoder_reads_what_liblz4_writes(void) {
         struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)z, .src_length = (int64_t)zn,
                                       .dst = (uint64_t)(uintptr_t)out, .dst_length = n,
                                       .kind = FUNNEL__LZ4_FRAMES, .status = -1};
-        funnel__lz4_run_jobs(&job, 1, 0);
+        funnel__lz4_run_jobs(&job, 1, 0, 1);
+        CHECK_EQ_I64(job.status, FUNNEL__LZ4_OK);
+        if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
+        /* in 3 ways, as the cpu backend takes the device path's jobs */
+        memset(out, 0, (size_t)n);
+        job.status = -1;
+        funnel__lz4_run_jobs(&job, 1, 0, 3);
         CHECK_EQ_I64(job.status, FUNNEL__LZ4_OK);
         if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
         /* a job a block: frames of independent blocks (Java's, lz4-java's) */
@@ -1370,16 +1411,16 @@ static void device_decoder_reads_what_liblz4_writes(void) {
         else if (style == IW_LZ4_CPP || style == IW_LZ4_SUMS) CHECK_EQ_I64(k, n <= 65536 ? 1 : 0);
         else CHECK_EQ_I64(k, (n + 65535) / 65536);
         memset(out, 0, (size_t)n);
-        funnel__lz4_run_jobs(blocks, k, 0);
+        funnel__lz4_run_jobs(blocks, k, 0, 1);
         for (int64_t b = 0; b < k; b++) CHECK_EQ_I64(blocks[b].status, FUNNEL__LZ4_OK);
         if (k > 0) CHECK_MEM(out, in, n);
         /* declared one byte more or less */
         job.dst_length = n + 1;
-        funnel__lz4_run_jobs(&job, 1, 0);
+        funnel__lz4_run_jobs(&job, 1, 0, 1);
         CHECK_EQ_I64(job.status, FUNNEL__LZ4_LENGTH);
         if (n > 0) {
           job.dst_length = n - 1;
-          funnel__lz4_run_jobs(&job, 1, 0);
+          funnel__lz4_run_jobs(&job, 1, 0, 1);
           CHECK(job.status != FUNNEL__LZ4_OK);
         }
         /* spoiled */
@@ -1391,8 +1432,19 @@ static void device_decoder_reads_what_liblz4_writes(void) {
                                             .src_length = (int64_t)cut,
                                             .dst = (uint64_t)(uintptr_t)exact, .dst_length = n,
                                             .kind = FUNNEL__LZ4_FRAMES, .status = -1};
-          funnel__lz4_run_jobs(&spoiled, 1, 0);
+          funnel__lz4_run_jobs(&spoiled, 1, 0, 1);
           CHECK(spoiled.status >= FUNNEL__LZ4_OK && spoiled.status <= FUNNEL__LZ4_DICTIONARY);
+          /* in 3 ways: decoded only where the whole frame decodes, to its bytes */
+          uint8_t *ways = malloc((size_t)n + 1);
+          struct funnel__lz4_job in_ways = spoiled;
+          in_ways.dst = (uint64_t)(uintptr_t)ways;
+          in_ways.status = -1;
+          funnel__lz4_run_jobs(&in_ways, 1, 0, 3);
+          CHECK(in_ways.status >= FUNNEL__LZ4_OK && in_ways.status <= FUNNEL__LZ4_DICTIONARY);
+          CHECK(in_ways.status != FUNNEL__LZ4_OK || spoiled.status == FUNNEL__LZ4_OK);
+          if (in_ways.status == FUNNEL__LZ4_OK && spoiled.status == FUNNEL__LZ4_OK)
+            CHECK_MEM(ways, exact, n);
+          free(ways);
           /* a frame with a content checksum decodes to its bytes or fails */
           if (spoiled.status == FUNNEL__LZ4_OK && (style == IW_LZ4_JAVA || style == IW_LZ4_SUMS))
             CHECK_MEM(exact, in, n);
@@ -1400,7 +1452,7 @@ static void device_decoder_reads_what_liblz4_writes(void) {
           struct funnel__lz4_job parts[64];
           const int64_t np = funnel__lz4_split(bad, (int64_t)cut, n, (uint64_t)(uintptr_t)bad,
                                                (uint64_t)(uintptr_t)exact, parts, 64);
-          funnel__lz4_run_jobs(parts, np, 0);
+          funnel__lz4_run_jobs(parts, np, 0, 1);
           free(exact);
           free(bad);
         }
@@ -1460,7 +1512,7 @@ static void device_decoder_reads_what_libzstd_writes(void) {
         if (job.status == FUNNEL__LZ4_OK) CHECK_MEM(out, in, n);
         /* the LZ4 decoder leaves it alone */
         job.status = -1;
-        funnel__lz4_run_jobs(&job, 1, 0);
+        funnel__lz4_run_jobs(&job, 1, 0, 1);
         CHECK_EQ_I64(job.status, -1);
         /* declared one byte more or less */
         job.dst_length = n + 1;

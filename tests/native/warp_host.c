@@ -6,9 +6,10 @@
 
 #include "lz4dec.h"
 
-void warp_host_lz4_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base);
+void warp_host_lz4_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base, unsigned ways);
 
-/* Runs the n jobs as the cpu backend's stream does, their dst `base` more. */
-void warp_host_lz4_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base) {
-  funnel__lz4_run_jobs(jobs, n, base);
+/* Runs the n jobs as the cpu backend's stream does, their dst `base` more,
+ * each in `ways` ways. */
+void warp_host_lz4_jobs(struct funnel__lz4_job *jobs, int64_t n, uint64_t base, unsigned ways) {
+  funnel__lz4_run_jobs(jobs, n, base, ways);
 }
