@@ -281,17 +281,17 @@ static int cuda_launch_dpath(struct funnel_backend *be, int stage, uint64_t args
     leave(cu);
     return st;
   }
-  if (stage == FUNNEL_DP_STAGE_LZ4) {
+  if (stage == FUNNEL_DP_STAGE_LZ4 || stage == FUNNEL_DP_STAGE_LZ4_WAYS) {
     /* a job a block of two warps: the jobs spread evenly over the SMs (a
-     * read has a few thousand, too few to fill the device); a job of
-     * frames in as many ways (lz4dec.h, funnel__lz4_frames_way) as make
-     * FUNNEL__LZ4_WAYS_WAVES of the device's blocks at once, at most
-     * cu->lz4_ways: the other ways of a job that does not split end at
-     * once */
+     * read has a few thousand, too few to fill the device); with
+     * FUNNEL_DP_STAGE_LZ4_WAYS, a job of frames in as many ways (lz4dec.h,
+     * funnel__lz4_frames_way) as make FUNNEL__LZ4_WAYS_WAVES of the
+     * device's blocks at once, at most cu->lz4_ways: the other ways of a
+     * job that does not split end at once */
     if (n <= 0) return FUNNEL_OK;
     const int64_t at_once = (int64_t)(cu->multiprocessors > 0 ? cu->multiprocessors : 1) *
                             FUNNEL_LZ4_PAIR_BLOCKS * FUNNEL__LZ4_WAYS_WAVES;
-    int64_t w = (at_once + n - 1) / n;
+    int64_t w = stage == FUNNEL_DP_STAGE_LZ4_WAYS ? (at_once + n - 1) / n : 1;
     if (w > cu->lz4_ways) w = cu->lz4_ways;
     unsigned ways = (unsigned)w;
     int64_t gx = n * ways;

@@ -17,8 +17,9 @@
  * native_streams; 4: launch_dpath; 5: event_pool; 6: peer; 7: stream_wait,
  * and launch_dpath's first item; 8: a gated pass (the LZ4 stage's gate,
  * FUNNEL_DP_STAGE_GATED); 9: the ZSTD stage (FUNNEL_DP_STAGE_ZSTD); 10: its
- * gate, as the LZ4 stage's (the device path's ZSTD bodies). */
-#define FUNNEL_BACKEND_VERSION 10
+ * gate, as the LZ4 stage's (the device path's ZSTD bodies); 11: the LZ4
+ * stage in ways (FUNNEL_DP_STAGE_LZ4_WAYS). */
+#define FUNNEL_BACKEND_VERSION 11
 
 /* An opaque handle by which another process opens shared memory or an
  * event (the size of CUipcMemHandle and CUipcEventHandle). */
@@ -102,7 +103,8 @@ struct funnel_backend {
    * funnel__dp_args at device address `args`; or, FUNNEL_DP_STAGE_LZ4
    * (lz4dec.h), decodes the n struct funnel__lz4_job at `args` into the
    * buffers at m, unless `first` is the args of a gated pass whose gate is
-   * shut (dpath.h, funnel__dp_shut; first 0: no gate); or,
+   * shut (dpath.h, funnel__dp_shut; first 0: no gate), and
+   * FUNNEL_DP_STAGE_LZ4_WAYS alike, a job of frames in ways; or,
    * FUNNEL_DP_STAGE_ZSTD (zstddec.h), decodes them all, ZSTD ones among
    * them, with the same gate */
   int (*launch_dpath)(struct funnel_backend *be, int stage, uint64_t args, int64_t first,

@@ -87,13 +87,15 @@ static void *worker(void *arg) {
         funnel__concat_segments(t->src, t->count);
         break;
       case TASK_DPATH:
-        if (t->stage == FUNNEL_DP_STAGE_LZ4 || t->stage == FUNNEL_DP_STAGE_ZSTD) {
+        if (t->stage == FUNNEL_DP_STAGE_LZ4 || t->stage == FUNNEL_DP_STAGE_LZ4_WAYS ||
+            t->stage == FUNNEL_DP_STAGE_ZSTD) {
           /* first: a gated pass's args (dpath.h), as the kernels take it */
           const struct funnel__dp_args *gate = (const struct funnel__dp_args *)(uintptr_t)t->first;
           if (gate != NULL && funnel__dp_shut(gate)) break;
-          /* the ZSTD kernel's LZ4 jobs a warp each, in one way */
+          /* in ways where the stage says (the ZSTD kernel's LZ4 jobs a warp
+           * each, in one way) */
           funnel__lz4_run_jobs(t->dst, t->count, (uint64_t)t->count2,
-                               t->stage == FUNNEL_DP_STAGE_LZ4 ? FUNNEL__LZ4_CPU_WAYS : 1);
+                               t->stage == FUNNEL_DP_STAGE_LZ4_WAYS ? FUNNEL__LZ4_CPU_WAYS : 1);
           /* every job, as the ZSTD kernel runs them */
           if (t->stage == FUNNEL_DP_STAGE_ZSTD)
             funnel__zstd_run_jobs(t->dst, t->count, (uint64_t)t->count2);

@@ -437,7 +437,7 @@ static int decode_part_after(struct funnel_table *t, int j, const struct dp_layo
   struct funnel_backend *be = &t->dev->be;
   const int64_t *part = t->overlap_part;
   const int64_t nb = a->n_buffers;
-  const int stage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
+  const int stage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4_WAYS;
   void *zs = t->zaux[j]; /* a part a stream: the parts are at most t->n_zaux */
   int st = *done == NULL ? funnel__dev_event_take(be, done, error) : FUNNEL_OK;
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *done, t->aux, error);
@@ -613,7 +613,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const uint64_t args = t->dp_scratch + (uint64_t)at;
   const bool decoded = a->zmode == FUNNEL_DP_DECODED && !gated; /* the second of two passes */
   /* the decoder of the read's codec */
-  const int zstage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4;
+  const int zstage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4_WAYS;
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
    * each round that completes it (the head goes up first) */

@@ -357,12 +357,15 @@
 /* The device decodes a buffer of independent LZ4 blocks a block a warp, up
  * to this many blocks (a buffer of more is decoded whole, by one warp). */
 #define FUNNEL__DECODE_BLOCKS_MAX 65536
-/* The device decodes a launch's jobs of LZ4 frames in as many ways as make
- * this many times the blocks of the decoder an SM holds on every SM
- * (cuda_backend.c; lz4dec.h, funnel__lz4_frames_way): a read's frames of
- * independent blocks (lz4-java's) shared by several blocks of two warps,
- * as the host path's jobs of a block each are. Not measured yet
- * (FUNNEL_LZ4_WAYS=1 in the environment turns the ways off) */
+/* The device path's launch of LZ4 jobs (FUNNEL_DP_STAGE_LZ4_WAYS) decodes
+ * each job of frames in as many ways as make this many times the blocks of
+ * the decoder an SM holds on every SM (cuda_backend.c; lz4dec.h,
+ * funnel__lz4_frames_way): a buffer's frame of independent blocks
+ * (lz4-java's) shared by several blocks of two warps, as the host path's
+ * jobs of a block each are. On the H100 (bench/RESULTS.md, session 56),
+ * lz4-java's frames, the device path: 200x10x20k mixed pinned 0.78 of the
+ * time in one way, 64x10x15k mixed 0.84 (FUNNEL_LZ4_WAYS=1 in the
+ * environment turns the ways off) */
 #define FUNNEL__LZ4_WAYS_WAVES 2
 /* ... and the cpu backend in this many, one after the other: no faster,
  * but its tests then run the ways' code as the device runs it */
