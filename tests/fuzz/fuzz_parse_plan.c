@@ -175,7 +175,7 @@ enum phase { PHASE_SCHEMA, PHASE_PARSE, PHASE_DECODE, PHASE_PLAN, PHASE_OFFSETS 
 struct dd_try {
   int part, batch, k;
   int64_t want;
-  uint8_t *whole, *split;
+  uint8_t *whole, *split, *ways;
   int status, blocks, blocks_ok;
 };
 
@@ -196,20 +196,35 @@ static void device_decode(const struct funnel__partition *part, int p, struct dd
       *d = (struct dd_try){.part = p, .batch = (int)bi, .k = k, .want = want};
       d->whole = malloc((size_t)want + 1);
       d->split = malloc((size_t)want + 1);
+      d->ways = malloc((size_t)want + 1);
       struct funnel__lz4_job job = {.src = (uint64_t)(uintptr_t)(z + 8), .src_length = len - 8,
                                     .dst = (uint64_t)(uintptr_t)d->whole, .dst_length = want,
                                     .kind = zstd ? FUNNEL__ZSTD_FRAMES : FUNNEL__LZ4_FRAMES,
                                     .status = -1};
       if (zstd) funnel__zstd_run_jobs(&job, 1, 0);
-      else funnel__lz4_run_jobs(&job, 1, 0);
+      else funnel__lz4_run_jobs(&job, 1, 0, 1);
       d->status = (int)job.status;
       if (job.status < FUNNEL__LZ4_OK || job.status > FUNNEL__LZ4_DICTIONARY)
         fail("the device's %s decoder: status %lld", zstd ? "ZSTD" : "LZ4", (long long)job.status);
       if (zstd) continue;
+      /* in 3 ways, as the device path's launch takes it (lz4dec.h,
+       * funnel__lz4_frames_way): decoded only where it decodes whole, to
+       * the same bytes */
+      struct funnel__lz4_job in_ways = job;
+      in_ways.dst = (uint64_t)(uintptr_t)d->ways;
+      in_ways.status = -1;
+      funnel__lz4_run_jobs(&in_ways, 1, 0, 3);
+      if (in_ways.status < FUNNEL__LZ4_OK || in_ways.status > FUNNEL__LZ4_DICTIONARY)
+        fail("the device's LZ4 decoder in ways: status %lld", (long long)in_ways.status);
+      if (in_ways.status == FUNNEL__LZ4_OK &&
+          (job.status != FUNNEL__LZ4_OK || memcmp(d->ways, d->whole, (size_t)want) != 0))
+        fail("the device's LZ4 decoder in ways: partition %d buffer %d decoded %s", p, k,
+             job.status != FUNNEL__LZ4_OK ? "where the whole frame is refused"
+                                          : "to other bytes than the whole frame");
       struct funnel__lz4_job blocks[16];
       d->blocks = (int)funnel__lz4_split(z + 8, len - 8, want, (uint64_t)(uintptr_t)(z + 8),
                                          (uint64_t)(uintptr_t)d->split, blocks, 16);
-      funnel__lz4_run_jobs(blocks, d->blocks, 0);
+      funnel__lz4_run_jobs(blocks, d->blocks, 0, 1);
       d->blocks_ok = 1;
       for (int j = 0; j < d->blocks; j++) d->blocks_ok &= blocks[j].status == FUNNEL__LZ4_OK;
     }
@@ -525,8 +540,10 @@ static void check_device_parse(const struct input *in, const struct funnel__sche
      * as much as the host's images may take), decoded, then parsed again */
     if (s->left == 0 && s->zbytes <= ((int64_t)64 << 20)) {
       zbuf = zalloc((size_t)s->zbytes);
-      /* as the read's decoder runs them: the ZSTD one runs LZ4 jobs too */
-      funnel__lz4_run_jobs(jobs, (int64_t)n * n_buffers, (uint64_t)(uintptr_t)zbuf);
+      /* as the read's decoder runs them (the cpu backend: LZ4 jobs in its
+       * ways): the ZSTD one runs LZ4 jobs too, in one way */
+      funnel__lz4_run_jobs(jobs, (int64_t)n * n_buffers, (uint64_t)(uintptr_t)zbuf,
+                           codec == FUNNEL__CODEC_ZSTD ? 1 : FUNNEL__LZ4_CPU_WAYS);
       if (codec == FUNNEL__CODEC_ZSTD)
         funnel__zstd_run_jobs(jobs, (int64_t)n * n_buffers, (uint64_t)(uintptr_t)zbuf);
       memset(s, 0, sizeof(*s) + (size_t)(n_cols + n_var) * sizeof(int64_t));
@@ -701,6 +718,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     free(d->whole);
     free(d->split);
+    free(d->ways);
   }
   struct funnel__plan plan;
   if (st == FUNNEL_OK) {
