@@ -231,7 +231,9 @@ extern "C" __global__ void __launch_bounds__(64, FUNNEL_LZ4_PAIR_BLOCKS)
     const funnel__lz4_job job = jobs[j];
     const int st = funnel__lz4_job_run(&job, base, (unsigned)(w % ways), ways, lane, 64, warp,
                                        nullptr, &pair);
-    // the ways' worst (the job's status starts at -1, below every status)
+    // the ways' worst (a job of frames starts at -1, below every status; a
+    // job relaunched whole after its parts' launches, dread.c, keeps what
+    // they wrote, of the same decoding, and only OK is read)
     if (threadIdx.x == 0 && st >= 0) {
       if (ways == 1) jobs[j].status = st;
       else atomicMax((long long *)&jobs[j].status, (long long)st);

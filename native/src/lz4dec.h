@@ -21,7 +21,10 @@
  * and a buffer whose frame has a content checksum is split into blocks
  * only when it has several (funnel__lz4_split); such a job verifies the
  * descriptor's checksum byte too (which a job of one block does not read,
- * nor the host's path for frames without checksums, decode.c).
+ * nor the host's path for frames without checksums, decode.c). A job of
+ * frames decoded in ways (funnel__lz4_frames_way) checks what the whole
+ * frame's decoding checks, its descriptor's checksum byte included, each
+ * way in its own blocks.
  * A dictionary frame (which Arrow's writers never make) is refused. Any
  * failure is a status: the host then decodes that buffer itself (liblz4),
  * which either finds the error and names it, or decodes what this decoder
@@ -1072,7 +1075,11 @@ FUNNEL_LZ int64_t funnel__lz4_split(const uint8_t *z, int64_t n, int64_t want, u
  * cover the bytes declared and end the buffer) and checks the
  * descriptor's checksum byte, its content size if declared, and each of
  * its blocks' length and checksum: what funnel__lz4_frames checks, so
- * that the job's status (the ways' worst) is the same. */
+ * that the job (its status the ways' worst) decodes only where
+ * funnel__lz4_frames decodes it, to the same bytes; it may fail where
+ * that does not (a frame whose blocks but the last are not full, which
+ * no writer makes: the host then decodes the buffer), and its failure's
+ * code may be another. */
 FUNNEL_LZ int funnel__lz4_frames_way(const uint8_t *src, int64_t n, uint8_t *dst, int64_t cap,
                                      unsigned way, unsigned ways, unsigned lane, unsigned lanes,
                                      unsigned warp, struct funnel__lz4_scratch *sc,

@@ -1342,6 +1342,112 @@ static void device_decode_without_room_in_the_pool_decodes_on_the_host(void) {
   funnel_device_close(dev);
 }
 
+/* A frame decoded in ways (lz4dec.h, funnel__lz4_frames_way) checks what
+ * the whole frame's decoder checks, in the blocks of every way: 200,000
+ * bytes in 64 KiB independent blocks (4: more blocks than 2 or 3 ways,
+ * so that a way takes two), with block checksums and the content size,
+ * its last block stored. Decoded in 1 to 5 ways: to its bytes; and with
+ * each block's checksum or a byte of its data spoiled, its descriptor's
+ * checksum byte, a content size one more (its checksum byte right), or a
+ * stored last block 100 bytes longer than the bytes declared, refused;
+ * nothing written outside the buffer. */
+static void frames_decoded_in_ways_check_what_whole_frames_do(void) {
+  enum { N = 200000, GUARD = 4096 };
+  uint8_t *in = malloc(N);
+  uint64_t rng = 7;
+  for (int i = 0; i < N; i++) { /* compressible, but for the last block's bytes, which are stored */
+    const uint64_t r = check_rand(&rng);
+    in[i] = i > 180000 ? (uint8_t)r : (uint8_t)("funnel shuffle "[i % 15] + (i / 777) % 5 + (r % 16 == 0));
+  }
+  const struct iw_lz4_shape sh = {.block_size_id = 4, .block_checksum = 1, .content_size = 1};
+  size_t zn;
+  uint8_t *z = iw_lz4_frame(&sh, in, N, &zn);
+  /* where each block's header lies */
+  int64_t hdr[8];
+  int k = 0;
+  struct funnel__lz4_frame f = {0};
+  CHECK_EQ_I64(funnel__lz4_frame_read(z, (int64_t)zn, &f), FUNNEL__LZ4_OK);
+  for (int64_t ip = f.header, h = ip, at, size; k < 8; h = ip, k++) {
+    int stored;
+    if (funnel__lz4_block_next(z, (int64_t)zn, &f, &ip, &at, &size, &stored) <= 0) break;
+    hdr[k] = h;
+  }
+  CHECK_EQ_I64(k, 4);
+  CHECK(funnel__lz_ld32(z + hdr[k - 1]) >> 31); /* the last block stored */
+  CHECK_EQ_I64(funnel__lz4_split(z, (int64_t)zn, N, 0, 0, NULL, 64), k);
+  uint8_t *buf = malloc(N + 2 * GUARD), *bad = malloc(zn + 200);
+  /* the job's status in `ways` ways, the buffer's guards checked */
+  int64_t status;
+#define RUN_IN_WAYS(src, n, ways)                                                          \
+  do {                                                                                     \
+    memset(buf, 0xC3, N + 2 * GUARD);                                                      \
+    struct funnel__lz4_job j_ = {(uint64_t)(uintptr_t)(src), (int64_t)(n),                 \
+                                 (uint64_t)(uintptr_t)(buf + GUARD), N, FUNNEL__LZ4_FRAMES, -1}; \
+    funnel__lz4_run_jobs(&j_, 1, 0, (ways));                                               \
+    status = j_.status;                                                                    \
+    uint8_t fill_[GUARD];                                                                  \
+    memset(fill_, 0xC3, GUARD);                                                            \
+    CHECK_MEM(buf, fill_, GUARD);                                                          \
+    CHECK_MEM(buf + GUARD + N, fill_, GUARD);                                              \
+  } while (0)
+  for (unsigned w = 1; w <= 5; w++) {
+    check_context("the frame as written, %u ways", w);
+    RUN_IN_WAYS(z, zn, w);
+    CHECK_EQ_I64(status, FUNNEL__LZ4_OK);
+    CHECK_MEM(buf + GUARD, in, N);
+  }
+  for (int b = 0; b < k; b++) {
+    const int64_t size = funnel__lz_ld32(z + hdr[b]) & 0x7FFFFFFF, data = hdr[b] + 4;
+    for (int what = 0; what < 2; what++) {
+      memcpy(bad, z, zn);
+      bad[what == 0 ? data + size : data + size / 2] ^= 0x5A;
+      for (unsigned w = 1; w <= 4; w++) {
+        check_context("block %d's %s spoiled, %u ways", b, what == 0 ? "checksum" : "data", w);
+        RUN_IN_WAYS(bad, zn, w);
+        CHECK(status != FUNNEL__LZ4_OK);
+      }
+    }
+  }
+  memcpy(bad, z, zn);
+  bad[f.header - 1] ^= 1; /* the descriptor's checksum byte */
+  for (unsigned w = 1; w <= 4; w++) {
+    check_context("the descriptor's checksum byte spoiled, %u ways", w);
+    RUN_IN_WAYS(bad, zn, w);
+    CHECK_EQ_I64(status, FUNNEL__LZ4_CORRUPT);
+  }
+  memcpy(bad, z, zn);
+  for (int i = 0; i < 8; i++) bad[6 + i] = (uint8_t)((uint64_t)(N + 1) >> (8 * i));
+  bad[f.header - 1] = (uint8_t)(funnel__xxh32(bad + 4, f.header - 5) >> 8);
+  for (unsigned w = 1; w <= 4; w++) {
+    check_context("a content size one more, %u ways", w);
+    RUN_IN_WAYS(bad, zn, w);
+    CHECK_EQ_I64(status, FUNNEL__LZ4_LENGTH);
+  }
+  { /* the last block stored, 100 bytes longer than the bytes declared leave it */
+    const int64_t last = N - (int64_t)(k - 1) * 65536, size = last + 100, at = hdr[k - 1];
+    const int64_t n2 = at + 4 + size + 4 + 4; /* its checksum, the end mark */
+    memcpy(bad, z, (size_t)at);
+    const uint32_t word = 0x80000000u | (uint32_t)size;
+    for (int i = 0; i < 4; i++) bad[at + i] = (uint8_t)(word >> (8 * i));
+    memcpy(bad + at + 4, in + N - last, (size_t)last);
+    memset(bad + at + 4 + last, 0xEE, 100);
+    const uint32_t sum = funnel__xxh32(bad + at + 4, size);
+    for (int i = 0; i < 4; i++) bad[at + 4 + size + i] = (uint8_t)(sum >> (8 * i));
+    memset(bad + n2 - 4, 0, 4);
+    for (unsigned w = 1; w <= 4; w++) {
+      check_context("a stored last block 100 bytes long, %u ways", w);
+      RUN_IN_WAYS(bad, n2, w);
+      CHECK(status != FUNNEL__LZ4_OK);
+    }
+  }
+#undef RUN_IN_WAYS
+  check_context("%s", "");
+  free(bad);
+  free(buf);
+  free(z);
+  free(in);
+}
+
 /* The device's LZ4 decoder (lz4dec.h, as the cpu backend runs it) against
  * the frames liblz4 writes, of both kinds, from 0 bytes to several blocks,
  * random and repetitive; then every frame spoiled at random bytes, decoded
@@ -1843,6 +1949,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(lz4_frame_after_a_failed_one_reads_as_new),
       CHECK_TEST(bad_values_in_a_compressed_batch),
       CHECK_TEST(device_decoder_reads_what_liblz4_writes),
+      CHECK_TEST(frames_decoded_in_ways_check_what_whole_frames_do),
       CHECK_TEST(device_decoder_reads_what_libzstd_writes),
       CHECK_TEST(device_decodes_zstd_frames_as_the_host_does),
       CHECK_TEST(many_blocks_of_long_sequences_decode_on_the_device),
