@@ -421,6 +421,18 @@ static void seeds_compressed(void) {
     free_chunks(c, 2);
   }
   table_free(&t);
+  /* a long column in the funnel shuffle's frames: 10,000 int64 values
+   * repeating, 80,000 bytes in two 64 KiB blocks of a few hundred bytes,
+   * which the device decodes in ways (lz4dec.h, funnel__lz4_frames_way) */
+  static const struct iw_field long_fields[] = {{.type = FUNNEL_TYPE_INT64, .name = "v"}};
+  static const struct iw_schema long_column = {1, long_fields, 0};
+  table_make(&t, &long_column, 10000, 0, 8);
+  for (int64_t r = 3; r < 10000; r++) memcpy(t.cols[0].values + 8 * r, t.cols[0].values + 8 * (r % 3), 8);
+  memset(c, 0, sizeof(c));
+  stream(&c[0], &t, 0, 10000, 1, &spark, NULL, 0, 1);
+  write_seed("lz4_spark_long_frame", 0, c, 1);
+  free_chunks(c, 1);
+  table_free(&t);
 }
 
 /* A producer's file (tests/data) as one partition, or two as two. */
