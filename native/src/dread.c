@@ -426,6 +426,18 @@ static int parse_part_after(struct funnel_table *t, int j, void *ev, int nested,
   return st;
 }
 
+/* The launch_dpath stage that decodes a read of `zcodec` bodies: the
+ * ways (lz4dec.h, FUNNEL_DP_STAGE_LZ4_WAYS) for a read of LZ4 partitions
+ * over FUNNEL__DPATH_MAX_AVG on average, where they were measured (tuning.h,
+ * FUNNEL__LZ4_WAYS_WAVES); a read of smaller ones (Spark's few KiB), whose
+ * buffers are a block or less, would only get idle blocks from them, as
+ * the host path's jobs of a block each did (1.04 to 1.16 of the time). */
+static int decoder_stage(const struct funnel_table *t, int zcodec) {
+  if (zcodec == FUNNEL__CODEC_ZSTD) return FUNNEL_DP_STAGE_ZSTD;
+  return t->parts_aligned > FUNNEL__DPATH_MAX_AVG * t->plan.n_parts ? FUNNEL_DP_STAGE_LZ4_WAYS
+                                                                     : FUNNEL_DP_STAGE_LZ4;
+}
+
 /* Part j's jobs decoded (a read of compressed bodies that decodes while
  * it copies) on its stream of t->zaux, once its parse, on t->aux, is done
  * (an event there, *done), unless the gate at `zgate` is shut by then
@@ -437,7 +449,7 @@ static int decode_part_after(struct funnel_table *t, int j, const struct dp_layo
   struct funnel_backend *be = &t->dev->be;
   const int64_t *part = t->overlap_part;
   const int64_t nb = a->n_buffers;
-  const int stage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4_WAYS;
+  const int stage = decoder_stage(t, (int)a->zcodec);
   void *zs = t->zaux[j]; /* a part a stream: the parts are at most t->n_zaux */
   int st = *done == NULL ? funnel__dev_event_take(be, done, error) : FUNNEL_OK;
   if (st == FUNNEL_OK) st = funnel__dev_event_record(be, *done, t->aux, error);
@@ -613,7 +625,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const uint64_t args = t->dp_scratch + (uint64_t)at;
   const bool decoded = a->zmode == FUNNEL_DP_DECODED && !gated; /* the second of two passes */
   /* the decoder of the read's codec */
-  const int zstage = a->zcodec == FUNNEL__CODEC_ZSTD ? FUNNEL_DP_STAGE_ZSTD : FUNNEL_DP_STAGE_LZ4_WAYS;
+  const int zstage = decoder_stage(t, (int)a->zcodec);
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
    * each round that completes it (the head goes up first) */

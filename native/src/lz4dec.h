@@ -68,10 +68,11 @@ FUNNEL_LZ int64_t funnel__max_decoded(int64_t codec, int64_t n) {
 #define FUNNEL_DP_STAGE_LZ4 16
 /* ... and a job of frames in ways (funnel__lz4_frames_way; on the cpu
  * backend FUNNEL__LZ4_CPU_WAYS, one after the other): the device path's
- * jobs, a buffer each (the host path's, FUNNEL_DP_STAGE_LZ4, are a block
- * each already, funnel__lz4_split, and ways only add idle blocks to
- * them: 1.12 of the time on 64x10x15k mixed on the H100, bench/RESULTS.md,
- * session 56) */
+ * jobs of a read of large partitions, a buffer each (dread.c,
+ * decoder_stage; the host path's, FUNNEL_DP_STAGE_LZ4, are a block each
+ * already, funnel__lz4_split, and ways only add idle blocks to them: 1.12
+ * of the time on 64x10x15k mixed on the H100, bench/RESULTS.md, session
+ * 56) */
 #define FUNNEL_DP_STAGE_LZ4_WAYS 18
 /* The launch_dpath stage (backend.h) that decodes the n jobs at `args`,
  * some of them ZSTD ones (zstddec.h: a warp a job; the LZ4 ones a warp

@@ -357,7 +357,8 @@
 /* The device decodes a buffer of independent LZ4 blocks a block a warp, up
  * to this many blocks (a buffer of more is decoded whole, by one warp). */
 #define FUNNEL__DECODE_BLOCKS_MAX 65536
-/* The device path's launch of LZ4 jobs (FUNNEL_DP_STAGE_LZ4_WAYS) decodes
+/* The device path's launch of LZ4 jobs of a read of partitions over
+ * FUNNEL__DPATH_MAX_AVG on average (FUNNEL_DP_STAGE_LZ4_WAYS) decodes
  * each job of frames in as many ways as make this many times the blocks of
  * the decoder an SM holds on every SM (cuda_backend.c; lz4dec.h,
  * funnel__lz4_frames_way): a buffer's frame of independent blocks
@@ -368,7 +369,8 @@
  * environment turns the ways off) */
 #define FUNNEL__LZ4_WAYS_WAVES 2
 /* ... and the cpu backend in this many, one after the other: no faster,
- * but its tests then run the ways' code as the device runs it */
+ * but its tests of such reads then run the ways' code as the device runs
+ * it */
 #define FUNNEL__LZ4_CPU_WAYS 3
 
 /* Staging proceeds in up to STAGE_ROUNDS rounds of at least
