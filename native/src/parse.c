@@ -297,12 +297,11 @@ bool funnel__device_pays(const struct funnel_backend *be, int codec, int64_t byt
 
 int funnel__lz4_blocks_split(const struct funnel__partition *pv,
                              const struct funnel__schema *schema) {
+  int32_t n = 0; /* the schema's buffers (a batch of others says nothing) */
+  for (int i = 0; i < schema->n_fields; i++) n += schema->fields[i].n_buffers;
   for (int64_t b = 0; b < pv->n_batches; b++) {
     const struct funnel__batch *batch = &pv->batches[b];
-    if (batch->codec != FUNNEL__CODEC_LZ4_FRAME) continue;
-    int32_t n = 0; /* (a batch of other buffers than the schema's says nothing) */
-    for (int i = 0; i < schema->n_fields; i++) n += schema->fields[i].n_buffers;
-    if (n != batch->n_buffers) continue;
+    if (batch->codec != FUNNEL__CODEC_LZ4_FRAME || n != batch->n_buffers) continue;
     for (int i = 0, k = 0; i < schema->n_fields; i++)
       for (int j = 0; j < schema->fields[i].n_buffers; j++, k++) {
         if (!funnel__buffer_holds_values(&schema->fields[i], j)) continue;
