@@ -44,7 +44,7 @@ static void release_staged(struct funnel_table *t) {
 void funnel__table_abandon(struct funnel_table *t) {
   t->scratch = t->seg_scratch = t->dp_scratch = t->zscratch = t->out = t->reserved = 0;
   t->guess_scratch = 0;
-  t->one_block = false;
+  t->one_block = t->z_block = false;
   t->n_staged = 0;
   t->decoded = (struct funnel__staged){NULL, 0};
 }
@@ -61,13 +61,16 @@ static void release_decoded(struct funnel_table *t) {
  * on the device's own stream (the read's may be gone with its reader). */
 static void release_inputs(struct funnel_table *t) {
   funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
-  funnel__dev_free(&t->dev->be, t->zscratch, t->dev->stream);
+  if (!t->z_block) funnel__dev_free(&t->dev->be, t->zscratch, t->dev->stream);
   funnel__dev_free(&t->dev->be, t->guess_scratch, t->dev->stream);
   t->seg_scratch = t->zscratch = t->guess_scratch = 0;
   if (!t->one_block) { /* else they go with the output */
     funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
-    funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
-    t->scratch = t->dp_scratch = t->reserved = 0;
+    t->scratch = t->reserved = 0;
+    if (!t->z_block) { /* else it goes with the output */
+      funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
+      t->dp_scratch = 0;
+    }
   }
   release_staged(t);
   release_decoded(t);
@@ -75,6 +78,13 @@ static void release_inputs(struct funnel_table *t) {
 
 static void release_out(struct funnel_table *t) {
   struct funnel_backend *be = &t->dev->be;
+  if (t->z_block) { /* the output lies in dp_scratch's allocation */
+    funnel__dev_free(be, t->dp_scratch, t->dev->stream);
+    t->dp_scratch = t->zscratch = t->out = 0;
+    t->out_bytes = 0;
+    t->z_block = false;
+    return;
+  }
   if (t->one_block) { /* the output lies in scratch's allocation */
     funnel__dev_free(be, t->scratch, t->dev->stream);
     t->scratch = t->dp_scratch = t->reserved = t->out = 0;
@@ -99,6 +109,11 @@ void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
     t->dp_scratch = t->out = 0;
     t->out_bytes = 0;
     t->one_block = false;
+  }
+  if (t->z_block) { /* the decoded buffers and output go with the tables' allocation */
+    t->zscratch = t->out = 0;
+    t->out_bytes = 0;
+    t->z_block = false;
   }
   funnel__dev_free(be, t->dp_scratch, t->dev->stream);
   funnel__dev_free(be, t->zscratch, t->dev->stream);

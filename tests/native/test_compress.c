@@ -132,6 +132,7 @@ static int64_t last_overlap_parts, last_launches; /* ... its overlap_parts, conc
 static bool pool_small; /* the device's pool may not hold a read's decoded images */
 static int64_t last_streams; /* ... and the streams its reader made for it */
 static int64_t last_staged; /* ... its stats.staged_partitions */
+static int64_t last_allocs; /* ... its stats.device_allocs */
 static int transfer_where = FUNNEL_TRANSFER_AUTO; /* read_and_check's readers' transfer */
 
 static void read_and_check(struct funnel_device *dev, struct parts *ps,
@@ -160,6 +161,7 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       last_decode_waits = s.decode_waits;
       last_overlap_parts = s.overlap_parts;
       last_staged = s.staged_partitions;
+      last_allocs = s.device_allocs;
       last_launches = s.concat_launches;
       /* the pool has room for the host's images, unless a test made it small */
       if (compressed > 0 && !whole && !pool_small) CHECK_EQ_I64(s.decoded_pinned, 1);
@@ -405,6 +407,9 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
         const bool on_device = write_codec == 1 || STEPS[k].src != 3;
         CHECK_EQ_I64(device_path_reads - whole, on_device);
         if (STEPS[k].waits >= 0 && on_device) CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
+        /* a read in one go makes two device allocations: its partitions'
+         * copy, then its tables, decoded buffers and output in one block */
+        if (STEPS[k].waits == 0 && on_device) CHECK_EQ_I64(last_allocs, 2);
       }
       parts_free(&ps);
     }
@@ -452,6 +457,7 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
       last_decode_waits = -1;
       read_and_check(dev, &ps, src, 300);
       CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
+      if (STEPS[k].waits == 0) CHECK_EQ_I64(last_allocs, 2);
       parts_free(&ps);
     }
     table_src_free(&random);
