@@ -996,8 +996,10 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
       st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
     /* ... or, to go in one go, from the guess of its decoded buffers: a
-     * small read's tables, decoded buffers and output in one allocation */
-    if (st == FUNNEL_OK && zguess > 0 && bytes <= FUNNEL__ONE_BLOCK_MAX_BYTES)
+     * small read's tables, decoded buffers and output in one allocation,
+     * when the decoded buffers it then holds with the output are as few
+     * bytes as an uncompressed read's partitions may be */
+    if (st == FUNNEL_OK && zguess > 0 && zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES)
       st = alloc_z_block(t, l, zguess, output_bound(schema, bytes + zguess), stream, error);
     if (st == FUNNEL_OK && t->dp_scratch == 0)
       st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);

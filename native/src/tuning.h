@@ -51,7 +51,10 @@
  * fewer a read (about 2 us each allocation on the H100 host), for inputs
  * held until the table is freed instead of until its wait. Small, so that
  * a consumer keeping many tables (a plugin's batches) holds little more:
- * a read of 2 MiB takes 40 us on the link, where 4 us still count. */
+ * a read of 2 MiB takes 40 us on the link, where 4 us still count. A read
+ * of compressed bodies in one go whose decoded buffers are guessed at most
+ * this many bytes makes one allocation for its tables, decoded buffers and
+ * output alike (dread.c, alloc_z_block). */
 #define FUNNEL__ONE_BLOCK_MAX_BYTES ((int64_t)2 << 20)
 /* A device-path read of LZ4 bodies of at most this many bytes of
  * partitions makes both its passes in one go (dpath.h, dread.c), its
