@@ -698,8 +698,11 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   if (st == FUNNEL_OK)
     st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_sums, stream, error));
   if (st == FUNNEL_OK && o->time_kernel) {
-    st = funnel__dev_event_create_timed(be, &t->ev_start, error);
-    if (st == FUNNEL_OK) st = funnel__dev_event_create_timed(be, &t->ev_end, error);
+    /* made once a read: the second pass of a read in one go whose gate
+     * shut records the first pass's again */
+    if (t->ev_start == NULL) st = funnel__dev_event_create_timed(be, &t->ev_start, error);
+    if (st == FUNNEL_OK && t->ev_end == NULL)
+      st = funnel__dev_event_create_timed(be, &t->ev_end, error);
     if (st == FUNNEL_OK)
       st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_start, stream, error));
   }
