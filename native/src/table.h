@@ -97,8 +97,9 @@ struct funnel_table {
   int64_t *overlap_part, *overlap_byte;
   void **overlap_ev;
   pthread_mutex_t mu;
-  int done;         /* the event has completed and scratch is freed
-                       (unless it holds the output: one_block) */
+  int done;         /* the event has completed and the inputs are freed
+                       (but an allocation that holds the output: scratch
+                       in one_block, dp_scratch in z_block) */
   /* callers' calls on the table in progress (funnel__table_enter), which
    * funnel_table_free waits for */
   struct funnel__inflight calls;

@@ -404,7 +404,7 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
         expect_failure(dev, &ps, FUNNEL_ERR_MALFORMED, 0, -1, "not the");
       } else {
         const int64_t whole = device_path_reads;
-        last_decode_waits = -1;
+        last_decode_waits = last_allocs = -1;
         read_and_check(dev, &ps, src, STEPS[k].n);
         /* AUTO leaves ZSTD partitions of over 16 KiB on average to the host
          * (FUNNEL__DPATH_MAX_AVG_ZSTD): the large ones, 40 KB of random
@@ -463,7 +463,7 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
       write_codec = STEPS[k].codec;
       const struct table_src *src = STEPS[k].zeros ? &zeros : &random;
       struct parts ps = cut(src, 300, 1, write_codec == 1 ? &lz4 : &zstd, 0, NULL);
-      last_decode_waits = -1;
+      last_decode_waits = last_allocs = -1;
       read_and_check(dev, &ps, src, 300);
       CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
       if (STEPS[k].waits == 0) CHECK_EQ_I64(last_allocs, 2);
@@ -1939,6 +1939,71 @@ static void missing_library_is_named(void) {
   CHECK_EQ_I64(WEXITSTATUS(status), 0);
 }
 
+/* A fault at every allocation, copy, launch and event of a read in one go
+ * whose gate shuts (its guess from random values, then repeating values
+ * that decode to more: the z block's tables kept for the second pass, its
+ * decoded buffers and output allocated again): the read fails with the
+ * fault's error or works around it and reads the rows as written, and
+ * leaves nothing alive (a review: test_faults reached no such read). */
+static void faults_in_a_read_whose_gate_shuts_leave_nothing(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+  static const struct iw_schema schema = {2, fields, 0};
+  static const struct iw_options lz4 = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
+                                        .raw_fallback = 1, .empty_prefix = 1};
+  struct funnel_device *dev = NULL;
+  struct funnel_error err;
+  if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+  struct table_src random = table_random(&schema, 100 * 20, 100, 97);
+  struct table_src repeating = table_random(&schema, 100 * 60, 0, 98);
+  make_compressible(&repeating);
+  struct parts pr = cut(&random, 100, 1, &lz4, 0, NULL);
+  struct parts pp = cut(&repeating, 100, 1, &lz4, 0, NULL);
+  struct funnel_reader *rd = NULL;
+  if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, FUNNEL_DECODE_DEVICE, &err), &err);
+  CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TIME_KERNEL, 1, &err), &err);
+  int64_t injected = 0, shut = 0;
+  for (int kind = 0; kind < FUNNEL__N_FAULTS; kind++) {
+    for (int64_t k = 1;; k++) {
+      check_context("fault %d at call %lld", kind, (long long)k);
+      struct funnel_table *t = NULL; /* the guess, from random values */
+      if (CHECK_OK(funnel_reader_read_async(rd, pr.p, (size_t)pr.n, 0, &t, &err), &err))
+        CHECK_OK(funnel_table_wait(t, &err), &err);
+      funnel_table_free(t);
+      const struct funnel__live live0 = funnel__live_now();
+      t = NULL;
+      funnel__fault_arm(kind, k);
+      int st = funnel_reader_read_async(rd, pp.p, (size_t)pp.n, 0, &t, &err);
+      if (st == FUNNEL_OK) st = funnel_table_wait(t, &err);
+      const bool hit = funnel__fault_calls(kind) >= k;
+      funnel__fault_arm(kind, 0);
+      injected += hit;
+      if (st == FUNNEL_OK) {
+        struct funnel_read_stats s;
+        if (CHECK_OK(funnel_table_stats(t, &s, &err), &err)) shut += s.decode_waits == 2;
+        table_check_read(t, &repeating);
+      }
+      funnel_table_free(t);
+      const struct funnel__live now = funnel__live_now();
+      CHECK_EQ_I64(now.allocs, live0.allocs);
+      CHECK_EQ_I64(now.host_allocs, live0.host_allocs);
+      CHECK_EQ_I64(now.events, live0.events);
+      CHECK_EQ_I64(now.streams, live0.streams);
+      if (!hit || k > 1000) break;
+    }
+  }
+  CHECK(injected > 50);
+  CHECK(shut > 0); /* the faults a read works around left some gates to shut */
+  funnel_reader_free(rd);
+  parts_free(&pr);
+  parts_free(&pp);
+  table_src_free(&random);
+  table_src_free(&repeating);
+  funnel_device_close(dev);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (getenv("TEST_COMPRESS_WITHOUT_LZ4") != NULL) return without_lz4();
@@ -1953,6 +2018,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(compressed_reads_take_the_device_path_from_48_partitions),
       CHECK_TEST(decoded_long_fixed_width_pieces_on_the_device),
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
+      CHECK_TEST(faults_in_a_read_whose_gate_shuts_leave_nothing),
       CHECK_TEST(compressed_reads_decode_while_copied),
       CHECK_TEST(large_lz4_partitions_decode_while_copied),
       CHECK_TEST(many_large_lz4_partitions_decode_while_copied),
