@@ -887,7 +887,7 @@ static void arm_second_pass(const struct funnel_table *t, const struct dp_layout
 }
 
 /* The tables (l->device bytes), the `zguess` bytes of decoded buffers and
- * the output (`capacity`) of a small read of LZ4 bodies in one go, in one
+ * the output (`capacity`) of a small read of LZ4 or ZSTD bodies in one go, in one
  * device allocation (t->z_block), which then goes with the output: two
  * allocations and two frees fewer, about 2 us each allocation on the H100
  * host, before the read's head can go up (tuning.h,

@@ -56,7 +56,7 @@ struct funnel_table {
   int64_t reserve;   /* bytes the early copies set aside after theirs (0: none) */
   uint64_t reserved; /* where those start, once set aside */
   bool one_block;    /* out and dp_scratch lie in scratch's allocation */
-  /* A small read of LZ4 bodies in one go makes one allocation, dp_scratch,
+  /* A small read of compressed bodies in one go makes one allocation, dp_scratch,
    * for its tables, then its decoded buffers (zscratch) and output, which
    * is freed with the output (dread.c, alloc_z_block): */
   bool z_block;
