@@ -888,7 +888,7 @@ static void arm_second_pass(const struct funnel_table *t, const struct dp_layout
 
 /* The tables (l->device bytes), the `zguess` bytes of decoded buffers and
  * the output (`capacity`) of a small read of LZ4 or ZSTD bodies in one go, in one
- * device allocation (t->z_block), which then goes with the output: two
+ * device allocation (t->out_block), which then goes with the output: two
  * allocations and two frees fewer, about 2 us each allocation on the H100
  * host, before the read's head can go up (tuning.h,
  * FUNNEL__ONE_BLOCK_MAX_BYTES, the same trade for uncompressed reads).
@@ -910,14 +910,14 @@ static int alloc_z_block(struct funnel_table *t, const struct dp_layout *l, int6
   t->zscratch = block + (uint64_t)tables;
   t->out = t->zscratch + (uint64_t)decoded;
   t->out_bytes = capacity;
-  t->z_block = true;
+  t->out_block = block;
   return FUNNEL_OK;
 }
 
 /* After a read in one go whose gate was shut: the first pass's summary,
  * to the host's copy (the rest of the read's work waited for), and the
- * guess's allocations given back, for the two passes' way on (in a
- * z_block, the tables' allocation keeps their room, unused, until it
+ * guess's allocations given back, for the two passes' way on (in an
+ * out_block, the tables' allocation keeps their room, unused, until it
  * goes with the inputs). */
 static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
                            void *stream, struct funnel_error *error) {
@@ -926,11 +926,12 @@ static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, ui
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   w.enqueued = true; /* the one go's */
   FUNNEL_RETURN_NOT_OK(first_summary_back(t, &w, FUNNEL_OK, l, host, stream, error));
-  if (!t->z_block) {
-    funnel__dev_free(be, t->zscratch, stream);
-    funnel__dev_free(be, t->out, stream);
+  if (t->out_block != 0) {
+    funnel__table_forget_out_room(t);
+    return FUNNEL_OK;
   }
-  t->z_block = false;
+  funnel__dev_free(be, t->zscratch, stream);
+  funnel__dev_free(be, t->out, stream);
   t->zscratch = t->out = 0;
   t->out_bytes = 0;
   return FUNNEL_OK;
@@ -992,7 +993,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->dp_scratch = t->reserved;
     t->out = t->reserved + (uint64_t)funnel__align_up(l->device, FUNNEL__ALIGN);
     t->out_bytes = capacity;
-    t->one_block = true;
+    t->out_block = t->scratch;
   } else {
     /* a read of LZ4 bodies knows its output's bound once unpacked */
     if (!z) st = funnel__alloc_out(t, o, capacity, stream, error);
@@ -1010,8 +1011,10 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   }
   if (zguess > 0) {
     capacity = output_bound(schema, bytes + zguess);
-    if (!t->z_block) st = funnel__dev_alloc(be, (size_t)zguess, stream, &t->zscratch, error);
-    if (st == FUNNEL_OK && !t->z_block) st = funnel__alloc_out(t, o, capacity, stream, error);
+    if (t->out_block == 0) {
+      st = funnel__dev_alloc(be, (size_t)zguess, stream, &t->zscratch, error);
+      if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
+    }
     if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* two passes, each sized */
       funnel__error_clear(error);
       funnel__dev_free(be, t->zscratch, stream);

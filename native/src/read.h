@@ -297,7 +297,7 @@ int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count
  * (device work, memory) but the early copies, and the caller reads it by
  * the host path. `bytes`: the partitions' (funnel__parts_scan). The
  * tables and output take t->reserve bytes of scratch's allocation when
- * funnel__dpath_reserve set them aside (t->one_block). */
+ * funnel__dpath_reserve set them aside (t->out_block). */
 struct funnel__dpath;
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,

@@ -43,8 +43,7 @@ static void release_staged(struct funnel_table *t) {
 
 void funnel__table_abandon(struct funnel_table *t) {
   t->scratch = t->seg_scratch = t->dp_scratch = t->zscratch = t->out = t->reserved = 0;
-  t->guess_scratch = 0;
-  t->one_block = t->z_block = false;
+  t->guess_scratch = t->out_block = 0;
   t->n_staged = 0;
   t->decoded = (struct funnel__staged){NULL, 0};
 }
@@ -57,39 +56,50 @@ static void release_decoded(struct funnel_table *t) {
   t->decoded = (struct funnel__staged){NULL, 0};
 }
 
+/* Whether device address `at` lies in t->out_block (from its base to the
+ * output, which lies last): an allocation made apart never does. */
+static bool in_out_block(const struct funnel_table *t, uint64_t at) {
+  return t->out_block != 0 && at >= t->out_block && at <= t->out;
+}
+
+/* Frees an input's allocation, unless it goes with the output. */
+static void free_input(struct funnel_table *t, uint64_t *at) {
+  if (in_out_block(t, *at)) return;
+  funnel__dev_free(&t->dev->be, *at, t->dev->stream);
+  *at = 0;
+}
+
 /* Frees what holds the read's inputs on the device, once its work is over:
  * on the device's own stream (the read's may be gone with its reader). */
 static void release_inputs(struct funnel_table *t) {
-  funnel__dev_free(&t->dev->be, t->seg_scratch, t->dev->stream);
-  if (!t->z_block) funnel__dev_free(&t->dev->be, t->zscratch, t->dev->stream);
-  funnel__dev_free(&t->dev->be, t->guess_scratch, t->dev->stream);
-  t->seg_scratch = t->zscratch = t->guess_scratch = 0;
-  if (!t->one_block) { /* else they go with the output */
-    funnel__dev_free(&t->dev->be, t->scratch, t->dev->stream);
-    t->scratch = t->reserved = 0;
-    if (!t->z_block) { /* else it goes with the output */
-      funnel__dev_free(&t->dev->be, t->dp_scratch, t->dev->stream);
-      t->dp_scratch = 0;
-    }
-  }
+  free_input(t, &t->seg_scratch);
+  free_input(t, &t->zscratch);
+  free_input(t, &t->guess_scratch);
+  free_input(t, &t->scratch);
+  free_input(t, &t->dp_scratch);
+  if (t->scratch == 0) t->reserved = 0;
   release_staged(t);
   release_decoded(t);
 }
 
+void funnel__table_forget_out_room(struct funnel_table *t) {
+  if (t->out_block == 0) return;
+  if (t->dp_scratch != t->out_block && in_out_block(t, t->dp_scratch)) t->dp_scratch = 0;
+  if (in_out_block(t, t->zscratch)) t->zscratch = 0;
+  t->out = 0;
+  t->out_bytes = 0;
+  t->out_block = 0;
+}
+
 static void release_out(struct funnel_table *t) {
   struct funnel_backend *be = &t->dev->be;
-  if (t->z_block) { /* the output lies in dp_scratch's allocation */
-    funnel__dev_free(be, t->dp_scratch, t->dev->stream);
-    t->dp_scratch = t->zscratch = t->out = 0;
+  if (t->out_block != 0) { /* the output and the inputs in its allocation go */
+    funnel__dev_free(be, t->out_block, t->dev->stream);
+    uint64_t *in[] = {&t->scratch, &t->dp_scratch, &t->zscratch, &t->reserved};
+    for (size_t k = 0; k < sizeof(in) / sizeof(in[0]); k++)
+      if (in_out_block(t, *in[k])) *in[k] = 0;
+    t->out = t->out_block = 0;
     t->out_bytes = 0;
-    t->z_block = false;
-    return;
-  }
-  if (t->one_block) { /* the output lies in scratch's allocation */
-    funnel__dev_free(be, t->scratch, t->dev->stream);
-    t->scratch = t->dp_scratch = t->reserved = t->out = 0;
-    t->out_bytes = 0;
-    t->one_block = false;
     return;
   }
   if (t->out_shared)
@@ -103,18 +113,10 @@ static void release_out(struct funnel_table *t) {
 
 void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
   struct funnel_backend *be = &t->dev->be;
-  if (t->one_block) {
-    /* the tables and output stay in scratch's allocation, unused, until it
-     * goes: the host path allocates its own output */
-    t->dp_scratch = t->out = 0;
-    t->out_bytes = 0;
-    t->one_block = false;
-  }
-  if (t->z_block) { /* the decoded buffers and output go with the tables' allocation */
-    t->zscratch = t->out = 0;
-    t->out_bytes = 0;
-    t->z_block = false;
-  }
+  /* the host path allocates its own output: the attempt's room in an
+   * out_block stays, unused, until the allocation goes (as scratch, the
+   * early copies', or dp_scratch, below) */
+  funnel__table_forget_out_room(t);
   funnel__dev_free(be, t->dp_scratch, t->dev->stream);
   funnel__dev_free(be, t->zscratch, t->dev->stream);
   t->dp_scratch = t->zscratch = 0;

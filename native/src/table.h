@@ -52,14 +52,15 @@ struct funnel_table {
   uint64_t zscratch;    /* device: its decoded buffers, in a read of LZ4 bodies */
   /* A small read of the device path makes one device allocation, scratch,
    * for its partitions, then its tables and output (dread.c,
-   * funnel__dpath_reserve), which is freed with the output: */
+   * funnel__dpath_reserve): */
   int64_t reserve;   /* bytes the early copies set aside after theirs (0: none) */
   uint64_t reserved; /* where those start, once set aside */
-  bool one_block;    /* out and dp_scratch lie in scratch's allocation */
-  /* A small read of compressed bodies in one go makes one allocation, dp_scratch,
-   * for its tables, then its decoded buffers (zscratch) and output, which
-   * is freed with the output (dread.c, alloc_z_block): */
-  bool z_block;
+  /* The allocation that holds the output after some of the read's inputs,
+   * freed with the output (0: the output is an allocation of its own):
+   * scratch's, that small read's; or dp_scratch's, a small read of
+   * compressed bodies in one go, its tables, decoded buffers (zscratch)
+   * and output (dread.c, alloc_z_block). The output lies last in it. */
+  uint64_t out_block;
   int64_t *early_in; /* per partition, where its early copy lies in scratch
                         (-1: none); NULL when the read made no early copy,
                         or when the copy mirrors the partitions' span: */
@@ -98,8 +99,7 @@ struct funnel_table {
   void **overlap_ev;
   pthread_mutex_t mu;
   int done;         /* the event has completed and the inputs are freed
-                       (but an allocation that holds the output: scratch
-                       in one_block, dp_scratch in z_block) */
+                       (but those in out_block) */
   /* callers' calls on the table in progress (funnel__table_enter), which
    * funnel_table_free waits for */
   struct funnel__inflight calls;
@@ -167,6 +167,12 @@ void funnel__table_hold_staged(struct funnel_table *t, void *ptr, int64_t size);
  * frees its device tables, its output, its staging blocks and, unless
  * `keep_early`, the partitions' copies, so the host path starts afresh. */
 void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early);
+/* The output's room in t->out_block given up (a device-path attempt the
+ * host path reads instead, or a read in one go whose gate shut): the
+ * handles that lie in it but the allocation's base forgotten, out with
+ * them; the allocation goes as the input it begins with (scratch or
+ * dp_scratch). */
+void funnel__table_forget_out_room(struct funnel_table *t);
 
 /* The work enqueued for the table could not be waited for: forgets (leaks)
  * every allocation it may still touch rather than free it. */
