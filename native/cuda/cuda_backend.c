@@ -612,10 +612,9 @@ static int open_device(struct cuda *cu, int ordinal, struct funnel_error *error)
   }
   FUNNEL_RETURN_NOT_OK(CU(cuDeviceGet, (&cu->device, ordinal)));
   cu->cuDeviceGetName(cu->device_name, (int)sizeof(cu->device_name), cu->device);
-  const char *ways = getenv("FUNNEL_LZ4_WAYS");
-  cu->lz4_ways = ways != NULL && atoi(ways) >= 1 && atoi(ways) <= FUNNEL_LZ4_WAYS_MAX
-                     ? atoi(ways)
-                     : FUNNEL_LZ4_WAYS_MAX;
+  const char *ways_env = getenv("FUNNEL_LZ4_WAYS");
+  const int ways = ways_env != NULL ? atoi(ways_env) : 0;
+  cu->lz4_ways = ways >= 1 && ways <= FUNNEL_LZ4_WAYS_MAX ? ways : FUNNEL_LZ4_WAYS_MAX;
   /* for the decoder's estimate (parse.c) and its ways; unknown (0) is allowed */
   if (cu->cuDeviceGetAttribute(&cu->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                cu->device) != CUDA_SUCCESS)
