@@ -770,7 +770,8 @@ FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, cons
  * (funnel__dp_parse_short checks that with every lane); a string column's
  * bytes in *chars. False for anything dp_bind refuses, and for a value
  * wider than 64 bytes (left to dp_bind, whose bound takes a division). */
-FUNNEL_DP bool dp_fast_column(const struct funnel__dp_column *col, const uint64_t *node,
+FUNNEL_DP bool dp_fast_column(const struct funnel__dp_args *a, int64_t p,
+                              const struct funnel__dp_column *col, const uint64_t *node,
                               const uint64_t *buf, const uint8_t *body, int64_t body_length,
                               int64_t rows, struct funnel__dp_piece *pc, int64_t *chars) {
   const int64_t null_count = (int64_t)node[1];
@@ -782,6 +783,10 @@ FUNNEL_DP bool dp_fast_column(const struct funnel__dp_column *col, const uint64_
     if (off < 0 || n < 0 || off > body_length || n > body_length - off) return false;
     at[k] = body + off;
     len[k] = n;
+    /* a compressed read's second pass: where the decoder put it (the
+     * first pass checked its place in the body, as above) */
+    if (a->zmode == FUNNEL_DP_DECODED && !dp_decoded_buffer(a, p, col->buffer + k, &at[k], &len[k]))
+      return false;
   }
   const int64_t bitmap = (rows + 7) / 8;
   pc->validity = 0;
@@ -815,13 +820,15 @@ FUNNEL_DP bool dp_fast_column(const struct funnel__dp_column *col, const uint64_
   return true;
 }
 
-/* Partition p of a plain read of flat columns by the read's template, in
- * short: what funnel__dp_parse does for the partitions of one writer's
- * small batches, with a fraction of its instructions. True when it took
- * the partition (its rows, pieces, string bytes and null counts written,
- * its batch counted, as funnel__dp_parse would); false, having written
- * nothing funnel__dp_parse does not write again, when funnel__dp_parse is
- * to read it: no match, an unaligned partition or template, more than
+/* Partition p of a read of flat columns by the read's template, in short:
+ * what funnel__dp_parse does for the partitions of one writer's small
+ * batches, with a fraction of its instructions. True when it took the
+ * partition (its rows, pieces, string bytes and null counts written, its
+ * batch counted, as funnel__dp_parse would; in the first pass of a read of
+ * compressed bodies, its buffers' jobs, dp_batch_unpack, whatever its rows;
+ * in the second, its decoded buffers bound); false, having written nothing
+ * funnel__dp_parse does not write again, when funnel__dp_parse is to read
+ * it: no match, an unaligned partition or template, more than
  * FUNNEL__DP_FAST_ROWS rows, or anything dp_bind might refuse.
  * The cuda parse of a read of a few hundred partitions is bound by
  * fetching and issuing its instructions (ncu, H100, 200x4x1 mixed: 1,157
@@ -838,7 +845,8 @@ FUNNEL_DP bool funnel__dp_parse_short(const struct funnel__dp_args *a, int64_t p
   const struct funnel__dp_input in = ((const struct funnel__dp_input *)(uintptr_t)a->inputs)[p];
   const uint8_t *bytes = (const uint8_t *)(uintptr_t)in.addr;
   const int64_t T = t.length, len = in.length;
-  if (T == 0 || t.compressed || a->zmode != FUNNEL_DP_PLAIN || FUNNEL_DP_NESTED(a) || len < T ||
+  const bool unpack = a->zmode == FUNNEL_DP_UNPACK;
+  if (T == 0 || (t.compressed && a->zmode == FUNNEL_DP_PLAIN) || FUNNEL_DP_NESTED(a) || len < T ||
       (((uintptr_t)bytes | (uintptr_t)T | (uintptr_t)t.body_length | (uintptr_t)t.rows |
         (uintptr_t)t.nodes | (uintptr_t)t.buffers) & 7) != 0)
     return false;
@@ -858,18 +866,23 @@ FUNNEL_DP bool funnel__dp_parse_short(const struct funnel__dp_args *a, int64_t p
   const uint64_t *h = kept != NULL ? kept : b;
   const int64_t body_length = (int64_t)h[t.body_length / 8], rows = (int64_t)h[t.rows / 8];
   if (body_length < 0 || body_length > len - T || rows < 0 || rows > a->max_rows ||
-      rows > FUNNEL__DP_FAST_ROWS)
+      (rows > FUNNEL__DP_FAST_ROWS && !unpack))
     return false;
   /* after the body, nothing or an end-of-stream marker (else the walk's) */
   const int64_t end = T + body_length;
   bool ok = end == len || (len - end == 8 && funnel__ld32(bytes + end) == 0xFFFFFFFFu &&
                            funnel__ld32(bytes + end + 4) == 0);
+  /* a compressed read's first pass: the buffers' jobs, as the template's
+   * general path makes them (nothing else is counted until the second) */
+  if (unpack)
+    return ok && dp_batch_unpack(a, p, (int)t.compressed, (const uint8_t *)(h + t.buffers / 8),
+                                 bytes, T, body_length, lane);
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   struct funnel__dp_piece *pieces = (struct funnel__dp_piece *)(uintptr_t)a->pieces + p * a->n_cols;
   int64_t *chars = (int64_t *)(uintptr_t)a->chars + p;
   for (int c = lane; c < a->n_cols; c += lanes) {
     const struct funnel__dp_column *col = &cols[c];
-    ok &= dp_fast_column(col, h + t.nodes / 8 + 2 * c, h + t.buffers / 8 + 2 * col->buffer,
+    ok &= dp_fast_column(a, p, col, h + t.nodes / 8 + 2 * c, h + t.buffers / 8 + 2 * col->buffer,
                          bytes + T, body_length, rows, &pieces[c],
                          col->var >= 0 ? &chars[col->var * (a->n_parts + 1)] : NULL);
   }
