@@ -765,8 +765,9 @@ FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, cons
 
 /* Column `col` of a batch of `rows` rows whose field node and buffers
  * (the column's first) are the 64-bit words at `node` and `buf`, its body
- * of body_length bytes at `body`: bound into *pc as dp_bind binds a flat
- * column of a plain read, a lane alone, all but the string offsets' rise
+ * of body_length bytes at `body` (in the second pass of a compressed
+ * read, the buffers where the decoder put them, dp_decoded_buffer): bound
+ * into *pc as dp_bind binds a flat column, a lane alone, all but the string offsets' rise
  * (funnel__dp_parse_short checks that with every lane); a string column's
  * bytes in *chars. False for anything dp_bind refuses, and for a value
  * wider than 64 bytes (left to dp_bind, whose bound takes a division). */
@@ -829,7 +830,8 @@ FUNNEL_DP bool dp_fast_column(const struct funnel__dp_args *a, int64_t p,
  * in the second, its decoded buffers bound); false, having written nothing
  * funnel__dp_parse does not write again, when funnel__dp_parse is to read
  * it: no match, an unaligned partition or template, more than
- * FUNNEL__DP_FAST_ROWS rows, or anything dp_bind might refuse.
+ * FUNNEL__DP_FAST_ROWS rows (but in a first pass), or anything dp_bind or
+ * dp_batch_unpack might refuse.
  * The cuda parse of a read of a few hundred partitions is bound by
  * fetching and issuing its instructions (ncu, H100, 200x4x1 mixed: 1,157
  * instructions a warp, 18 cycles each; 654 by this path, whole kernel
@@ -872,8 +874,9 @@ FUNNEL_DP bool funnel__dp_parse_short(const struct funnel__dp_args *a, int64_t p
   const int64_t end = T + body_length;
   bool ok = end == len || (len - end == 8 && funnel__ld32(bytes + end) == 0xFFFFFFFFu &&
                            funnel__ld32(bytes + end + 4) == 0);
-  /* a compressed read's first pass: the buffers' jobs, as the template's
-   * general path makes them (nothing else is counted until the second) */
+  /* a compressed read's first pass: the buffers' jobs and the bytes they
+   * decode, as the template's general path makes and counts them (rows,
+   * batches and null counts are the second pass's) */
   if (unpack)
     return ok && dp_batch_unpack(a, p, (int)t.compressed, (const uint8_t *)(h + t.buffers / 8),
                                  bytes, T, body_length, lane);

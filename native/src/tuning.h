@@ -187,10 +187,11 @@
  * warp: Spark's small partitions have tens of rows and ten or so columns,
  * each column a chain of dependent loads. */
 #define FUNNEL__DP_LANE_COLUMN_ROWS 64
-/* A batch of at most this many rows, of a plain read of flat columns, that
- * matches the read's template is bound by the short path (dpath.h,
- * funnel__dp_parse_short): a lane a column, each lane's loop over its
- * validity's bytes at most this many rows long. Spark's batches of 10 to
+/* A batch of at most this many rows, of a read of flat columns (plain, or
+ * the second pass of a compressed one), that matches the read's template
+ * is bound by the short path (dpath.h, funnel__dp_parse_short): a lane a
+ * column, each lane's loop over its validity's bytes at most this many
+ * rows long (a compressed read's first pass binds nothing: any rows). Spark's batches of 10 to
  * 100 rows; not tuned (a longer batch goes to the general parse, whose
  * lanes split its rows). */
 #define FUNNEL__DP_FAST_ROWS 128

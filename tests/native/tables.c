@@ -50,6 +50,20 @@ struct table_src table_random(const struct iw_schema *s, int64_t rows, int null_
   return t;
 }
 
+void table_make_compressible(struct table_src *t) {
+  for (int i = 0; i < t->schema->n_fields; i++) {
+    struct iw_col *c = &t->cols[i];
+    const int w = iw_value_width(&c->field);
+    if (c->values != NULL) {
+      const int step = w > 0 ? w : 1; /* bool: a byte a row */
+      for (int64_t r = 5; r < t->rows; r++)
+        memcpy(c->values + r * step, c->values + (r % 5) * step, (size_t)step);
+    }
+    if (c->chars != NULL && t->rows > 0)
+      for (int64_t k = 0; k < c->ends[t->rows - 1]; k++) c->chars[k] = (uint8_t)('a' + k % 3);
+  }
+}
+
 void table_src_free(struct table_src *t) {
   for (int i = 0; i < t->schema->n_fields; i++) iw_col_free(&t->cols[i]);
   free(t->cols);

@@ -28,6 +28,10 @@ struct table_src {
  * the nullable ones null. */
 struct table_src table_random(const struct iw_schema *s, int64_t rows, int null_permille,
                               uint64_t seed);
+
+/* Makes a table's values repeat, so that their buffers compress (random
+ * rows mostly go raw): row r takes row r % 5's value, strings a pattern. */
+void table_make_compressible(struct table_src *t);
 void table_src_free(struct table_src *t);
 
 /* The rows cut into `n_parts` partitions of about equal rows, each a whole

@@ -48,22 +48,6 @@ static const struct writing WRITINGS[] = {
 };
 enum { N_WRITINGS = sizeof(WRITINGS) / sizeof(WRITINGS[0]) };
 
-/* Makes a table's values repeat, so that their buffers compress (random
- * rows mostly go raw): row r takes row r % 5's value, strings a pattern. */
-static void make_compressible(struct table_src *t) {
-  for (int i = 0; i < t->schema->n_fields; i++) {
-    struct iw_col *c = &t->cols[i];
-    const int w = iw_value_width(&c->field);
-    if (c->values != NULL) {
-      const int step = w > 0 ? w : 1; /* bool: a byte a row */
-      for (int64_t r = 5; r < t->rows; r++)
-        memcpy(c->values + r * step, c->values + (r % 5) * step, (size_t)step);
-    }
-    if (c->chars != NULL && t->rows > 0)
-      for (int64_t k = 0; k < c->ends[t->rows - 1]; k++) c->chars[k] = (uint8_t)('a' + k % 3);
-  }
-}
-
 /* Rows [r0, r1) of `t` as one partition: a schema, `batches` batches, the
  * end of stream; written as `o` says (NULL: uncompressed). */
 static struct iw_buf partition_of(const struct table_src *t, int64_t r0, int64_t r1, int batches,
@@ -203,7 +187,7 @@ static void compressed_partitions_read_as_written(void) {
       const int n = N_PARTS[np];
       const int64_t rows = n == 1 ? 3000 : (int64_t)n * (k % 3 == 0 ? 2 : 23);
       struct table_src src = table_random(&every_schema, rows, 120, 1000 + (uint64_t)k);
-      if (k % 2 == 0) make_compressible(&src);
+      if (k % 2 == 0) table_make_compressible(&src);
       const int batches = k % 4 == 1 ? 3 : 1;
       check_context("%s, %d partitions, %lld rows, %d batches each, %s values, decoded on the %s",
                     WRITINGS[w % N_WRITINGS].name, n, (long long)rows, batches,
@@ -258,7 +242,7 @@ static void decoded_long_fixed_width_pieces_on_the_device(void) {
       check_context("%s, %s", writings[w].name, pinned ? "pinned" : "malloc'd");
       struct table_src src =
           table_random(&long_fixed_schema, PARTS * 97 + PARTS / 2, 100, 3000 + (uint64_t)w);
-      if (!writings[w].o.raw_fallback) make_compressible(&src);
+      if (!writings[w].o.raw_fallback) table_make_compressible(&src);
       struct parts ps = cut(&src, PARTS, 1, &writings[w].o, 0, pinned ? dev : NULL);
       const int64_t whole = device_path_reads;
       read_and_check(dev, &ps, &src, PARTS);
@@ -367,7 +351,7 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
     time_kernel = run >= 2; /* the concat timed: its events too */
     struct table_src random = table_random(&schema, 300 * 20, 100, 91);
     struct table_src repeating = table_random(&schema, 300 * ROWS, 0, 92);
-    make_compressible(&repeating);
+    table_make_compressible(&repeating);
     struct table_src zeros = table_random(&wide_schema, 300 * 400, 0, 94);
     memset(zeros.cols[0].values, 0, (size_t)zeros.rows * 8);
     /* 128 partitions of 40 KB of random int64s: over 4 MiB in all */
@@ -556,7 +540,7 @@ static void compressed_reads_decode_while_copied(void) {
     if (!opened) break;
     struct table_src random = table_random(&schema, 300 * 20, 100, 191);
     struct table_src repeating = table_random(&schema, 300 * 60, 0, 192);
-    make_compressible(&repeating);
+    table_make_compressible(&repeating);
     struct table_src zeros = table_random(&wide_schema, 300 * 400, 0, 194);
     memset(zeros.cols[0].values, 0, (size_t)zeros.rows * 8);
     static const struct {
@@ -836,7 +820,7 @@ static void compressed_and_plain_partitions_mixed(void) {
         check_context("%s, every %dth plain, %d partitions, decoded on the %s",
                       pinned ? "pinned" : "pageable", every, n, every == 3 ? "device" : "host");
         struct table_src src = table_random(&every_schema, (int64_t)n * 11, 100, (uint64_t)n + every);
-        make_compressible(&src);
+        table_make_compressible(&src);
         struct parts ps = cut(&src, n, 1, &WRITINGS[(n + every) % N_WRITINGS].o, every,
                               pinned ? dev : NULL);
         /* partition i is plain when i % every == 0: the first one is */
@@ -862,7 +846,7 @@ static void lz4_and_zstd_partitions_in_one_read(void) {
     decode_where = round % 2 == 0 ? FUNNEL_DECODE_HOST : FUNNEL_DECODE_DEVICE;
     check_context("%d partitions, decoded on the %s", n, round % 2 == 0 ? "host" : "device");
     struct table_src src = table_random(&every_schema, (int64_t)n * 40, 100, 500 + (uint64_t)round);
-    make_compressible(&src);
+    table_make_compressible(&src);
     struct parts lz4 = cut(&src, n, 1, &WRITINGS[3].o, 0, NULL);
     struct parts zstd = cut(&src, n, 1, &WRITINGS[5].o, 0, NULL);
     /* (neither writing leaves a buffer raw: both have the same frames) */
@@ -904,7 +888,7 @@ static void large_compressed_partition(void) {
     decode_where = w % 2 ? FUNNEL_DECODE_DEVICE : FUNNEL_DECODE_HOST;
     check_context("%s, decoded on the %s", WRITINGS[w].name, w % 2 ? "device" : "host");
     struct table_src src = table_random(&every_schema, 60000, 50, 77 + (uint64_t)w);
-    make_compressible(&src);
+    table_make_compressible(&src);
     struct parts ps = {calloc(3, sizeof(struct funnel_partition)), 3, NULL};
     const int64_t cuts[4] = {0, 10, 59990, 60000};
     for (int i = 0; i < 3; i++) {
@@ -972,7 +956,7 @@ static const struct iw_schema BAD_SCHEMA = {2, BAD_FIELDS, 0};
  * batch layout in *l (its bytes are ps.p[5], a copy the caller may spoil). */
 static struct parts eight(int codec, struct table_src *src, struct iw_layout *l) {
   *src = table_random(&BAD_SCHEMA, 800, 100, 5);
-  make_compressible(src);
+  table_make_compressible(src);
   struct iw_options o = {.compression = codec, .empty_prefix = 1};
   struct parts ps = {calloc(8, sizeof(struct funnel_partition)), 8, NULL};
   for (int i = 0; i < 8; i++) {
@@ -1131,7 +1115,7 @@ static void lz4_frame_after_a_failed_one_reads_as_new(void) {
   parse_where = FUNNEL_PARSE_HOST;
   write_codec = 1;
   struct table_src src = table_random(&BAD_SCHEMA, 800, 100, 5);
-  make_compressible(&src);
+  table_make_compressible(&src);
   static const struct iw_options java = {.compression = 1, .lz4_style = IW_LZ4_JAVA};
   struct parts good = cut(&src, 8, 1, &java, 0, NULL);
   for (int round = 0; round < 3; round++) {
@@ -1282,7 +1266,7 @@ static void device_decodes_every_value_of_columns_without_nulls(void) {
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   struct table_src src = table_random(&schema, 2000, 0, 7);
-  make_compressible(&src);
+  table_make_compressible(&src);
   decode_where = FUNNEL_DECODE_DEVICE;
   parse_where = FUNNEL_PARSE_HOST;
   for (int w = 0; w < N_WRITINGS; w++) {
@@ -1318,7 +1302,7 @@ static void device_decode_without_room_in_the_pool_decodes_on_the_host(void) {
   struct funnel_error err;
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   struct table_src src = table_random(&schema, 40000, 50, 1);
-  make_compressible(&src);
+  table_make_compressible(&src);
   static const struct iw_options spark = {.compression = 1, .lz4_style = IW_LZ4_SPARK};
   struct parts ps = cut(&src, 4, 1, &spark, 0, NULL);
   /* the pool filled by the caller's blocks, as fetch buffers would */
@@ -1957,7 +1941,7 @@ static void faults_in_a_read_whose_gate_shuts_leave_nothing(void) {
   if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
   struct table_src random = table_random(&schema, 100 * 20, 100, 97);
   struct table_src repeating = table_random(&schema, 100 * 60, 0, 98);
-  make_compressible(&repeating);
+  table_make_compressible(&repeating);
   struct parts pr = cut(&random, 100, 1, &lz4, 0, NULL);
   struct parts pp = cut(&repeating, 100, 1, &lz4, 0, NULL);
   struct funnel_reader *rd = NULL;
