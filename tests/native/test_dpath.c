@@ -44,36 +44,77 @@ static const struct funnel__schema *schema_of(const struct funnel_partition *p,
   return pv.schema;
 }
 
+/* Where a run of the parse (run, z_read) keeps what it finds: the
+ * caller's arrays (columns, pieces, rows, chars of n_var * (n + 1), the
+ * summary and OUT_BYTES of output), the inputs, bit buffers, and the
+ * template (dp_args_of allocates it, the caller frees it). */
+struct dp_tables {
+  struct funnel__dp_input inputs[MAX_PARTS];
+  struct funnel__dp_column *cols;
+  struct funnel__dp_piece *pieces;
+  int64_t *rows, *chars;
+  struct funnel__dp_summary *s;
+  struct funnel__dp_bitbuf bits[64];
+  uint8_t *out, *tmpl;
+};
+
+/* The args of a parse of `n` partitions with `schema` into `x` (the
+ * schema's columns into x->cols), with the template a read finds in them
+ * when `with_template`, else none (the parse walks every message); of the
+ * first pass of a read of `codec` bodies (0 LZ4, 1 ZSTD; -1: a plain
+ * read), its jobs in `jobs`. */
+static struct funnel__dp_args dp_args_of(const struct funnel_partition *parts, int n,
+                                         const struct funnel__schema *schema, bool with_template,
+                                         int codec, struct funnel__lz4_job *jobs,
+                                         struct dp_tables *x) {
+  const int n_cols = schema->n_fields;
+  if (n > MAX_PARTS || n_cols > 32) check_fail(__FILE__, __LINE__, "test too large");
+  int n_var, n_buffers;
+  funnel__dp_columns_of(schema, x->cols, &n_var, &n_buffers);
+  for (int p = 0; p < n; p++)
+    x->inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)parts[p].data,
+                                             (int64_t)parts[p].length};
+  x->s->first_left = n;
+  x->tmpl = calloc((size_t)funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers), 1);
+  if (x->tmpl == NULL) abort();
+  struct funnel__dp_args a = {
+      .inputs = (uint64_t)(uintptr_t)x->inputs, .columns = (uint64_t)(uintptr_t)x->cols,
+      .schema = (uint64_t)(uintptr_t)schema->ipc, .pieces = (uint64_t)(uintptr_t)x->pieces,
+      .rows = (uint64_t)(uintptr_t)x->rows, .chars = (uint64_t)(uintptr_t)x->chars,
+      .summary = (uint64_t)(uintptr_t)x->s, .bitbufs = (uint64_t)(uintptr_t)x->bits,
+      .out = (uint64_t)(uintptr_t)x->out, .out_capacity = OUT_BYTES, .n_parts = n,
+      .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols,
+      .n_var = n_var, .n_buffers = n_buffers, .tmpl_bytes = (uint64_t)(uintptr_t)x->tmpl};
+  if (codec >= 0) { /* before the template, whose batch is then one of this codec */
+    a.zmode = FUNNEL_DP_UNPACK;
+    a.zcodec = codec;
+    a.zjobs = (uint64_t)(uintptr_t)jobs;
+  }
+  for (int p = 0; p < n && with_template; p++)
+    if (parts[p].length > 0 &&
+        funnel__dp_template_of(&a, schema->ipc, parts[p].data, (int64_t)parts[p].length, x->tmpl))
+      break;
+  return a;
+}
+
 /* Parses `n` partitions with `schema`, with the template a read finds in
  * them when `with_template`, else walking every message. */
 static void run(const struct funnel_partition *parts, int n, const struct funnel__schema *schema,
                 int with_template, struct dp_result *r) {
   const int n_cols = schema->n_fields;
-  if (n > MAX_PARTS || n_cols > 32) check_fail(__FILE__, __LINE__, "test too large");
   memset(r, 0, sizeof(*r));
-  int n_var, n_buffers;
-  funnel__dp_columns_of(schema, r->cols, &n_var, &n_buffers);
-  struct funnel__dp_input inputs[MAX_PARTS];
-  for (int p = 0; p < n; p++)
-    inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)parts[p].data, (int64_t)parts[p].length};
-  int64_t *chars = calloc((size_t)(n_var * (n + 1) + 1), sizeof(int64_t));
-  struct funnel__dp_summary *s = calloc(1, sizeof(*s) + 64 * sizeof(int64_t));
-  struct funnel__dp_bitbuf bits[64];
-  const int64_t tmax = funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers);
-  uint8_t *tmpl = calloc((size_t)tmax, 1), *out = calloc(OUT_BYTES, 1);
-  s->first_left = n;
-  struct funnel__dp_args a = {
-      .inputs = (uint64_t)(uintptr_t)inputs, .columns = (uint64_t)(uintptr_t)r->cols,
-      .schema = (uint64_t)(uintptr_t)schema->ipc, .pieces = (uint64_t)(uintptr_t)r->pieces,
-      .rows = (uint64_t)(uintptr_t)r->rows, .chars = (uint64_t)(uintptr_t)chars,
-      .summary = (uint64_t)(uintptr_t)s, .bitbufs = (uint64_t)(uintptr_t)bits,
-      .out = (uint64_t)(uintptr_t)out, .out_capacity = OUT_BYTES, .n_parts = n,
-      .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols,
-      .n_var = n_var, .n_buffers = n_buffers, .tmpl_bytes = (uint64_t)(uintptr_t)tmpl};
-  for (int p = 0; p < n && with_template; p++)
-    if (parts[p].length > 0 &&
-        funnel__dp_template_of(&a, schema->ipc, parts[p].data, (int64_t)parts[p].length, tmpl))
-      break;
+  static struct dp_tables x;
+  x.cols = r->cols;
+  x.pieces = r->pieces;
+  x.rows = r->rows;
+  x.chars = calloc((size_t)(32 * (n + 1) + 1), sizeof(int64_t)); /* n_var <= 32 columns */
+  x.s = calloc(1, sizeof(*x.s) + 64 * sizeof(int64_t));
+  x.out = calloc(OUT_BYTES, 1);
+  if (x.chars == NULL || x.s == NULL || x.out == NULL) abort();
+  struct funnel__dp_args a = dp_args_of(parts, n, schema, with_template != 0, -1, NULL, &x);
+  const int64_t n_var = a.n_var;
+  struct funnel__dp_summary *s = x.s;
+  uint8_t *out = x.out;
   r->tmpl_length = a.tmpl.length;
   funnel__dp_run_cpu(FUNNEL_DP_PARSE, &a, 0, n, 1); /* one lane */
   if (!FUNNEL__DP_PARSE_SCANS(n, 0, n)) funnel__dp_run_cpu(FUNNEL_DP_SCAN, &a, 0, 1 + n_var, n);
@@ -88,10 +129,10 @@ static void run(const struct funnel_partition *parts, int n, const struct funnel
   }
   r->s = *s;
   memcpy(r->sums, s + 1, (size_t)(n_cols + n_var) * sizeof(int64_t));
-  free(tmpl);
+  free(x.tmpl);
   free(out);
   free(s);
-  free(chars);
+  free(x.chars);
 }
 
 /* The read's schema (partition `from`'s), and the parse of the n
@@ -497,30 +538,20 @@ static void z_read(const struct funnel_partition *parts, int n, const struct fun
   memset(r->chars, 0x5a, sizeof(r->chars));
   memset(r->jobs, 0xab, sizeof(r->jobs));
   memset(zroom, 0, Z_ROOM);
-  struct funnel__dp_column cols[32];
-  int n_var = 0, n_buffers = 0;
-  funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
-  struct funnel__dp_input inputs[MAX_PARTS];
-  for (int p = 0; p < n; p++)
-    inputs[p] = (struct funnel__dp_input){(uint64_t)(uintptr_t)parts[p].data, (int64_t)parts[p].length};
-  const size_t summary_bytes = sizeof(struct funnel__dp_summary) + sizeof(r->sums);
-  struct funnel__dp_summary *s = calloc(1, summary_bytes);
-  struct funnel__dp_bitbuf bits[64];
   const int n_cols = schema->n_fields;
-  uint8_t *tmpl = calloc((size_t)funnel__dp_template_max(schema->ipc_length, n_cols, n_buffers), 1);
-  if (s == NULL || tmpl == NULL) abort();
-  s->first_left = n;
-  struct funnel__dp_args a = {
-      .inputs = (uint64_t)(uintptr_t)inputs, .columns = (uint64_t)(uintptr_t)cols,
-      .schema = (uint64_t)(uintptr_t)schema->ipc, .pieces = (uint64_t)(uintptr_t)r->pieces,
-      .rows = (uint64_t)(uintptr_t)r->rows, .chars = (uint64_t)(uintptr_t)r->chars,
-      .summary = (uint64_t)(uintptr_t)s, .bitbufs = (uint64_t)(uintptr_t)bits,
-      .out = (uint64_t)(uintptr_t)r->out, .out_capacity = OUT_BYTES, .n_parts = n,
-      .schema_length = schema->ipc_length, .max_rows = FUNNEL__MAX_ROWS, .n_cols = n_cols,
-      .n_var = n_var, .n_buffers = n_buffers, .tmpl_bytes = (uint64_t)(uintptr_t)tmpl,
-      .zmode = FUNNEL_DP_UNPACK, .zcodec = codec, .zjobs = (uint64_t)(uintptr_t)r->jobs};
-  for (int p = 0; p < n; p++)
-    if (funnel__dp_template_of(&a, schema->ipc, parts[p].data, (int64_t)parts[p].length, tmpl)) break;
+  const size_t summary_bytes = sizeof(struct funnel__dp_summary) + sizeof(r->sums);
+  static struct dp_tables x;
+  struct funnel__dp_column cols[32];
+  x.cols = cols;
+  x.pieces = r->pieces;
+  x.rows = r->rows;
+  x.chars = r->chars;
+  x.s = calloc(1, summary_bytes);
+  x.out = r->out;
+  if (x.s == NULL) abort();
+  struct funnel__dp_args a = dp_args_of(parts, n, schema, true, codec, r->jobs, &x);
+  struct funnel__dp_summary *s = x.s;
+  const int64_t n_var = a.n_var, n_buffers = a.n_buffers;
   z_pass(&a, n, short_first, &took[0]);
   r->s1 = *s;
   if (s->left == 0 && s->zbytes <= Z_ROOM) {
@@ -536,7 +567,7 @@ static void z_read(const struct funnel_partition *parts, int n, const struct fun
     memcpy(r->sums, s + 1, (size_t)(n_cols + n_var) * sizeof(int64_t));
     r->laid = true;
   }
-  free(tmpl);
+  free(x.tmpl);
   free(s);
 }
 
@@ -549,8 +580,12 @@ static void z_mutate(uint8_t *d, int64_t len, const struct funnel__dp_template *
   const int what = (int)(check_rand(rng) % 5);
   if (what == 0) at = t->body_length;
   else if (what == 1) at = t->rows;
-  else if (what == 2) at = t->nodes + 16 * (int64_t)(check_rand(rng) % (uint64_t)n_cols) + 8 * (int64_t)(check_rand(rng) % 2);
-  else if (what == 3) at = t->buffers + 16 * (int64_t)(check_rand(rng) % (uint64_t)n_buffers) + 8 * (int64_t)(check_rand(rng) % 2);
+  else if (what == 2) /* a node's length or null count */
+    at = t->nodes + 16 * (int64_t)(check_rand(rng) % (uint64_t)n_cols) +
+         8 * (int64_t)(check_rand(rng) % 2);
+  else if (what == 3) /* a buffer's offset or length */
+    at = t->buffers + 16 * (int64_t)(check_rand(rng) % (uint64_t)n_buffers) +
+         8 * (int64_t)(check_rand(rng) % 2);
   else {
     const int64_t k = (int64_t)(check_rand(rng) % (uint64_t)n_buffers);
     int64_t off, n;
@@ -617,13 +652,14 @@ static void short_parse_of_compressed_reads_matches_the_general_one(void) {
         }
         struct funnel__arena arena = {0};
         const struct funnel__schema *schema = schema_of(&parts[0], &arena);
+        struct funnel__dp_column cols[32];
+        int n_var = 0, n_buffers = 0;
+        funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
         if (k >= 12) { /* a partition but the first changed where the template masks */
-          struct funnel__dp_column cols[32];
-          int n_var, n_buffers;
-          funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
-          struct funnel__dp_args ta = {.schema_length = schema->ipc_length, .n_cols = schema->n_fields,
-                                       .n_var = n_var, .n_buffers = n_buffers,
-                                       .zmode = FUNNEL_DP_UNPACK, .max_rows = FUNNEL__MAX_ROWS};
+          struct funnel__dp_args ta = {.schema_length = schema->ipc_length,
+                                       .n_cols = schema->n_fields, .n_var = n_var,
+                                       .n_buffers = n_buffers, .zmode = FUNNEL_DP_UNPACK,
+                                       .max_rows = FUNNEL__MAX_ROWS};
           uint8_t *tmpl = calloc((size_t)funnel__dp_template_max(schema->ipc_length,
                                                                  schema->n_fields, n_buffers), 1);
           if (tmpl != NULL && funnel__dp_template_of(&ta, schema->ipc, parts[0].data,
@@ -648,11 +684,8 @@ static void short_parse_of_compressed_reads_matches_the_general_one(void) {
         CHECK_EQ_I64(x->s1.zframes, y->s1.zframes);
         CHECK_EQ_I64(x->s1.zframe_bytes, y->s1.zframe_bytes);
         refused += y->s1.left > 0;
-        int n_var = 0, n_buffers = 0;
-        struct funnel__dp_column cols[32];
-        funnel__dp_columns_of(schema, cols, &n_var, &n_buffers);
         if (y->s1.left == 0)
-          CHECK(memcmp(x->jobs, y->jobs, sizeof(x->jobs[0]) * (size_t)(n * n_buffers)) == 0);
+          CHECK_MEM(x->jobs, y->jobs, sizeof(x->jobs[0]) * (size_t)(n * n_buffers));
         CHECK_EQ_I64(x->laid, y->laid);
         if (x->laid && y->laid) {
           CHECK_EQ_I64(x->s2.left, y->s2.left);
@@ -663,12 +696,12 @@ static void short_parse_of_compressed_reads_matches_the_general_one(void) {
           CHECK_EQ_I64(x->s2.laid_out, y->s2.laid_out);
           CHECK_EQ_I64(x->s2.out_size, y->s2.out_size);
           if (y->s2.left == 0) {
-            CHECK(memcmp(x->sums, y->sums, sizeof(x->sums)) == 0);
-            CHECK(memcmp(x->rows, y->rows, sizeof(int64_t) * (size_t)(n + 1)) == 0);
-            CHECK(memcmp(x->chars, y->chars, sizeof(int64_t) * (size_t)(n_var * (n + 1))) == 0);
-            CHECK(memcmp(x->pieces, y->pieces, sizeof(x->pieces[0]) * (size_t)(n * schema->n_fields)) == 0);
+            CHECK_MEM(x->sums, y->sums, sizeof(x->sums));
+            CHECK_MEM(x->rows, y->rows, sizeof(int64_t) * (size_t)(n + 1));
+            CHECK_MEM(x->chars, y->chars, sizeof(int64_t) * (size_t)(n_var * (n + 1)));
+            CHECK_MEM(x->pieces, y->pieces, sizeof(x->pieces[0]) * (size_t)(n * schema->n_fields));
             if (x->s2.out_size == y->s2.out_size && y->s2.laid_out)
-              CHECK(memcmp(x->out, y->out, (size_t)y->s2.out_size) == 0);
+              CHECK_MEM(x->out, y->out, y->s2.out_size);
           }
         }
         for (int i = 0; i < n; i++) free((void *)parts[i].data);
