@@ -2528,8 +2528,9 @@ static void report_group(struct report *r, const struct workload *w, int src, co
                 x->stats.decode_ns / 1e6, (long long)x->stats.decoded_pinned);
       else
         fputs(",,,,,", f);
+      const double bound = kernel_bound(w);
       fputc(',', f);
-      if (kernel_bound(w) > 0) fprintf(f, "%.4f", kernel_bound(w));
+      if (bound > 0) fprintf(f, "%.4f", bound);
       fputc('\n', f);
     }
     if (r->json != NULL) {

@@ -767,9 +767,9 @@ FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, cons
  * (the column's first) are the 64-bit words at `node` and `buf`, its body
  * of body_length bytes at `body` (in the second pass of a compressed
  * read, the buffers where the decoder put them, dp_decoded_buffer): bound
- * into *pc as dp_bind binds a flat column, a lane alone, all but the string offsets' rise
- * (funnel__dp_parse_short checks that with every lane); a string column's
- * bytes in *chars. False for anything dp_bind refuses, and for a value
+ * into *pc as dp_bind binds a flat column, a lane alone, all but the
+ * string offsets' rise (funnel__dp_parse_short checks that with every
+ * lane); a string column's bytes in *chars. False for anything dp_bind refuses, and for a value
  * wider than 64 bytes (left to dp_bind, whose bound takes a division). */
 FUNNEL_DP bool dp_fast_column(const struct funnel__dp_args *a, int64_t p,
                               const struct funnel__dp_column *col, const uint64_t *node,

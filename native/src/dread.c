@@ -887,11 +887,13 @@ static void arm_second_pass(const struct funnel_table *t, const struct dp_layout
 }
 
 /* The tables (l->device bytes), the `zguess` bytes of decoded buffers and
- * the output (`capacity`) of a small read of LZ4 or ZSTD bodies in one go, in one
- * device allocation (t->out_block), which then goes with the output: two
- * allocations and two frees fewer, about 2 us each allocation on the H100
- * host, before the read's head can go up (tuning.h,
- * FUNNEL__ONE_BLOCK_MAX_BYTES, the same trade for uncompressed reads).
+ * the output (`capacity`) of a small read of LZ4 or ZSTD bodies in one
+ * go, in one device allocation (t->out_block), which then goes with the
+ * output: two allocations and two frees fewer, about 2 us each allocation
+ * on the H100 host, before the read's head can go up (tuning.h,
+ * FUNNEL__ONE_BLOCK_MAX_BYTES, the same trade for uncompressed reads; on
+ * the H100, 4% off a pageable read of 200 partitions, 1% off a pinned
+ * one: bench/RESULTS.md, session 58).
  * When the device has no room for it, nothing is set, and the read makes
  * its allocations one by one, as larger reads do. */
 static int alloc_z_block(struct funnel_table *t, const struct dp_layout *l, int64_t zguess,

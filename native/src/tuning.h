@@ -191,9 +191,9 @@
  * the second pass of a compressed one), that matches the read's template
  * is bound by the short path (dpath.h, funnel__dp_parse_short): a lane a
  * column, each lane's loop over its validity's bytes at most this many
- * rows long (a compressed read's first pass binds nothing: any rows). Spark's batches of 10 to
- * 100 rows; not tuned (a longer batch goes to the general parse, whose
- * lanes split its rows). */
+ * rows long (a compressed read's first pass binds nothing: any rows).
+ * Spark's batches of 10 to 100 rows; not tuned (a longer batch goes to
+ * the general parse, whose lanes split its rows). */
 #define FUNNEL__DP_FAST_ROWS 128
 
 /* The device path's template of a read (dpath.h, struct
