@@ -71,6 +71,10 @@ struct funnel_device {
    * compressed bodies by the device path, by codec (FUNNEL__CODEC_LZ4_FRAME,
    * FUNNEL__CODEC_ZSTD; 0: none yet), for the next one's guess (dread.c) */
   _Atomic int64_t per_k[2];
+  /* ... and by codec, 1 when that read held no frame (every buffer raw or
+   * empty); 0 before any, or when it held one: so a small read in one go
+   * launches no decoder when its first partition holds none either */
+  _Atomic int64_t last_raw[2];
 };
 
 struct funnel_device *funnel__device_ref(struct funnel_device *dev);

@@ -43,7 +43,11 @@
  * (args.gate, funnel__dp_shut): when the first pass left a partition or
  * its decoded buffers outgrow the guess, every stage after it does
  * nothing, and the host, seeing no summary come back, goes on as a read
- * of two passes does from the first pass's summary.
+ * of two passes does from the first pass's summary. Where neither the
+ * device's last read of the codec nor the partition the template was made
+ * from held a frame (every buffer raw, as one writer stores partitions of
+ * a row or a few), the read guesses none does: no decoder runs between
+ * the passes, and the room is 0, so that a frame shuts the gate.
  *
  * Most partitions of a read come from one writer and look alike but for
  * their values, so the parse first tries the read's template (struct
@@ -304,8 +308,9 @@ struct funnel__dp_args {
   uint64_t zjobs;
   uint64_t zscratch;
   /* a second pass enqueued with the first (FUNNEL_DP_DECODED): the first
-   * pass's summary, and the decoded buffers' room (zscratch's bytes); gate
-   * 0 for any other stage */
+   * pass's summary, and the decoded buffers' room (zscratch's bytes; 0
+   * where no decoder runs, so that any frame shuts the gate); gate 0 for
+   * any other stage */
   uint64_t gate;
   int64_t zguess;
 };

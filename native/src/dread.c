@@ -261,7 +261,6 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
   return true;
 }
 
-/* The host block's head: what the parse reads. */
 /* The table of the partitions' device addresses and lengths, written in
  * parts on the host threads when there are many (workers.h). */
 struct inputs_job {
@@ -288,7 +287,28 @@ static void inputs_task(void *ctx, int64_t i) {
   }
 }
 
-static void write_head(const struct funnel_table *t, const struct funnel__transfer *tr,
+/* Whether the partition (`bytes`, `len`) the read's template `a->tmpl`
+ * was made from holds a frame: a buffer whose prefix declares decoded
+ * bytes (not -1, raw, nor 0, empty). A buffer that does not lie in the
+ * partition counts as one (the parse says what is wrong), and so does a
+ * partition that is not compressed: it says nothing of the others. */
+static bool template_frames(const struct funnel__dp_args *a, const uint8_t *bytes, int64_t len) {
+  const struct funnel__dp_template *tm = &a->tmpl;
+  if (tm->length == 0 || !tm->compressed) return true;
+  for (int32_t k = 0; k < a->n_buffers; k++) {
+    const int64_t off = (int64_t)funnel__ld64(bytes + tm->buffers + 16 * k);
+    const int64_t n = (int64_t)funnel__ld64(bytes + tm->buffers + 16 * k + 8);
+    if (n == 0) continue;
+    if (off < 0 || n < 8 || off > len - tm->length - 8) return true;
+    if ((int64_t)funnel__ld64(bytes + tm->length + off) > 0) return true;
+  }
+  return false;
+}
+
+/* Writes the host block's head (what the parse reads); returns whether the partition the read's
+ * template was made from holds a frame (template_frames), or true when
+ * none gave one. */
+static bool write_head(const struct funnel_table *t, const struct funnel__transfer *tr,
                        const struct funnel_partition *parts, int64_t n,
                        const struct funnel__schema *schema, const struct dp_layout *l,
                        int64_t out_capacity, uint64_t dev, uint64_t summary_back,
@@ -326,8 +346,9 @@ static void write_head(const struct funnel_table *t, const struct funnel__transf
     tries++;
     if (funnel__dp_template_of(a, schema->ipc, parts[p].data, (int64_t)parts[p].length,
                                host + l->tmpl))
-      break;
+      return template_frames(a, parts[p].data, (int64_t)parts[p].length);
   }
+  return true;
 }
 
 /* The first pass's summary to the host's copy, after the work `w` holds
@@ -659,7 +680,8 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
                                                             t->dp_scratch, n, l->parse_lanes,
                                                             stream, error));
-    if (st == FUNNEL_OK)
+    /* none where the read guesses it holds no frame (arm_second_pass) */
+    if (st == FUNNEL_OK && a->zguess > 0)
       st = funnel__work_enqueued(
           &w, funnel__dev_launch_dpath_from(be, zstage,
                                             t->dp_scratch + (uint64_t)l->zjobs, (int64_t)args,
@@ -851,11 +873,13 @@ static void arm_room(const struct dp_layout *l, uint8_t *host, int64_t room) {
   g->zguess = room;
 }
 
-/* What a read of the codec's bodies decoded (its decoded buffers' bytes),
- * for the next one's guess (a ratio a codec: ZSTD's frames of zeros
- * decode to far more than LZ4's). */
-static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int64_t zbytes) {
+/* What a read of the codec's bodies decoded (its decoded buffers' bytes,
+ * its frames), for the next one's guess (a ratio a codec: ZSTD's frames of
+ * zeros decode to far more than LZ4's). */
+static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int64_t zbytes,
+                          int64_t zframes) {
   if (bytes <= 0) return;
+  atomic_store(&t->dev->last_raw[codec], zframes == 0);
   const double per_k = (double)zbytes * 1024.0 / (double)bytes;
   atomic_store(&t->dev->per_k[codec],
                per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
@@ -865,7 +889,13 @@ static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int6
  * the first's but decoding into `zguess` bytes at t->zscratch, laying the
  * output out in t->out (`capacity`) and sending its summary back, gated by
  * the first's summary; its own summary, zeroed but for the host's mark;
- * and the host's copy of it, zeroed, so that it shows whether it came. */
+ * and the host's copy of it, zeroed, so that it shows whether it came.
+ * `zguess` 0: the read guesses it holds no frame (neither the device's
+ * last read of its codec held one nor the partition its template was made
+ * from does, as one writer's partitions of a row or a few do not: every
+ * buffer stored raw), so no decoder runs (run_on_device) and any frame
+ * shuts the gate, after which the read goes on as one of two passes
+ * does. */
 static void arm_second_pass(const struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
                             int64_t capacity, uint64_t summary_back, int64_t zguess) {
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
@@ -1035,8 +1065,8 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     }
     if (st != FUNNEL_OK) return st;
   }
-  write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity, t->dp_scratch,
-             z ? 0 : summary_back, codec, d->host);
+  const bool tmpl_frames = write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity,
+                                      t->dp_scratch, z ? 0 : summary_back, codec, d->host);
   if (zroom > 0) arm_room(l, d->host, zroom);
   plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
   struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
@@ -1045,14 +1075,15 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (zguess > 0) {
     /* both passes at once; the second's summary comes back unless its
      * gate was shut, and then the two passes' way goes on from the first */
-    arm_second_pass(t, l, d->host, capacity, summary_back, zguess);
+    const bool raw = z && !tmpl_frames && atomic_load(&t->dev->last_raw[codec]) == 1;
+    arm_second_pass(t, l, d->host, capacity, summary_back, raw ? 0 : zguess);
     const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
     FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, true, stream, error));
     if (s->sent) {
       /* zbytes comes with the layout's summary (funnel__dp_layout_end) */
       if (!s->laid_out) return leave_to_host(t, s, n, error);
       count_decoded(t, s);
-      learn_decoded(t, codec, bytes, s->zbytes);
+      learn_decoded(t, codec, bytes, s->zbytes, s->zframes);
       *out = d;
       return FUNNEL_OK;
     }
@@ -1069,7 +1100,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->stats.decode_waits++;
     if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
     zbytes = s->zbytes;
-    learn_decoded(t, codec, bytes, zbytes);
+    learn_decoded(t, codec, bytes, zbytes, s->zframes);
     /* decoded while copied when the room held every job (the gate was
      * open for each part's then: its sums only grow); else decoded now,
      * into room of the size the first pass counted */

@@ -462,6 +462,109 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
   write_codec = 0;
 }
 
+/* A small read in one go whose buffers are all raw (partitions of one
+ * row: no frame pays) launches no decoder between its passes once the
+ * device's last read of the codec held no frame and its template's
+ * partition holds none (dread.c, arm_second_pass); any frame then shuts
+ * the gate. Each step's read, in turn, on one device, for LZ4 and ZSTD as
+ * Arrow Java writes them, in malloc'd and in pinned memory (launches: the
+ * read's concat_launches; L those of the first read: its first pass, the
+ * decoder, its second pass and the concat):
+ *   300 partitions of a row, the device's first read: the decoder runs
+ *     (no read to guess from yet), no wait, no frame decoded;
+ *   the same again: L - 1 launches, no wait;
+ *   a row, then 299 partitions of 60 repeating rows, whose buffers are
+ *     frames: the guess is wrong, the gate shuts (L - 1 launches), and the
+ *     read waits for its first pass (2), decodes, and makes its second
+ *     pass and concat again (L + 2 in all);
+ *   the same again: the decoder runs (the last read held frames), no wait
+ *     (L);
+ *   300 partitions of a row after it: the decoder runs (L);
+ *   again: L - 1;
+ *   300 partitions of 60 repeating rows after it: the first partition's
+ *     frames say so, and the decoder runs; the room guessed from the raw
+ *     read is short (compressed_reads_go_in_one_go_from_a_guess), so the
+ *     gate shuts and the read waits (2), decoding again (L + 3).
+ * Every read's rows checked against the table written. */
+static void raw_reads_in_one_go_launch_no_decoder(void) {
+  static const struct iw_field fields[] = {
+      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+  static const struct iw_schema schema = {2, fields, 0};
+  static const struct iw_options lz4 = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
+                                        .raw_fallback = 1, .empty_prefix = 1};
+  static const struct iw_options zstd = {.compression = 2, .raw_fallback = 1, .empty_prefix = 1,
+                                         .zstd_level = 3};
+  decode_where = FUNNEL_DECODE_DEVICE;
+  for (int run = 0; run < 4; run++) {
+    const int pinned = run & 1;
+    write_codec = 1 + run / 2;
+    const struct iw_options *java = write_codec == 1 ? &lz4 : &zstd;
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+    struct table_src ones = table_random(&schema, 300, 300, 71);
+    struct table_src repeating = table_random(&schema, 1 + 299 * 60, 0, 72);
+    table_make_compressible(&repeating);
+    static const struct {
+      const char *what;
+      int src;          /* 0 ones, 1 repeating after a row, 2 repeating cut evenly */
+      int launches;     /* over L */
+      int64_t waits;
+    } STEPS[] = {{"partitions of a row, the device's first read", 0, 0, 0},
+                 {"partitions of a row, again", 0, -1, 0},
+                 {"a row, then frames: the gate shut", 1, 2, 2},
+                 {"a row, then frames, again", 1, 0, 0},
+                 {"partitions of a row, after frames", 0, 0, 0},
+                 {"partitions of a row, again after frames", 0, -1, 0},
+                 {"frames from the first partition, after a raw read", 2, 3, 2}};
+    int64_t launches = -1; /* L */
+    for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
+      check_context("%s, %s, %s", write_codec == 1 ? "lz4" : "zstd", STEPS[k].what,
+                    pinned ? "pinned" : "malloc'd");
+      const struct table_src *src = STEPS[k].src == 0 ? &ones : &repeating;
+      struct parts ps = cut(src, 300, 1, java, 0, pinned ? dev : NULL);
+      if (STEPS[k].src == 1) { /* partition 0: row 0 alone; the others: the rest */
+        parts_free(&ps);
+        ps = (struct parts){calloc(300, sizeof(struct funnel_partition)), 300,
+                            pinned ? dev : NULL};
+        for (int i = 0; i < 300; i++) {
+          const int64_t r0 = i == 0 ? 0 : 1 + 299 * 60 * (int64_t)(i - 1) / 299;
+          const int64_t r1 = i == 0 ? 1 : 1 + 299 * 60 * (int64_t)i / 299;
+          struct iw_buf b = partition_of(src, r0, r1, 1, java);
+          void *at = NULL;
+          if (pinned) {
+            if (!CHECK_OK(funnel_device_pinned_alloc(dev, b.len, &at, &err), &err)) abort();
+            memcpy(at, b.data, b.len);
+          } else {
+            at = iw_dup(b.data, b.len);
+          }
+          ps.p[i] = (struct funnel_partition){at, b.len};
+          iw_buf_free(&b);
+        }
+      }
+      const int64_t whole = device_path_reads, decoded = decoded_on_device;
+      last_decode_waits = last_launches = -1;
+      read_and_check(dev, &ps, src, 300);
+      CHECK_EQ_I64(device_path_reads - whole, 1);
+      CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
+      /* a row a partition: every buffer raw, no frame decoded */
+      if (STEPS[k].src == 0) CHECK_EQ_I64(decoded_on_device - decoded, 0);
+      else CHECK(decoded_on_device - decoded > 0);
+      if (k == 0) launches = last_launches;
+      CHECK_EQ_I64(last_launches, launches + STEPS[k].launches);
+      parts_free(&ps);
+    }
+    table_src_free(&ones);
+    table_src_free(&repeating);
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+    funnel_device_close(dev);
+  }
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  write_codec = 0;
+}
+
 /* ps's partitions moved into one block of the device's pinned pool, back
  * to back at 8-byte boundaries (freed with funnel_device_pinned_free of
  * *size bytes); ps's own memory freed. */
@@ -2017,6 +2120,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(compressed_reads_take_the_device_path_from_48_partitions),
       CHECK_TEST(decoded_long_fixed_width_pieces_on_the_device),
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
+      CHECK_TEST(raw_reads_in_one_go_launch_no_decoder),
       CHECK_TEST(faults_in_a_read_whose_gate_shuts_leave_nothing),
       CHECK_TEST(compressed_reads_decode_while_copied),
       CHECK_TEST(large_lz4_partitions_decode_while_copied),
