@@ -73,7 +73,8 @@ struct funnel_device {
   _Atomic int64_t per_k[2];
   /* ... and by codec, 1 when that read held no frame (every buffer raw or
    * empty); 0 before any, or when it held one: so a small read in one go
-   * launches no decoder when its first partition holds none either */
+   * launches no decoder when the partition its template was made from
+   * holds none either (dread.c, arm_second_pass) */
   _Atomic int64_t last_raw[2];
 };
 

@@ -37,8 +37,8 @@
  * (every job here decodes whole frames).
  *
  * A small read of compressed bodies makes both passes in one go, with no wait
- * between: the host allocates the decoded buffers (args.zguess bytes) and
- * the output from a guess before the first pass, and the second pass runs
+ * between: the host allocates the decoded buffers (args.zguess bytes, but
+ * below) and the output from a guess before the first pass, and the second pass runs
  * on a second args (its own summary) gated by the first's summary
  * (args.gate, funnel__dp_shut): when the first pass left a partition or
  * its decoded buffers outgrow the guess, every stage after it does

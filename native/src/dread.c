@@ -289,9 +289,9 @@ static void inputs_task(void *ctx, int64_t i) {
 
 /* Whether the partition (`bytes`, `len`) the read's template `a->tmpl`
  * was made from holds a frame: a buffer whose prefix declares decoded
- * bytes (not -1, raw, nor 0, empty). A buffer that does not lie in the
- * partition counts as one (the parse says what is wrong), and so does a
- * partition that is not compressed: it says nothing of the others. */
+ * bytes (not -1, raw, nor 0, empty). A buffer whose prefix does not lie in
+ * the partition counts as one (the parse says what is wrong), and so does
+ * a partition that is not compressed: it says nothing of the others. */
 static bool template_frames(const struct funnel__dp_args *a, const uint8_t *bytes, int64_t len) {
   const struct funnel__dp_template *tm = &a->tmpl;
   if (tm->length == 0 || !tm->compressed) return true;
@@ -628,8 +628,9 @@ static bool plan_staged_parse(struct funnel_table *t, const struct funnel__trans
  * bodies (zmode FUNNEL_DP_DECODED: the copies made, the head uploaded)
  * uploads its args and the summary again and decodes before the parse. A
  * read of LZ4 bodies in one go (`gated`, dpath.h) makes its first pass
- * after the upload, then decodes and makes its second pass on args2, each
- * stage after the first pass held back by args2's gate. */
+ * after the upload, then decodes (unless it guesses it holds no frame:
+ * arm_second_pass) and makes its second pass on args2, each stage after
+ * the first pass held back by args2's gate. */
 static int run_on_device(struct funnel_table *t, const struct funnel__read_options *o,
                          struct funnel__transfer *tr, const struct dp_layout *l,
                          const uint8_t *host, int n_var, int64_t lanes, bool gated,
