@@ -484,7 +484,11 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
  *   300 partitions of 60 repeating rows after it: the first partition's
  *     frames say so, and the decoder runs; the room guessed from the raw
  *     read is short (compressed_reads_go_in_one_go_from_a_guess), so the
- *     gate shuts and the read waits (2), decoding again (L + 3).
+ *     gate shuts and the read waits (2), decoding again (L + 3);
+ *   partitions of a row, twice (L, then L - 1);
+ *   300 partitions of 60 rows, the int64s repeating, the strings random:
+ *     frames but in the last buffer (the strings' bytes, raw), which say
+ *     so as well (L + 3, 2 waits).
  * Every read's rows checked against the table written. */
 static void raw_reads_in_one_go_launch_no_decoder(void) {
   static const struct iw_field fields[] = {
@@ -506,9 +510,12 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
     struct table_src ones = table_random(&schema, 300, 300, 71);
     struct table_src repeating = table_random(&schema, 1 + 299 * 60, 0, 72);
     table_make_compressible(&repeating);
+    struct table_src half = table_random(&schema, 300 * 60, 0, 73); /* int64s repeating */
+    for (int64_t r = 5; r < half.rows; r++)
+      memcpy(half.cols[0].values + r * 8, half.cols[0].values + (r % 5) * 8, 8);
     static const struct {
       const char *what;
-      int src;          /* 0 ones, 1 repeating after a row, 2 repeating cut evenly */
+      int src; /* 0 ones, 1 repeating after a row, 2 repeating cut evenly, 3 half */
       int launches;     /* over L */
       int64_t waits;
     } STEPS[] = {{"partitions of a row, the device's first read", 0, 0, 0},
@@ -517,12 +524,17 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
                  {"a row, then frames, again", 1, 0, 0},
                  {"partitions of a row, after frames", 0, 0, 0},
                  {"partitions of a row, again after frames", 0, -1, 0},
-                 {"frames from the first partition, after a raw read", 2, 3, 2}};
+                 {"frames from the first partition, after a raw read", 2, 3, 2},
+                 {"partitions of a row, after frames once more", 0, 0, 0},
+                 {"partitions of a row, again once more", 0, -1, 0},
+                 {"frames but in the last buffer, after a raw read", 3, 3, 2}};
     int64_t launches = -1; /* L */
     for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
       check_context("%s, %s, %s", write_codec == 1 ? "lz4" : "zstd", STEPS[k].what,
                     pinned ? "pinned" : "malloc'd");
-      const struct table_src *src = STEPS[k].src == 0 ? &ones : &repeating;
+      const struct table_src *src = STEPS[k].src == 0   ? &ones
+                                    : STEPS[k].src == 3 ? &half
+                                                        : &repeating;
       struct parts ps = cut(src, 300, 1, java, 0, pinned ? dev : NULL);
       if (STEPS[k].src == 1) { /* partition 0: row 0 alone; the others: the rest */
         parts_free(&ps);
@@ -557,6 +569,7 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
     }
     table_src_free(&ones);
     table_src_free(&repeating);
+    table_src_free(&half);
     CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
     funnel_device_close(dev);
   }
