@@ -1076,7 +1076,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   if (zguess > 0) {
     /* both passes at once; the second's summary comes back unless its
      * gate was shut, and then the two passes' way goes on from the first */
-    const bool raw = z && !tmpl_frames && atomic_load(&t->dev->last_raw[codec]) == 1;
+    const bool raw = !tmpl_frames && atomic_load(&t->dev->last_raw[codec]) == 1;
     arm_second_pass(t, l, d->host, capacity, summary_back, raw ? 0 : zguess);
     const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
     FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, true, stream, error));

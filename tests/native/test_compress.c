@@ -80,6 +80,22 @@ static void parts_free(struct parts *ps) {
   free(ps->p);
 }
 
+/* A partition's bytes `b` (freed) placed in malloc'd memory, or in
+ * `pinned`'s pool when not NULL. */
+static struct funnel_partition place(struct iw_buf *b, struct funnel_device *pinned) {
+  void *at = NULL;
+  if (pinned != NULL) {
+    struct funnel_error err;
+    if (!CHECK_OK(funnel_device_pinned_alloc(pinned, b->len, &at, &err), &err)) abort();
+    memcpy(at, b->data, b->len);
+  } else {
+    at = iw_dup(b->data, b->len);
+  }
+  const struct funnel_partition p = {at, b->len};
+  iw_buf_free(b);
+  return p;
+}
+
 /* `t` cut into n partitions; partition i written with writing
  * `plain_every` ... : compressed unless i % plain_every == plain_at. */
 static struct parts cut(const struct table_src *t, int n, int batches, const struct iw_options *o,
@@ -89,16 +105,7 @@ static struct parts cut(const struct table_src *t, int n, int batches, const str
     const bool plain = plain_every > 0 && i % plain_every == 0;
     struct iw_buf b = partition_of(t, t->rows * i / n, t->rows * (i + 1) / n, batches,
                                    plain ? NULL : o);
-    void *at = NULL;
-    if (pinned != NULL) {
-      struct funnel_error err;
-      if (!CHECK_OK(funnel_device_pinned_alloc(pinned, b.len, &at, &err), &err)) abort();
-      memcpy(at, b.data, b.len);
-    } else {
-      at = iw_dup(b.data, b.len);
-    }
-    ps.p[i] = (struct funnel_partition){at, b.len};
-    iw_buf_free(&b);
+    ps.p[i] = place(&b, pinned);
   }
   return ps;
 }
@@ -306,6 +313,17 @@ static void break_partition_5(struct parts *ps) {
   check_fail(__FILE__, __LINE__, "partition 5 has no LZ4 or ZSTD frame");
 }
 
+/* The one-go tests' columns (an int64 and a string column, nullable),
+ * written as Arrow Java writes LZ4 and ZSTD bodies. */
+static const struct iw_field one_go_fields[] = {
+    {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
+    {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
+static const struct iw_schema one_go_schema = {2, one_go_fields, 0};
+static const struct iw_options java_lz4 = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
+                                           .raw_fallback = 1, .empty_prefix = 1};
+static const struct iw_options java_zstd = {.compression = 2, .raw_fallback = 1,
+                                            .empty_prefix = 1, .zstd_level = 3};
+
 /* A small read of LZ4 bodies by the device path makes both passes in one
  * go (and of ZSTD bodies, the steps run again with them), from a guess
  * of its decoded bytes by the device's last such read
@@ -329,28 +347,20 @@ static void break_partition_5(struct parts *ps) {
  * pinned memory. */
 static void compressed_reads_go_in_one_go_from_a_guess(void) {
   const int ROWS = 60; /* repeating values that decode to at most 2.6 times their bytes */
-  static const struct iw_field fields[] = {
-      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
-      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
-  static const struct iw_schema schema = {2, fields, 0};
   static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
   static const struct iw_schema wide_schema = {1, wide, 0};
-  static const struct iw_options lz4 = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
-                                        .raw_fallback = 1, .empty_prefix = 1};
-  static const struct iw_options zstd = {.compression = 2, .raw_fallback = 1, .empty_prefix = 1,
-                                         .zstd_level = 3};
   decode_where = FUNNEL_DECODE_DEVICE;
   for (int run = 0; run < 4; run++) {
     const int pinned = run & 1;
     write_codec = 1 + run / 2;
-    const struct iw_options *java = write_codec == 1 ? &lz4 : &zstd;
+    const struct iw_options *java = write_codec == 1 ? &java_lz4 : &java_zstd;
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
     const int64_t events0 = funnel__live_now().events;
     time_kernel = run >= 2; /* the concat timed: its events too */
-    struct table_src random = table_random(&schema, 300 * 20, 100, 91);
-    struct table_src repeating = table_random(&schema, 300 * ROWS, 0, 92);
+    struct table_src random = table_random(&one_go_schema, 300 * 20, 100, 91);
+    struct table_src repeating = table_random(&one_go_schema, 300 * ROWS, 0, 92);
     table_make_compressible(&repeating);
     struct table_src zeros = table_random(&wide_schema, 300 * 400, 0, 94);
     memset(zeros.cols[0].values, 0, (size_t)zeros.rows * 8);
@@ -432,7 +442,7 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
   struct funnel_device *dev = NULL;
   struct funnel_error err;
   if (CHECK_OK(check_device_open(&dev, &err), &err)) {
-    struct table_src random = table_random(&schema, 300 * 20, 100, 95);
+    struct table_src random = table_random(&one_go_schema, 300 * 20, 100, 95);
     struct table_src zeros = table_random(&wide_schema, 300 * 400, 0, 96);
     memset(zeros.cols[0].values, 0, (size_t)zeros.rows * 8);
     static const struct {
@@ -446,7 +456,7 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
       check_context("one device: %s", STEPS[k].what);
       write_codec = STEPS[k].codec;
       const struct table_src *src = STEPS[k].zeros ? &zeros : &random;
-      struct parts ps = cut(src, 300, 1, write_codec == 1 ? &lz4 : &zstd, 0, NULL);
+      struct parts ps = cut(src, 300, 1, write_codec == 1 ? &java_lz4 : &java_zstd, 0, NULL);
       last_decode_waits = last_allocs = -1;
       read_and_check(dev, &ps, src, 300);
       CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
@@ -491,26 +501,19 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
  *     so as well (L + 3, 2 waits).
  * Every read's rows checked against the table written. */
 static void raw_reads_in_one_go_launch_no_decoder(void) {
-  static const struct iw_field fields[] = {
-      {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 1},
-      {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1}};
-  static const struct iw_schema schema = {2, fields, 0};
-  static const struct iw_options lz4 = {.compression = 1, .lz4_style = IW_LZ4_JAVA,
-                                        .raw_fallback = 1, .empty_prefix = 1};
-  static const struct iw_options zstd = {.compression = 2, .raw_fallback = 1, .empty_prefix = 1,
-                                         .zstd_level = 3};
   decode_where = FUNNEL_DECODE_DEVICE;
   for (int run = 0; run < 4; run++) {
     const int pinned = run & 1;
     write_codec = 1 + run / 2;
-    const struct iw_options *java = write_codec == 1 ? &lz4 : &zstd;
+    const struct iw_options *java = write_codec == 1 ? &java_lz4 : &java_zstd;
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
-    struct table_src ones = table_random(&schema, 300, 300, 71);
-    struct table_src repeating = table_random(&schema, 1 + 299 * 60, 0, 72);
+    struct table_src ones = table_random(&one_go_schema, 300, 300, 71);
+    struct table_src repeating = table_random(&one_go_schema, 1 + 299 * 60, 0, 72);
     table_make_compressible(&repeating);
-    struct table_src half = table_random(&schema, 300 * 60, 0, 73); /* int64s repeating */
+    /* the int64s repeating, the strings random */
+    struct table_src half = table_random(&one_go_schema, 300 * 60, 0, 73);
     for (int64_t r = 5; r < half.rows; r++)
       memcpy(half.cols[0].values + r * 8, half.cols[0].values + (r % 5) * 8, 8);
     static const struct {
@@ -535,25 +538,18 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
       const struct table_src *src = STEPS[k].src == 0   ? &ones
                                     : STEPS[k].src == 3 ? &half
                                                         : &repeating;
-      struct parts ps = cut(src, 300, 1, java, 0, pinned ? dev : NULL);
+      struct parts ps;
       if (STEPS[k].src == 1) { /* partition 0: row 0 alone; the others: the rest */
-        parts_free(&ps);
         ps = (struct parts){calloc(300, sizeof(struct funnel_partition)), 300,
                             pinned ? dev : NULL};
         for (int i = 0; i < 300; i++) {
           const int64_t r0 = i == 0 ? 0 : 1 + 299 * 60 * (int64_t)(i - 1) / 299;
           const int64_t r1 = i == 0 ? 1 : 1 + 299 * 60 * (int64_t)i / 299;
           struct iw_buf b = partition_of(src, r0, r1, 1, java);
-          void *at = NULL;
-          if (pinned) {
-            if (!CHECK_OK(funnel_device_pinned_alloc(dev, b.len, &at, &err), &err)) abort();
-            memcpy(at, b.data, b.len);
-          } else {
-            at = iw_dup(b.data, b.len);
-          }
-          ps.p[i] = (struct funnel_partition){at, b.len};
-          iw_buf_free(&b);
+          ps.p[i] = place(&b, ps.pinned_by);
         }
+      } else {
+        ps = cut(src, 300, 1, java, 0, pinned ? dev : NULL);
       }
       const int64_t whole = device_path_reads, decoded = decoded_on_device;
       last_decode_waits = last_launches = -1;
