@@ -74,7 +74,7 @@ struct funnel_device {
   /* ... and by codec, 1 when that read held no frame (every buffer raw or
    * empty); 0 before any, or when it held one: so a small read in one go
    * launches no decoder when the partition its template was made from
-   * holds none either (dread.c, arm_second_pass) */
+   * holds none either (dread.c, arm_one_go) */
   _Atomic int64_t last_raw[2];
 };
 

@@ -165,7 +165,12 @@ static inline int funnel__dp_parse_lanes(int64_t n_parts) {
 enum funnel__dp_zmode {
   FUNNEL_DP_PLAIN = 0,   /* uncompressed partitions: every buffer where it lies */
   FUNNEL_DP_UNPACK = 1,  /* compressed bodies, first pass: the buffers' jobs, nothing bound */
-  FUNNEL_DP_DECODED = 2  /* compressed bodies, second pass: each buffer where its job put it */
+  FUNNEL_DP_DECODED = 2, /* compressed bodies, second pass: each buffer where its job put it */
+  /* compressed bodies in one pass, as a plain read (a small read that
+   * guesses it holds no frame): each buffer after its prefix, which must
+   * say raw (-1) or empty (0); a frame leaves its partition, counted in
+   * summary.zframes, and the read makes the two passes instead */
+  FUNNEL_DP_RAW = 3
 };
 
 /* Words of each bit buffer: 32 rows a word. */
@@ -234,7 +239,8 @@ struct funnel__dp_summary {
   /* FUNNEL_DP_UNPACK: the decoded buffers' bytes (the frames', each 8-byte
    * aligned); and for the read's stats, the partitions with a compressed
    * batch, their buffers' bytes as given and as decoded, the frames and the
-   * bytes those decode to */
+   * bytes those decode to (FUNNEL_DP_RAW: the same counts, zframes the
+   * frames it found, which it does not read) */
   int64_t zbytes, zparts, zin, zout, zframes, zframe_bytes;
   /* 1 in a summary the host uploads, so that the host's copy of it says
    * whether a stage sent it back (a gated pass whose gate was shut sends
@@ -407,6 +413,46 @@ FUNNEL_DP void dp_sync(int lanes) { (void)lanes; }
 
 /* ------------------------------------------------------------- parse */
 
+/* A buffer of a compressed batch in a FUNNEL_DP_RAW pass (*at, *len: the
+ * buffer with its prefix): its bytes after the prefix when that says raw
+ * (-1), none when it says empty (0, and nothing after it); false for any
+ * other, a frame (a positive prefix) counted in summary.zframes, so that
+ * the host makes the two passes. */
+FUNNEL_DP bool dp_raw_buffer(const struct funnel__dp_args *a, const uint8_t **at, int64_t *len) {
+  if (*len == 0) return true;
+  const int64_t want = *len < 8 ? -2 : (int64_t)funnel__ld64(*at);
+  if (want == -1 || (want == 0 && *len == 8)) {
+    *at += 8;
+    *len = want == 0 ? 0 : *len - 8;
+    return true;
+  }
+  if (want > 0) dp_add(&((struct funnel__dp_summary *)(uintptr_t)a->summary)->zframes, 1);
+  return false;
+}
+
+/* A compressed batch's buffers at `buf` in a FUNNEL_DP_RAW pass, counted
+ * for the read's stats as dp_batch_unpack counts them: the partition, its
+ * buffers' bytes, and those after their prefixes (what a raw or empty
+ * buffer decodes to). Every lane of the group calls it; lane 0 adds. A
+ * partition the pass then leaves is counted all the same: a read that
+ * leaves one reads nothing of its summary but that. */
+FUNNEL_DP void dp_count_raw(const struct funnel__dp_args *a, const uint8_t *buf, int lane,
+                            int lanes) {
+  int64_t in = 0, prefixes = 0;
+  for (int32_t k = lane; k < a->n_buffers; k += lanes) {
+    const int64_t len = (int64_t)funnel__ld64(buf + 16 * k + 8);
+    in += len;
+    prefixes += len > 0;
+  }
+  in = dp_sum(in, lanes);
+  prefixes = dp_sum(prefixes, lanes);
+  if (lane != 0) return;
+  struct funnel__dp_summary *s = (struct funnel__dp_summary *)(uintptr_t)a->summary;
+  dp_add(&s->zparts, 1);
+  if (in > 0) dp_add(&s->zin, in);
+  if (in > 8 * prefixes) dp_add(&s->zout, in - 8 * prefixes);
+}
+
 /* Whether n bytes at a and b are equal, the lanes taking 8 bytes each:
  * every load is independent of the others (no early exit), so a thread
  * has many in flight. */
@@ -465,7 +511,8 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
 
 /* Binds column c (`col`) of partition p's batch whose nodes and buffers
  * are at `node` and `buf` (the column's first buffer), body at `body` in
- * the partition, as format.c's funnel__batch_bind_ends does; fills the
+ * the partition (`raw`: a compressed body in a FUNNEL_DP_RAW pass, each
+ * buffer after its prefix), as format.c's funnel__batch_bind_ends does; fills the
  * piece and its string bytes (a list's: its child rows); false for
  * anything the host would refuse. In a nested read (FUNNEL_DP_NESTED) a
  * child takes the part of its node its parent's rows reach (bound before
@@ -474,7 +521,8 @@ FUNNEL_DP bool dp_rising(const uint8_t *o, int64_t n, int width, int lane, int l
 FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
                        const struct funnel__dp_column *col, const uint8_t *bytes,
                        int64_t rows, const uint8_t *node, const uint8_t *buf, int64_t body,
-                       struct funnel__dp_piece *pc, int64_t *chars, int lane, int lanes) {
+                       bool raw, struct funnel__dp_piece *pc, int64_t *chars, int lane,
+                       int lanes) {
   const bool nested = FUNNEL_DP_NESTED(a);
   const int64_t node_length = (int64_t)funnel__ld64(node), null_count = (int64_t)funnel__ld64(node + 8);
   int64_t start = 0, length = node_length;
@@ -517,6 +565,7 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
     } else {
       at[k] = bytes + body + (int64_t)funnel__ld64(buf + 16 * k);
       len[k] = (int64_t)funnel__ld64(buf + 16 * k + 8);
+      if (raw && !dp_raw_buffer(a, &at[k], &len[k])) return false;
     }
   }
   const int64_t bitmap = (node_length + 7) / 8;
@@ -573,22 +622,26 @@ FUNNEL_DP bool dp_bind(const struct funnel__dp_args *a, int64_t p, int c,
 }
 
 /* The values of a RecordBatch of `rows` rows whose field nodes and
- * buffers lie at `nodes` and `buf`, body at `body` in the partition:
+ * buffers lie at `nodes` and `buf`, body at `body` in the partition
+ * (`compressed`: a body of args.zcodec, a FUNNEL_DP_RAW pass reading its
+ * buffers after their prefixes and counting them for the read's stats):
  * bound column by column into the partition's pieces. A batch of up to
  * FUNNEL__DP_LANE_COLUMN_ROWS rows gives each lane a column of its own
  * (the columns' chains of loads side by side, each lane's loops over rows
  * short); a longer one binds each column with all the lanes. */
-FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, int64_t rows,
-                                    const uint8_t *nodes, const uint8_t *buf, const uint8_t *bytes,
-                                    int64_t body, int64_t body_length,
+FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, int compressed,
+                                    int64_t rows, const uint8_t *nodes, const uint8_t *buf,
+                                    const uint8_t *bytes, int64_t body, int64_t body_length,
                                     struct funnel__dp_piece *pieces, int lane, int lanes) {
   if (rows < 0 || rows > a->max_rows) return false;
+  const bool raw = compressed && a->zmode == FUNNEL_DP_RAW;
   bool ok = true; /* no early exit: the lanes join below */
   for (int32_t i = lane; i < a->n_buffers; i += lanes) {
     const int64_t off = (int64_t)funnel__ld64(buf + 16 * i), len = (int64_t)funnel__ld64(buf + 16 * i + 8);
     ok &= !(off < 0 || len < 0 || off > body_length || len > body_length - off);
   }
   if (!dp_all(ok, lanes)) return false;
+  if (raw) dp_count_raw(a, buf, lane, lanes);
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   int64_t *chars = (int64_t *)(uintptr_t)a->chars;
   /* a nested read binds a column after its parent: one at a time */
@@ -599,7 +652,7 @@ FUNNEL_DP_ONCE bool dp_batch_values(const struct funnel__dp_args *a, int64_t p, 
     if (c < a->n_cols) {
       const struct funnel__dp_column *col = &cols[c];
       int64_t *ch = col->var >= 0 ? &chars[col->var * (a->n_parts + 1) + p] : NULL;
-      ok &= dp_bind(a, p, c, col, bytes, rows, nodes + 16 * c, buf + 16 * col->buffer, body,
+      ok &= dp_bind(a, p, c, col, bytes, rows, nodes + 16 * c, buf + 16 * col->buffer, body, raw,
                     &pieces[c], ch, by_lane ? 0 : lane, by_lane ? 1 : lanes);
     }
     if (!by_lane && !ok) return false;
@@ -681,7 +734,8 @@ FUNNEL_DP bool dp_batch(const struct funnel__dp_args *a, int64_t p, int compress
     if (rows < 0 || rows > a->max_rows) return false;
     return dp_batch_unpack(a, p, compressed, buf, bytes, body, body_length, lane);
   }
-  return dp_batch_values(a, p, rows, nodes, buf, bytes, body, body_length, pieces, lane, lanes);
+  return dp_batch_values(a, p, compressed, rows, nodes, buf, bytes, body, body_length, pieces, lane,
+                         lanes);
 }
 
 /* The RecordBatch (header table `h`) of the message whose flatbuffer `r`
@@ -779,7 +833,8 @@ FUNNEL_DP int dp_parse_template(const struct funnel__dp_args *a, int64_t p, cons
 FUNNEL_DP bool dp_fast_column(const struct funnel__dp_args *a, int64_t p,
                               const struct funnel__dp_column *col, const uint64_t *node,
                               const uint64_t *buf, const uint8_t *body, int64_t body_length,
-                              int64_t rows, struct funnel__dp_piece *pc, int64_t *chars) {
+                              bool raw, int64_t rows, struct funnel__dp_piece *pc,
+                              int64_t *chars) {
   const int64_t null_count = (int64_t)node[1];
   if ((int64_t)node[0] != rows || null_count < 0 || null_count > rows) return false;
   const uint8_t *at[3] = {body, body, body};
@@ -793,6 +848,7 @@ FUNNEL_DP bool dp_fast_column(const struct funnel__dp_args *a, int64_t p,
      * first pass checked its place in the body, as above) */
     if (a->zmode == FUNNEL_DP_DECODED && !dp_decoded_buffer(a, p, col->buffer + k, &at[k], &len[k]))
       return false;
+    if (raw && !dp_raw_buffer(a, &at[k], &len[k])) return false;
   }
   const int64_t bitmap = (rows + 7) / 8;
   pc->validity = 0;
@@ -888,10 +944,11 @@ FUNNEL_DP bool funnel__dp_parse_short(const struct funnel__dp_args *a, int64_t p
   const struct funnel__dp_column *cols = (const struct funnel__dp_column *)(uintptr_t)a->columns;
   struct funnel__dp_piece *pieces = (struct funnel__dp_piece *)(uintptr_t)a->pieces + p * a->n_cols;
   int64_t *chars = (int64_t *)(uintptr_t)a->chars + p;
+  const bool raw = t.compressed && a->zmode == FUNNEL_DP_RAW;
   for (int c = lane; c < a->n_cols; c += lanes) {
     const struct funnel__dp_column *col = &cols[c];
     ok &= dp_fast_column(a, p, col, h + t.nodes / 8 + 2 * c, h + t.buffers / 8 + 2 * col->buffer,
-                         bytes + T, body_length, rows, &pieces[c],
+                         bytes + T, body_length, raw, rows, &pieces[c],
                          col->var >= 0 ? &chars[col->var * (a->n_parts + 1)] : NULL);
   }
   if (!dp_all(ok, lanes)) return false;
@@ -910,6 +967,7 @@ FUNNEL_DP bool funnel__dp_parse_short(const struct funnel__dp_args *a, int64_t p
   int64_t *null_sum = (int64_t *)(s + 1);
   for (int c = lane; c < a->n_cols; c += lanes) /* the columns this lane bound */
     if (pieces[c].null_count != 0) dp_add(&null_sum[c], pieces[c].null_count);
+  if (raw) dp_count_raw(a, (const uint8_t *)(h + t.buffers / 8), lane, lanes);
   if (lane == 0) {
     ((int64_t *)(uintptr_t)a->rows)[p] = rows;
     dp_add(&s->batches, 1);

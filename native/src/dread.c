@@ -368,7 +368,9 @@ static int first_summary_back(struct funnel_table *t, struct funnel__work *w, in
 }
 
 /* A read of LZ4 bodies, its first pass: the copies, the upload of the
- * head, the unpack (dpath.h: the buffers' jobs, the decoded buffers'
+ * head (both made already when `placed`: a read whose one pass found a
+ * frame, its first pass's args and summary in the head as uploaded), the
+ * unpack (dpath.h: the buffers' jobs, the decoded buffers'
  * size), the copy back of the summary; waits for it all. A read in parts
  * (t->n_overlap) unpacks each part once its bytes are there, and, when it
  * decodes while it copies (t->zaux, `zgate` not 0: the args of the room
@@ -381,11 +383,11 @@ static int parse_overlapped(struct funnel_table *t, struct funnel__work *w,
 
 static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
                             const struct dp_layout *l, uint8_t *host, void *stream,
-                            uint64_t zgate, struct funnel_error *error) {
+                            uint64_t zgate, bool placed, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
-  w.enqueued = funnel__early(t);
+  w.enqueued = funnel__early(t) || placed;
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0;
   if (t->n_overlap > 0) {
     /* parsed while copied, and decoded too when there is room */
@@ -395,8 +397,8 @@ static int unpack_on_device(struct funnel_table *t, struct funnel__transfer *tr,
     if (lost) funnel__table_abandon(t);
     return st;
   }
-  int st = tr->early ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
-  if (st == FUNNEL_OK)
+  int st = tr->early || placed ? FUNNEL_OK : funnel__enqueue_transfer(t, tr, &w, error);
+  if (st == FUNNEL_OK && !placed)
     st = funnel__work_enqueued(&w, funnel__dev_copy_h2d_async(be, t->dp_scratch, host,
                                                               (size_t)l->head, stream, error));
   if (st == FUNNEL_OK)
@@ -621,19 +623,25 @@ static bool plan_staged_parse(struct funnel_table *t, const struct funnel__trans
   return true;
 }
 
+/* How run_on_device goes: on args, a plain read's or a second pass's; on
+ * args2, a read of compressed bodies in one go (dpath.h, arm_one_go): both
+ * passes, the second gated by the first, or one pass, which reads every
+ * buffer raw. */
+enum dp_go { GO_ARGS = 0, GO_GATED = 1, GO_RAW = 2 };
+
 /* Enqueues the whole read: the copies, the upload, the parse, the scan
  * (which lay the output out), the copy back of the sums, then the concat
  * (timed when asked) and the table's event; then waits for the sums, which
  * the concat follows on the device. The second pass of a read of LZ4
  * bodies (zmode FUNNEL_DP_DECODED: the copies made, the head uploaded)
  * uploads its args and the summary again and decodes before the parse. A
- * read of LZ4 bodies in one go (`gated`, dpath.h) makes its first pass
- * after the upload, then decodes (unless it guesses it holds no frame:
- * arm_second_pass) and makes its second pass on args2, each stage after
- * the first pass held back by args2's gate. */
+ * read of LZ4 bodies in one go (`go`, dpath.h) parses on args2: GO_GATED
+ * makes its first pass after the upload, then decodes and makes its second
+ * pass, each stage after the first pass held back by args2's gate;
+ * GO_RAW makes its one pass (FUNNEL_DP_RAW), as a plain read does. */
 static int run_on_device(struct funnel_table *t, const struct funnel__read_options *o,
                          struct funnel__transfer *tr, const struct dp_layout *l,
-                         const uint8_t *host, int n_var, int64_t lanes, bool gated,
+                         const uint8_t *host, int n_var, int64_t lanes, enum dp_go go,
                          void *stream, struct funnel_error *error) {
   struct funnel_backend *be = &t->dev->be;
   struct funnel__work w;
@@ -642,18 +650,19 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0; /* its kernels */
   /* the args of the pass that lays the output out, and where they lie */
-  const int64_t at = gated ? l->args2 : l->args;
+  const bool gated = go == GO_GATED, one_go = go != GO_ARGS;
+  const int64_t at = one_go ? l->args2 : l->args;
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + at);
   const uint64_t args = t->dp_scratch + (uint64_t)at;
-  const bool decoded = a->zmode == FUNNEL_DP_DECODED && !gated; /* the second of two passes */
+  const bool decoded = a->zmode == FUNNEL_DP_DECODED && !one_go; /* the second of two passes */
   /* the decoder of the read's codec */
   const int zstage = decoder_stage(t, (int)a->zcodec);
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
    * each round that completes it (the head goes up first) */
-  const bool overlapped = !decoded && !gated && t->n_overlap > 0;
+  const bool overlapped = !decoded && !one_go && t->n_overlap > 0;
   struct staged_parse sp;
-  const bool staged = !decoded && !gated && !overlapped &&
+  const bool staged = !decoded && !one_go && !overlapped &&
                       plan_staged_parse(t, tr, l, host, nested, stream, &sp);
   /* else one launch parses them all, and scans them too when they are few
    * (FUNNEL__DP_PARSE_SCANS); a read parsed in parts is scanned after */
@@ -681,8 +690,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
                                                             t->dp_scratch, n, l->parse_lanes,
                                                             stream, error));
-    /* none where the read guesses it holds no frame (arm_second_pass) */
-    if (st == FUNNEL_OK && a->zguess > 0)
+    if (st == FUNNEL_OK)
       st = funnel__work_enqueued(
           &w, funnel__dev_launch_dpath_from(be, zstage,
                                             t->dp_scratch + (uint64_t)l->zjobs, (int64_t)args,
@@ -886,29 +894,31 @@ static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int6
                per_k < 1.0 ? 1 : per_k > 1e12 ? (int64_t)1e12 : (int64_t)per_k);
 }
 
-/* The second pass of a read of LZ4 bodies in one go (dpath.h): args2, as
- * the first's but decoding into `zguess` bytes at t->zscratch, laying the
- * output out in t->out (`capacity`) and sending its summary back, gated by
- * the first's summary; its own summary, zeroed but for the host's mark;
- * and the host's copy of it, zeroed, so that it shows whether it came.
- * `zguess` 0: the read guesses it holds no frame (neither the device's
- * last read of its codec held one nor the partition its template was made
- * from does, as one writer's partitions of a row or a few do not: every
- * buffer stored raw), so no decoder runs (run_on_device) and any frame
- * shuts the gate, after which the read goes on as one of two passes
- * does. */
-static void arm_second_pass(const struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
-                            int64_t capacity, uint64_t summary_back, int64_t zguess) {
+/* A read of LZ4 bodies in one go (dpath.h): args2, as the first pass's
+ * args but laying the output out in t->out (`capacity`) and sending its
+ * summary back; its own summary, zeroed but for the host's mark; and the
+ * host's copy of it, zeroed, so that it shows whether it came. With a
+ * `zguess` (GO_GATED), the second pass, decoding into `zguess` bytes at
+ * t->zscratch, gated by the first's summary. With none (GO_RAW), the
+ * read's one pass (FUNNEL_DP_RAW): the read guesses it holds no frame
+ * (neither the device's last read of its codec held one nor the partition
+ * its template was made from does, as one writer's partitions of a row or
+ * a few do not: every buffer stored raw), so it parses as a plain read
+ * does, with no decoder and no first pass; a frame leaves its partition,
+ * and the read goes on as one of two passes, from the first pass's args
+ * and summary, which the head uploaded as written. */
+static void arm_one_go(const struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
+                       int64_t capacity, uint64_t summary_back, int64_t zguess) {
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + l->args);
   struct funnel__dp_args *a2 = (struct funnel__dp_args *)(host + l->args2);
   *a2 = *a;
-  a2->zmode = FUNNEL_DP_DECODED;
+  a2->zmode = zguess > 0 ? FUNNEL_DP_DECODED : FUNNEL_DP_RAW;
   a2->zscratch = t->zscratch;
   a2->out = t->out;
   a2->out_capacity = capacity;
   a2->summary = t->dp_scratch + (uint64_t)l->summary2;
   a2->summary_back = summary_back;
-  a2->gate = a->summary;
+  a2->gate = zguess > 0 ? a->summary : 0;
   a2->zguess = zguess;
   struct funnel__dp_summary *s2 = (struct funnel__dp_summary *)(host + l->summary2);
   memset(s2, 0, (size_t)l->summary_bytes);
@@ -947,26 +957,30 @@ static int alloc_z_block(struct funnel_table *t, const struct dp_layout *l, int6
   return FUNNEL_OK;
 }
 
-/* After a read in one go whose gate was shut: the first pass's summary,
- * to the host's copy (the rest of the read's work waited for), and the
- * guess's allocations given back, for the two passes' way on (in an
- * out_block, the tables' allocation keeps their room, unused, until it
- * goes with the inputs). */
-static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
-                           void *stream, struct funnel_error *error) {
-  struct funnel_backend *be = &t->dev->be;
-  struct funnel__work w;
-  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
-  w.enqueued = true; /* the one go's */
-  FUNNEL_RETURN_NOT_OK(first_summary_back(t, &w, FUNNEL_OK, l, host, stream, error));
+/* After a read in one go that goes on as one of two passes: the guess's
+ * allocations given back (in an out_block, the tables' allocation keeps
+ * their room, unused, until it goes with the inputs). */
+static void drop_guess(struct funnel_table *t, void *stream) {
   if (t->out_block != 0) {
     funnel__table_forget_out_room(t);
-    return FUNNEL_OK;
+    return;
   }
-  funnel__dev_free(be, t->zscratch, stream);
-  funnel__dev_free(be, t->out, stream);
+  funnel__dev_free(&t->dev->be, t->zscratch, stream);
+  funnel__dev_free(&t->dev->be, t->out, stream);
   t->zscratch = t->out = 0;
   t->out_bytes = 0;
+}
+
+/* After a read in one go whose gate was shut: the first pass's summary,
+ * to the host's copy (the rest of the read's work waited for), and the
+ * guess's allocations given back, for the two passes' way on. */
+static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, uint8_t *host,
+                           void *stream, struct funnel_error *error) {
+  struct funnel__work w;
+  FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, &t->dev->be, stream, &t->event, error));
+  w.enqueued = true; /* the one go's */
+  FUNNEL_RETURN_NOT_OK(first_summary_back(t, &w, FUNNEL_OK, l, host, stream, error));
+  drop_guess(t, stream);
   return FUNNEL_OK;
 }
 
@@ -1073,14 +1087,19 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
   int64_t zbytes = 0;
+  bool placed = false; /* the copies and the head enqueued by a pass in one go */
   if (zguess > 0) {
     /* both passes at once; the second's summary comes back unless its
-     * gate was shut, and then the two passes' way goes on from the first */
+     * gate was shut, and then the two passes' way goes on from the first;
+     * or, guessing no frame, one pass, which a frame sends that way too */
     const bool raw = !tmpl_frames && atomic_load(&t->dev->last_raw[codec]) == 1;
-    arm_second_pass(t, l, d->host, capacity, summary_back, raw ? 0 : zguess);
+    arm_one_go(t, l, d->host, capacity, summary_back, raw ? 0 : zguess);
     const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
-    FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, true, stream, error));
-    if (s->sent) {
+    FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes,
+                                       raw ? GO_RAW : GO_GATED, stream, error));
+    /* the one pass found a frame: its summary came, but the first pass's is to come */
+    const bool frames = raw && !s->laid_out && s->zframes > 0;
+    if (s->sent && !frames) {
       /* zbytes comes with the layout's summary (funnel__dp_layout_end) */
       if (!s->laid_out) return leave_to_host(t, s, n, error);
       count_decoded(t, s);
@@ -1088,15 +1107,22 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
       *out = d;
       return FUNNEL_OK;
     }
-    t->stats.decode_waits = 1; /* the one go's, and after_shut_gate's below */
-    FUNNEL_RETURN_NOT_OK(after_shut_gate(t, l, d->host, stream, error));
+    t->stats.decode_waits = 1; /* the one go's, and the first pass's below */
+    if (frames) {
+      /* its first pass is still to make, the partitions and head in place */
+      drop_guess(t, stream);
+      zguess = 0;
+      placed = true;
+    } else {
+      FUNNEL_RETURN_NOT_OK(after_shut_gate(t, l, d->host, stream, error));
+    }
   }
   if (z) {
     /* the first pass (unless made); then the decoded buffers and the
      * output, sized */
     if (zguess == 0) {
       const uint64_t zgate = zroom > 0 ? t->dp_scratch + (uint64_t)l->args2 : 0;
-      FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, zgate, error));
+      FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, zgate, placed, error));
     }
     t->stats.decode_waits++;
     if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
@@ -1131,7 +1157,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     count_decoded(t, s);
   }
   const int64_t lanes = concat_lanes(bytes + zbytes, n, n_cols, l->n_var, a->tmpl.length);
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, false, stream, error));
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, GO_ARGS, stream, error));
   if (!s->laid_out) return leave_to_host(t, s, n, error);
   *out = d;
   return FUNNEL_OK;

@@ -124,6 +124,7 @@ static bool pool_small; /* the device's pool may not hold a read's decoded image
 static int64_t last_streams; /* ... and the streams its reader made for it */
 static int64_t last_staged; /* ... its stats.staged_partitions */
 static int64_t last_allocs; /* ... its stats.device_allocs */
+static int64_t last_zin, last_zout; /* ... its stats.bytes_compressed and bytes_decoded */
 static int transfer_where = FUNNEL_TRANSFER_AUTO; /* read_and_check's readers' transfer */
 static int time_kernel; /* ... and FUNNEL_OPTION_TIME_KERNEL */
 
@@ -157,6 +158,8 @@ static void read_and_check(struct funnel_device *dev, struct parts *ps,
       last_staged = s.staged_partitions;
       last_allocs = s.device_allocs;
       last_launches = s.concat_launches;
+      last_zin = s.bytes_compressed;
+      last_zout = s.bytes_decoded;
       /* the pool has room for the host's images, unless a test made it small */
       if (compressed > 0 && !whole && !pool_small) CHECK_EQ_I64(s.decoded_pinned, 1);
       if (decode_where == FUNNEL_DECODE_HOST) CHECK_EQ_I64(s.device_decoded, 0);
@@ -473,29 +476,31 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
 }
 
 /* A small read in one go whose buffers are all raw (partitions of one
- * row: no frame pays) launches no decoder between its passes once the
- * device's last read of the codec held no frame and its template's
- * partition holds none (dread.c, arm_second_pass); any frame then shuts
- * the gate. Each step's read, in turn, on one device, for LZ4 and ZSTD as
- * Arrow Java writes them, in malloc'd and in pinned memory (launches: the
- * read's concat_launches; L those of the first read: its first pass, the
- * decoder, its second pass and the concat):
+ * row: no frame pays) makes one pass, as a plain read does, with no
+ * decoder, once the device's last read of the codec held no frame and its
+ * template's partition holds none (dread.c, arm_one_go); a frame then
+ * sends it on as one of two passes. Each step's read, in turn, on one
+ * device, for LZ4 and ZSTD as Arrow Java writes them, in malloc'd and in
+ * pinned memory (launches: the read's concat_launches; L those of the
+ * first read: its first pass, the decoder, its second pass and the
+ * concat):
  *   300 partitions of a row, the device's first read: the decoder runs
  *     (no read to guess from yet), no wait, no frame decoded;
- *   the same again: L - 1 launches, no wait;
+ *   the same again: L - 2 launches (its one parse and the concat), no
+ *     wait, its bytes as given and as decoded those the host path counts;
  *   a row, then 299 partitions of 60 repeating rows, whose buffers are
- *     frames: the guess is wrong, the gate shuts (L - 1 launches), and the
- *     read waits for its first pass (2), decodes, and makes its second
- *     pass and concat again (L + 2 in all);
+ *     frames: the guess is wrong, the one pass leaves them (L - 2
+ *     launches), and the read waits for its first pass (2), decodes, and
+ *     makes its second pass and concat (L + 2 in all);
  *   the same again: the decoder runs (the last read held frames), no wait
  *     (L);
  *   300 partitions of a row after it: the decoder runs (L);
- *   again: L - 1;
+ *   again: L - 2;
  *   300 partitions of 60 repeating rows after it: the first partition's
  *     frames say so, and the decoder runs; the room guessed from the raw
  *     read is short (compressed_reads_go_in_one_go_from_a_guess), so the
  *     gate shuts and the read waits (2), decoding again (L + 3);
- *   partitions of a row, twice (L, then L - 1);
+ *   partitions of a row, twice (L, then L - 2);
  *   300 partitions of 60 rows, the int64s repeating, the strings random:
  *     frames but in the last buffer (the strings' bytes, raw), which say
  *     so as well (L + 3, 2 waits).
@@ -522,16 +527,17 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
       int launches;     /* over L */
       int64_t waits;
     } STEPS[] = {{"partitions of a row, the device's first read", 0, 0, 0},
-                 {"partitions of a row, again", 0, -1, 0},
+                 {"partitions of a row, again", 0, -2, 0},
                  {"a row, then frames: the gate shut", 1, 2, 2},
                  {"a row, then frames, again", 1, 0, 0},
                  {"partitions of a row, after frames", 0, 0, 0},
-                 {"partitions of a row, again after frames", 0, -1, 0},
+                 {"partitions of a row, again after frames", 0, -2, 0},
                  {"frames from the first partition, after a raw read", 2, 3, 2},
                  {"partitions of a row, after frames once more", 0, 0, 0},
-                 {"partitions of a row, again once more", 0, -1, 0},
+                 {"partitions of a row, again once more", 0, -2, 0},
                  {"frames but in the last buffer, after a raw read", 3, 3, 2}};
     int64_t launches = -1; /* L */
+    int64_t zin0 = -1, zout0 = -1; /* the first read's bytes as given and as decoded */
     for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
       check_context("%s, %s, %s", write_codec == 1 ? "lz4" : "zstd", STEPS[k].what,
                     pinned ? "pinned" : "malloc'd");
@@ -561,6 +567,18 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
       else CHECK(decoded_on_device - decoded > 0);
       if (k == 0) launches = last_launches;
       CHECK_EQ_I64(last_launches, launches + STEPS[k].launches);
+      if (k == 0) zin0 = last_zin, zout0 = last_zout;
+      if (STEPS[k].launches == -2) {
+        /* the one pass counts the bytes as the first pass of two did (the
+         * first step's, of the same partitions), its bytes as given as the
+         * host path does (which counts the decoded ones otherwise) */
+        CHECK_EQ_I64(last_zin, zin0);
+        CHECK_EQ_I64(last_zout, zout0);
+        parse_where = FUNNEL_PARSE_HOST;
+        read_and_check(dev, &ps, src, 300);
+        parse_where = FUNNEL_PARSE_AUTO;
+        CHECK_EQ_I64(last_zin, zin0);
+      }
       parts_free(&ps);
     }
     table_src_free(&ones);
