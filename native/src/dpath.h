@@ -46,8 +46,10 @@
  * of two passes does from the first pass's summary. Where neither the
  * device's last read of the codec nor the partition the template was made
  * from held a frame (every buffer raw, as one writer stores partitions of
- * a row or a few), the read guesses none does: no decoder runs between
- * the passes, and the room is 0, so that a frame shuts the gate.
+ * a row or a few), the read guesses none does and makes one pass
+ * (FUNNEL_DP_RAW), as a plain read does, with no decoder: each buffer
+ * read after its prefix. A frame leaves its partition (summary.zframes),
+ * and the host goes on as a read of two passes from its first pass.
  *
  * Most partitions of a read come from one writer and look alike but for
  * their values, so the parse first tries the read's template (struct
@@ -239,8 +241,8 @@ struct funnel__dp_summary {
   /* FUNNEL_DP_UNPACK: the decoded buffers' bytes (the frames', each 8-byte
    * aligned); and for the read's stats, the partitions with a compressed
    * batch, their buffers' bytes as given and as decoded, the frames and the
-   * bytes those decode to (FUNNEL_DP_RAW: the same counts, zframes the
-   * frames it found, which it does not read) */
+   * bytes those decode to (FUNNEL_DP_RAW: the same counts, and zframes
+   * not 0 when it found a frame, which it leaves to the two passes) */
   int64_t zbytes, zparts, zin, zout, zframes, zframe_bytes;
   /* 1 in a summary the host uploads, so that the host's copy of it says
    * whether a stage sent it back (a gated pass whose gate was shut sends
@@ -314,9 +316,8 @@ struct funnel__dp_args {
   uint64_t zjobs;
   uint64_t zscratch;
   /* a second pass enqueued with the first (FUNNEL_DP_DECODED): the first
-   * pass's summary, and the decoded buffers' room (zscratch's bytes; 0
-   * where no decoder runs, so that any frame shuts the gate); gate 0 for
-   * any other stage */
+   * pass's summary, and the decoded buffers' room (zscratch's bytes); gate
+   * 0 for any other stage (a read's one FUNNEL_DP_RAW pass too) */
   uint64_t gate;
   int64_t zguess;
 };
@@ -416,8 +417,9 @@ FUNNEL_DP void dp_sync(int lanes) { (void)lanes; }
 /* A buffer of a compressed batch in a FUNNEL_DP_RAW pass (*at, *len: the
  * buffer with its prefix): its bytes after the prefix when that says raw
  * (-1), none when it says empty (0, and nothing after it); false for any
- * other, a frame (a positive prefix) counted in summary.zframes, so that
- * the host makes the two passes. */
+ * other, a frame (a positive prefix) added to summary.zframes (by every
+ * lane that finds it: a mark, not a count), so that the host makes the
+ * two passes. */
 FUNNEL_DP bool dp_raw_buffer(const struct funnel__dp_args *a, const uint8_t **at, int64_t *len) {
   if (*len == 0) return true;
   const int64_t want = *len < 8 ? -2 : (int64_t)funnel__ld64(*at);
@@ -434,8 +436,8 @@ FUNNEL_DP bool dp_raw_buffer(const struct funnel__dp_args *a, const uint8_t **at
  * for the read's stats as dp_batch_unpack counts them: the partition, its
  * buffers' bytes, and those after their prefixes (what a raw or empty
  * buffer decodes to). Every lane of the group calls it; lane 0 adds. A
- * partition the pass then leaves is counted all the same: a read that
- * leaves one reads nothing of its summary but that. */
+ * partition the pass then leaves is counted all the same: of a pass that
+ * leaves one, the host reads only `left` and `zframes`. */
 FUNNEL_DP void dp_count_raw(const struct funnel__dp_args *a, const uint8_t *buf, int lane,
                             int lanes) {
   int64_t in = 0, prefixes = 0;

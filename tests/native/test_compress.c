@@ -528,7 +528,7 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
       int64_t waits;
     } STEPS[] = {{"partitions of a row, the device's first read", 0, 0, 0},
                  {"partitions of a row, again", 0, -2, 0},
-                 {"a row, then frames: the gate shut", 1, 2, 2},
+                 {"a row, then frames: the one pass leaves them", 1, 2, 2},
                  {"a row, then frames, again", 1, 0, 0},
                  {"partitions of a row, after frames", 0, 0, 0},
                  {"partitions of a row, again after frames", 0, -2, 0},
