@@ -636,7 +636,9 @@ struct funnel_read_stats {
                                 4 MiB, from a guess of the decoded bytes), 1 when it waited
                                 for the first pass's sizes, 2 when it went in one go, found the
                                 first pass had left a partition or decoded more than the guess
-                                (nothing after it ran), and waited for the first pass then */
+                                (nothing after it ran), and waited for the first pass then, or
+                                guessed it held no frame, parsed once, found one and made the
+                                two passes after */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

@@ -37,7 +37,10 @@ package dev.funnel;
  * bytes, waits once more, for the first pass's sizes, and makes two copies more, the args and
  * summary again ({@code decodeWaits} 1); a small one whose first pass left a partition or decoded
  * more than the guess waits for the first pass's summary and then goes on as a larger one does
- * ({@code decodeWaits} 2: two waits, and the launches after the first pass again). A larger one
+ * ({@code decodeWaits} 2: two waits, and the launches after the first pass again). A small one
+ * whose every buffer is stored raw (partitions of a row or a few), after a read of that codec with
+ * no frame, parses once with no decoder, as an uncompressed read does (no launch more); a frame
+ * found then sends it on as one of two passes ({@code decodeWaits} 2). A larger one
  * whose partitions lie back to back in the pinned pool (from 8 MiB) is copied, unpacked and
  * decoded in parts ({@code overlapParts}), each part decoded once it is unpacked, into room
  * guessed alike, before the wait for the first pass ({@code decodeWaits} 1); when the room falls
