@@ -960,7 +960,7 @@ static int alloc_z_block(struct funnel_table *t, const struct dp_layout *l, int6
 /* After a read in one go that goes on as one of two passes: the guess's
  * allocations given back (in an out_block, the tables' allocation keeps
  * their room, unused, until it goes with the inputs). */
-static void drop_guess(struct funnel_table *t, void *stream) {
+static void drop_one_go_room(struct funnel_table *t, void *stream) {
   if (t->out_block != 0) {
     funnel__table_forget_out_room(t);
     return;
@@ -980,7 +980,7 @@ static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, ui
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, &t->dev->be, stream, &t->event, error));
   w.enqueued = true; /* the one go's */
   FUNNEL_RETURN_NOT_OK(first_summary_back(t, &w, FUNNEL_OK, l, host, stream, error));
-  drop_guess(t, stream);
+  drop_one_go_room(t, stream);
   return FUNNEL_OK;
 }
 
@@ -1110,7 +1110,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     t->stats.decode_waits = 1; /* the one go's, and the first pass's below */
     if (frames) {
       /* its first pass is still to make, the partitions and head in place */
-      drop_guess(t, stream);
+      drop_one_go_room(t, stream);
       zguess = 0;
       placed = true;
     } else {
