@@ -633,12 +633,14 @@ struct funnel_read_stats {
                                 short, the decoder runs again after the wait */
   int64_t decode_waits;      /* device path, compressed bodies: its waits before its decoder was
                                 enqueued: 0 when both passes went in one go (a read of up to
-                                4 MiB, from a guess of the decoded bytes), 1 when it waited
-                                for the first pass's sizes, 2 when it went in one go, found the
-                                first pass had left a partition or decoded more than the guess
-                                (nothing after it ran), and waited for the first pass then, or
-                                guessed it held no frame, parsed once, found one and made the
-                                two passes after */
+                                4 MiB, from a guess of the decoded bytes), or when it parsed
+                                once (every buffer raw); 1 when it waited for the first
+                                pass's sizes (a larger read, or a small one after a read with
+                                no frame whose first partition holds one), 2 when it went in
+                                one go, found the first pass had left a partition or decoded
+                                more than the guess (nothing after it ran), and waited for the
+                                first pass then, or guessed it held no frame, parsed once,
+                                found one and made the two passes after */
 };
 
 FUNNEL_API funnel_status funnel_table_stats(const struct funnel_table *table,

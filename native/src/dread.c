@@ -126,11 +126,17 @@ static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) 
 }
 
 int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
-                              const struct funnel__schema *schema) {
-  if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES) return 0;
-  const struct dp_layout l = lay_out_read((int64_t)count, schema, false);
+                              bool compressed, const struct funnel__schema *schema) {
+  if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES ||
+      (compressed && bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES))
+    return 0;
+  const struct dp_layout l = lay_out_read((int64_t)count, schema, compressed);
   return funnel__align_up(l.device, FUNNEL__ALIGN) +
          funnel__align_up(output_bound(schema, bytes), FUNNEL__ALIGN);
+}
+
+bool funnel__dpath_guess_raw(const struct funnel_device *dev, int codec) {
+  return codec != FUNNEL__CODEC_NONE && atomic_load(&dev->last_raw[codec]) == 1;
 }
 
 /* Whether AUTO's read of partitions like parts[first] (parsed into `pv`)
@@ -840,9 +846,7 @@ static void count_decoded(struct funnel_table *t, const struct funnel__dp_summar
 
 /* The room a read of compressed bodies of `bytes` bytes of partitions makes for
  * its decoded buffers before its first pass, so that both passes go in one
- * go (dpath.h); 0: two passes, a wait between (a large read, whose wait
- * costs it little and whose guess would hold much memory; a shared
- * output, allocated once; no summary the kernels can send back). The
+ * go (dpath.h, one_go_fits); 0: two passes, a wait between. The
  * guess: 1.5 times what the device's last read of the codec's bodies
  * decoded a byte of its partitions, plus an eighth of the bytes, or before any
  * such read twice the bytes; *expect, the bytes it expects. The output is
@@ -860,18 +864,20 @@ static int64_t room_guess(const struct funnel_table *t, int codec, int64_t bytes
   return guess > FUNNEL__LZ4_ONE_GO_MAX_RATIO * bytes ? 0 : funnel__align_up(guess + 4096, 8);
 }
 
-static int64_t decode_guess(const struct funnel_table *t, const struct funnel__read_options *o,
-                            int codec, int64_t bytes, uint64_t summary_back, int64_t *expect) {
-  *expect = 0;
-  if (summary_back == 0 || o->shareable || bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES) return 0;
-  return room_guess(t, codec, bytes, expect);
+/* Whether a read of compressed bodies of `bytes` bytes of partitions may
+ * go in one go: not a large read, whose wait costs it little and whose
+ * guess would hold much memory; not a shared output, allocated once; and
+ * the summary sent back by the kernels (`summary_back`). */
+static bool one_go_fits(const struct funnel__read_options *o, int64_t bytes,
+                        uint64_t summary_back) {
+  return summary_back != 0 && !o->shareable && bytes <= FUNNEL__LZ4_ONE_GO_MAX_BYTES;
 }
 
 /* The room a read that decodes while it copies (t->zaux; tuning.h,
  * FUNNEL__ZOVERLAP_*) makes for its decoded buffers before its first pass,
- * guessed as decode_guess does, but for a read of any size: it is freed
- * with the read's inputs (the output is allocated after the first pass,
- * to its size). 0: no room (a guess too large); the read decodes after
+ * guessed as for a read in one go (room_guess), but for a read of any
+ * size: it is freed with the read's inputs (the output is allocated after
+ * the first pass, to its size). 0: no room (a guess too large); the read decodes after
  * its first pass, as others do. The args at `args2` (unused by a read of
  * two passes) are the gate of the parts' decoding: funnel__dp_shut's. */
 static void arm_room(const struct dp_layout *l, uint8_t *host, int64_t room) {
@@ -950,8 +956,8 @@ static int alloc_z_block(struct funnel_table *t, const struct dp_layout *l, int6
   }
   if (st != FUNNEL_OK) return st;
   t->dp_scratch = block;
-  t->zscratch = block + (uint64_t)tables;
-  t->out = t->zscratch + (uint64_t)decoded;
+  t->zscratch = zguess > 0 ? block + (uint64_t)tables : 0;
+  t->out = block + (uint64_t)(tables + decoded);
   t->out_bytes = capacity;
   t->out_block = block;
   return FUNNEL_OK;
@@ -1024,10 +1030,17 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
    * part by part as the parts are copied, decoding each into room made
    * now when it can (t->zaux) */
   const bool zparts = z && t->n_overlap > 0;
-  int64_t zguess = z && !zparts ? decode_guess(t, o, codec, bytes, summary_back, &zexpect) : 0;
+  /* a small read in one go: guessing no frame, one pass, as a plain read
+   * makes (the early copies set its tables and output aside, t->reserve,
+   * or the device's last read of the codec held none); else both passes,
+   * into room guessed for the decoded buffers */
+  const bool go = z && !zparts && one_go_fits(o, bytes, summary_back);
+  bool raw = go && (t->reserve > 0 || funnel__dpath_guess_raw(t->dev, codec));
+  int64_t zguess = go && !raw ? room_guess(t, codec, bytes, &zexpect) : 0;
   int64_t zroom = zparts ? room_guess(t, codec, bytes, &zexpect) : 0;
   int st = FUNNEL_OK;
-  if (!z && t->reserve > 0 && t->reserve == funnel__dpath_reserve(o, count, bytes, schema) &&
+  if ((!z || raw) && t->reserve > 0 &&
+      t->reserve == funnel__dpath_reserve(o, count, bytes, z, schema) &&
       (t->reserved != 0 || t->scratch == 0)) {
     /* one allocation: the partitions' (the early copies made it, or it is
      * made here for the transfer's scratch), then the tables, the output */
@@ -1046,20 +1059,20 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     if (!z) st = funnel__alloc_out(t, o, capacity, stream, error);
     if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
       st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
-    /* ... or, to go in one go, from the guess of its decoded buffers: a
-     * small read's tables, decoded buffers and output in one allocation,
-     * when the decoded buffers it then holds with the output are as few
-     * bytes as an uncompressed read's partitions may be */
-    if (st == FUNNEL_OK && zguess > 0 && zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES)
+    /* ... or, to go in one go, from the guess of its decoded buffers (none
+     * in one pass): a small read's tables, decoded buffers and output in
+     * one allocation, when the decoded buffers it then holds with the
+     * output are as few bytes as an uncompressed read's partitions may be */
+    if (st == FUNNEL_OK && (zguess > 0 || raw) && zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES)
       st = alloc_z_block(t, l, zguess, output_bound(schema, bytes + zguess), stream, error);
     if (st == FUNNEL_OK && t->dp_scratch == 0)
       st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
     if (st != FUNNEL_OK) return st;
   }
-  if (zguess > 0) {
+  if (zguess > 0 || raw) {
     capacity = output_bound(schema, bytes + zguess);
     if (t->out_block == 0) {
-      st = funnel__dev_alloc(be, (size_t)zguess, stream, &t->zscratch, error);
+      if (zguess > 0) st = funnel__dev_alloc(be, (size_t)zguess, stream, &t->zscratch, error);
       if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
     }
     if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* two passes, each sized */
@@ -1067,6 +1080,7 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
       funnel__dev_free(be, t->zscratch, stream);
       t->zscratch = 0;
       zguess = 0;
+      raw = false;
       st = FUNNEL_OK;
     }
     if (st != FUNNEL_OK) return st;
@@ -1088,12 +1102,18 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
   int64_t zbytes = 0;
   bool placed = false; /* the copies and the head enqueued by a pass in one go */
-  if (zguess > 0) {
+  if (raw && tmpl_frames) {
+    /* the partition the template was made from holds a frame: two
+     * passes, the first sizing the decoded buffers (room guessed from a
+     * read of none would fall short, and cost a second wait) */
+    drop_one_go_room(t, stream);
+    raw = false;
+  }
+  if (zguess > 0 || raw) {
     /* both passes at once; the second's summary comes back unless its
      * gate was shut, and then the two passes' way goes on from the first;
      * or, guessing no frame, one pass, which a frame sends that way too */
-    const bool raw = !tmpl_frames && atomic_load(&t->dev->last_raw[codec]) == 1;
-    arm_one_go(t, l, d->host, capacity, summary_back, raw ? 0 : zguess);
+    arm_one_go(t, l, d->host, capacity, summary_back, zguess);
     const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
     FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes,
                                        raw ? GO_RAW : GO_GATED, stream, error));

@@ -282,9 +282,17 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
 /* Bytes a read by the device path sets aside after its partitions' copies
  * in one device allocation, for its tables and output (t->reserve), or 0
  * when it allocates them on their own: a read larger than
- * FUNNEL__ONE_BLOCK_MAX_BYTES, or a shareable output. */
+ * FUNNEL__ONE_BLOCK_MAX_BYTES, or a shareable output. A read of
+ * `compressed` bodies sets them aside only when it guesses that it holds
+ * no frame (funnel__dpath_guess_raw): it then parses once, its buffers
+ * read where they lie, and its output is bounded as a plain read's. */
 int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
-                              const struct funnel__schema *schema);
+                              bool compressed, const struct funnel__schema *schema);
+
+/* Whether a small read of `codec` bodies guesses that every buffer it
+ * holds is raw or empty (no frame): the device's last read of the codec
+ * held none (dread.c, arm_one_go). */
+bool funnel__dpath_guess_raw(const struct funnel_device *dev, int codec);
 
 /* The device path: places the partitions (transfer.c), allocates the
  * output from an upper bound of its size, enqueues the parse, the layout,

@@ -264,12 +264,6 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
   *want = st == FUNNEL_OK && funnel__dpath_wanted(t, o, parts, count, scan, *codec, schema,
                                                   seen != NULL ? &seen->schema : NULL, on_device);
   if (*want && schema == NULL) remember_schema(reader, t, seen, *on_device);
-  if (*want && !compressed) {
-    t->reserve = funnel__dpath_reserve(o, count, scan->bytes, *on_device);
-    /* a read that may parse while it copies: the early copies say whether
-     * it does (their span back to back in the pinned pool) */
-    if (funnel__overlap_fits(t->dev, count, scan)) t->aux = reader_aux(reader);
-  }
   /* a read of compressed bodies that decodes while it copies (its
    * partitions back to back in the pinned pool, which the early copies
    * then copy in parts; not DIRECT, which copies none early): its streams */
@@ -277,6 +271,14 @@ static int begin_read(struct funnel_table *t, struct funnel_reader *reader,
                          ? funnel__zoverlap_parts(t->dev, count, scan)
                          : 0;
   if (zparts > 0) reader_zaux(reader, t, zparts);
+  /* the tables and output in the early copies' allocation: a plain read's,
+   * or a small compressed one's that guesses it holds no frame */
+  if (*want && (!compressed || (zparts == 0 && funnel__dpath_guess_raw(t->dev, *codec))))
+    t->reserve = funnel__dpath_reserve(o, count, scan->bytes, compressed, *on_device);
+  /* a read that may parse while it copies: the early copies say whether
+   * it does (their span back to back in the pinned pool) */
+  if (*want && !compressed && funnel__overlap_fits(t->dev, count, scan))
+    t->aux = reader_aux(reader);
   if (st == FUNNEL_OK && (!compressed || *want))
     st = funnel__early_copies(t, parts, count, scan, o->transfer, stream, error);
   return st;

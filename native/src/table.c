@@ -62,9 +62,16 @@ static bool in_out_block(const struct funnel_table *t, uint64_t at) {
   return t->out_block != 0 && at >= t->out_block && at <= t->out;
 }
 
-/* Frees an input's allocation, unless it goes with the output. */
+/* Whether device address `at` is the room the early copies set aside in
+ * scratch's allocation (t->reserved): it goes with scratch, never alone. */
+static bool in_reserved(const struct funnel_table *t, uint64_t at) {
+  return at != 0 && at == t->reserved;
+}
+
+/* Frees an input's allocation, unless it goes with the output or with
+ * scratch. */
 static void free_input(struct funnel_table *t, uint64_t *at) {
-  if (in_out_block(t, *at)) return;
+  if (in_out_block(t, *at) || in_reserved(t, *at)) return;
   funnel__dev_free(&t->dev->be, *at, t->dev->stream);
   *at = 0;
 }
@@ -77,14 +84,19 @@ static void release_inputs(struct funnel_table *t) {
   free_input(t, &t->guess_scratch);
   free_input(t, &t->scratch);
   free_input(t, &t->dp_scratch);
-  if (t->scratch == 0) t->reserved = 0;
+  if (t->scratch == 0) {
+    if (in_reserved(t, t->dp_scratch)) t->dp_scratch = 0; /* gone with scratch */
+    t->reserved = 0;
+  }
   release_staged(t);
   release_decoded(t);
 }
 
 void funnel__table_forget_out_room(struct funnel_table *t) {
   if (t->out_block == 0) return;
-  if (t->dp_scratch != t->out_block && in_out_block(t, t->dp_scratch)) t->dp_scratch = 0;
+  if (t->dp_scratch != t->out_block && in_out_block(t, t->dp_scratch) &&
+      !in_reserved(t, t->dp_scratch))
+    t->dp_scratch = 0;
   if (in_out_block(t, t->zscratch)) t->zscratch = 0;
   t->out = 0;
   t->out_bytes = 0;
@@ -117,7 +129,7 @@ void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early) {
    * out_block stays, unused, until the allocation goes (as scratch, the
    * early copies', or dp_scratch, below) */
   funnel__table_forget_out_room(t);
-  funnel__dev_free(be, t->dp_scratch, t->dev->stream);
+  if (!in_reserved(t, t->dp_scratch)) funnel__dev_free(be, t->dp_scratch, t->dev->stream);
   funnel__dev_free(be, t->zscratch, t->dev->stream);
   t->dp_scratch = t->zscratch = 0;
   release_out(t);

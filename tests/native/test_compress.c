@@ -110,6 +110,21 @@ static struct parts cut(const struct table_src *t, int n, int batches, const str
   return ps;
 }
 
+/* `t`'s row 0 alone as partition 0, its other rows cut evenly into the
+ * other n - 1 (in one go, a read whose template is made from a partition
+ * of raw buffers, the others' frames found only by its parse). */
+static struct parts row_then_cut(const struct table_src *t, int n, const struct iw_options *o,
+                                 struct funnel_device *pinned) {
+  struct parts ps = {calloc((size_t)n, sizeof(struct funnel_partition)), n, pinned};
+  for (int i = 0; i < n; i++) {
+    const int64_t r0 = i == 0 ? 0 : 1 + (t->rows - 1) * (int64_t)(i - 1) / (n - 1);
+    const int64_t r1 = i == 0 ? 1 : 1 + (t->rows - 1) * (int64_t)i / (n - 1);
+    struct iw_buf b = partition_of(t, r0, r1, 1, o);
+    ps.p[i] = place(&b, pinned);
+  }
+  return ps;
+}
+
 /* Where the reads decode (FUNNEL_OPTION_DECODE), set by each test's loop,
  * the codec the partitions are written with when a loop says (0: it does
  * not), the buffers the device decoded in them, and the reads the device
@@ -487,7 +502,9 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
  *   300 partitions of a row, the device's first read: the decoder runs
  *     (no read to guess from yet), no wait, no frame decoded;
  *   the same again: L - 2 launches (its one parse and the concat), no
- *     wait, its bytes as given and as decoded those the host path counts;
+ *     wait, one device allocation (its partitions', tables and output, as
+ *     a plain read's), its bytes as given and as decoded those the host
+ *     path counts;
  *   a row, then 299 partitions of 60 repeating rows, whose buffers are
  *     frames: the guess is wrong, the one pass leaves them (L - 2
  *     launches), and the read waits for its first pass (2), decodes, and
@@ -497,13 +514,14 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
  *   300 partitions of a row after it: the decoder runs (L);
  *   again: L - 2;
  *   300 partitions of 60 repeating rows after it: the first partition's
- *     frames say so, and the decoder runs; the room guessed from the raw
- *     read is short (compressed_reads_go_in_one_go_from_a_guess), so the
- *     gate shuts and the read waits (2), decoding again (L + 3);
+ *     frames say so, and the read makes its two passes, with one wait
+ *     between (L, 1): no room guessed from the raw read, which would be
+ *     short (compressed_reads_go_in_one_go_from_a_guess) and shut the
+ *     gate (L + 3, 2 waits, before);
  *   partitions of a row, twice (L, then L - 2);
  *   300 partitions of 60 rows, the int64s repeating, the strings random:
  *     frames but in the last buffer (the strings' bytes, raw), which say
- *     so as well (L + 3, 2 waits).
+ *     so as well (L, 1).
  * Every read's rows checked against the table written. */
 static void raw_reads_in_one_go_launch_no_decoder(void) {
   decode_where = FUNNEL_DECODE_DEVICE;
@@ -532,10 +550,10 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
                  {"a row, then frames, again", 1, 0, 0},
                  {"partitions of a row, after frames", 0, 0, 0},
                  {"partitions of a row, again after frames", 0, -2, 0},
-                 {"frames from the first partition, after a raw read", 2, 3, 2},
+                 {"frames from the first partition, after a raw read", 2, 0, 1},
                  {"partitions of a row, after frames once more", 0, 0, 0},
                  {"partitions of a row, again once more", 0, -2, 0},
-                 {"frames but in the last buffer, after a raw read", 3, 3, 2}};
+                 {"frames but in the last buffer, after a raw read", 3, 0, 1}};
     int64_t launches = -1; /* L */
     int64_t zin0 = -1, zout0 = -1; /* the first read's bytes as given and as decoded */
     for (size_t k = 0; k < sizeof(STEPS) / sizeof(STEPS[0]); k++) {
@@ -544,21 +562,10 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
       const struct table_src *src = STEPS[k].src == 0   ? &ones
                                     : STEPS[k].src == 3 ? &half
                                                         : &repeating;
-      struct parts ps;
-      if (STEPS[k].src == 1) { /* partition 0: row 0 alone; the others: the rest */
-        ps = (struct parts){calloc(300, sizeof(struct funnel_partition)), 300,
-                            pinned ? dev : NULL};
-        for (int i = 0; i < 300; i++) {
-          const int64_t r0 = i == 0 ? 0 : 1 + 299 * 60 * (int64_t)(i - 1) / 299;
-          const int64_t r1 = i == 0 ? 1 : 1 + 299 * 60 * (int64_t)i / 299;
-          struct iw_buf b = partition_of(src, r0, r1, 1, java);
-          ps.p[i] = place(&b, ps.pinned_by);
-        }
-      } else {
-        ps = cut(src, 300, 1, java, 0, pinned ? dev : NULL);
-      }
+      struct parts ps = STEPS[k].src == 1 ? row_then_cut(src, 300, java, pinned ? dev : NULL)
+                                          : cut(src, 300, 1, java, 0, pinned ? dev : NULL);
       const int64_t whole = device_path_reads, decoded = decoded_on_device;
-      last_decode_waits = last_launches = -1;
+      last_decode_waits = last_launches = last_allocs = -1;
       read_and_check(dev, &ps, src, 300);
       CHECK_EQ_I64(device_path_reads - whole, 1);
       CHECK_EQ_I64(last_decode_waits, STEPS[k].waits);
@@ -569,6 +576,7 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
       CHECK_EQ_I64(last_launches, launches + STEPS[k].launches);
       if (k == 0) zin0 = last_zin, zout0 = last_zout;
       if (STEPS[k].launches == -2) {
+        CHECK_EQ_I64(last_allocs, 1);
         /* the one pass counts the bytes as the first pass of two did (the
          * first step's, of the same partitions), its bytes as given as the
          * host path does (which counts the decoded ones otherwise) */
@@ -2133,6 +2141,102 @@ static void faults_in_a_read_whose_gate_shuts_leave_nothing(void) {
   funnel_device_close(dev);
 }
 
+/* A fault at every allocation, copy, launch and event of a read in one go
+ * that guesses it holds no frame (after a read of partitions of a row on
+ * the same reader): its tables and output in its partitions' allocation
+ * (the early copies' for pinned partitions, else its own), kept for the
+ * two passes when a frame is found. Three reads, from pinned and from
+ * malloc'd memory: partitions of a row (one pass); a row, then frames
+ * (the one pass finds them, and the two passes follow from its head);
+ * frames from the first partition (two passes at once). Each fails with
+ * the fault's error or works around it and reads the rows as written, and
+ * leaves nothing alive; with no fault, each goes the way it is meant to
+ * (its device allocations and waits). */
+static void faults_in_a_read_guessing_no_frame_leave_nothing(void) {
+  struct funnel_error err;
+  struct table_src ones = table_random(&one_go_schema, 100, 100, 81);
+  struct table_src repeating = table_random(&one_go_schema, 1 + 99 * 60, 0, 82);
+  table_make_compressible(&repeating);
+  static const struct {
+    const char *what;
+    int src;          /* 0 ones, 1 a row then repeating, 2 repeating cut evenly */
+    int64_t allocs;   /* device allocations with no fault */
+    int64_t waits;    /* ... and decode waits */
+  } READS[] = {{"partitions of a row", 0, 1, 0},
+               {"a row, then frames", 1, 3, 2},
+               {"frames from the first partition", 2, 3, 1}};
+  int64_t injected[FUNNEL__N_FAULTS] = {0};
+  for (int pinned = 0; pinned < 2; pinned++) {
+    struct funnel_device *dev = NULL;
+    if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+    struct funnel_device *by = pinned ? dev : NULL;
+    struct parts raw = cut(&ones, 100, 1, &java_lz4, 0, by);
+    struct funnel_reader *rd = NULL;
+    if (!CHECK_OK(funnel_reader_create(dev, NULL, 0, &rd, &err), &err)) return;
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_DECODE, FUNNEL_DECODE_DEVICE, &err),
+             &err);
+    CHECK_OK(funnel_reader_set_option(rd, FUNNEL_OPTION_TIME_KERNEL, 1, &err), &err);
+    for (size_t r = 0; r < sizeof(READS) / sizeof(READS[0]); r++) {
+      const struct table_src *src = READS[r].src == 0 ? &ones : &repeating;
+      struct parts ps = READS[r].src == 0   ? cut(&ones, 100, 1, &java_lz4, 0, by)
+                        : READS[r].src == 1 ? row_then_cut(&repeating, 100, &java_lz4, by)
+                                            : cut(&repeating, 100, 1, &java_lz4, 0, by);
+      for (int kind = 0; kind < FUNNEL__N_FAULTS; kind++) {
+        for (int64_t k = 1;; k++) {
+          check_context("%s, %s, fault %d at call %lld", READS[r].what,
+                        pinned ? "pinned" : "malloc'd", kind, (long long)k);
+          struct funnel_table *t = NULL; /* the guess: no frame */
+          if (CHECK_OK(funnel_reader_read_async(rd, raw.p, (size_t)raw.n, 0, &t, &err), &err))
+            CHECK_OK(funnel_table_wait(t, &err), &err);
+          funnel_table_free(t);
+          const struct funnel__live live0 = funnel__live_now();
+          t = NULL;
+          funnel__fault_arm(kind, k);
+          int st = funnel_reader_read_async(rd, ps.p, (size_t)ps.n, 0, &t, &err);
+          if (st == FUNNEL_OK) st = funnel_table_wait(t, &err);
+          const bool hit = funnel__fault_calls(kind) >= k;
+          funnel__fault_arm(kind, 0);
+          injected[kind] += hit;
+          CHECK(hit || st == FUNNEL_OK);
+          if (st == FUNNEL_OK) {
+            struct funnel_read_stats s;
+            if (!hit && CHECK_OK(funnel_table_stats(t, &s, &err), &err)) {
+              CHECK_EQ_I64(s.device_parsed, 100);
+              CHECK_EQ_I64(s.device_allocs, READS[r].allocs);
+              CHECK_EQ_I64(s.decode_waits, READS[r].waits);
+            }
+            table_check_read(t, src);
+          }
+          funnel_table_free(t);
+          const struct funnel__live now = funnel__live_now();
+          CHECK_EQ_I64(now.allocs, live0.allocs);
+          CHECK_EQ_I64(now.host_allocs, live0.host_allocs);
+          CHECK_EQ_I64(now.events, live0.events);
+          CHECK_EQ_I64(now.streams, live0.streams);
+          if (!hit || k > 1000) break;
+        }
+      }
+      parts_free(&ps);
+    }
+    funnel_reader_free(rd);
+    parts_free(&raw);
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+    funnel_device_close(dev);
+  }
+  printf("  faults injected: %lld allocations, %lld pinned, %lld copies, %lld launches, %lld "
+         "events\n",
+         (long long)injected[FUNNEL__FAULT_ALLOC], (long long)injected[FUNNEL__FAULT_PINNED],
+         (long long)injected[FUNNEL__FAULT_COPY], (long long)injected[FUNNEL__FAULT_LAUNCH],
+         (long long)injected[FUNNEL__FAULT_EVENT]);
+  /* at least the allocations and launches of the three reads with no
+   * fault, from both sources */
+  CHECK(injected[FUNNEL__FAULT_ALLOC] >= 14);
+  CHECK(injected[FUNNEL__FAULT_LAUNCH] >= 2 * (2 + 6 + 4));
+  check_context("%s", "");
+  table_src_free(&ones);
+  table_src_free(&repeating);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (getenv("TEST_COMPRESS_WITHOUT_LZ4") != NULL) return without_lz4();
@@ -2149,6 +2253,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(raw_reads_in_one_go_launch_no_decoder),
       CHECK_TEST(faults_in_a_read_whose_gate_shuts_leave_nothing),
+      CHECK_TEST(faults_in_a_read_guessing_no_frame_leave_nothing),
       CHECK_TEST(compressed_reads_decode_while_copied),
       CHECK_TEST(large_lz4_partitions_decode_while_copied),
       CHECK_TEST(many_large_lz4_partitions_decode_while_copied),

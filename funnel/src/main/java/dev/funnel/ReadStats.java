@@ -39,8 +39,10 @@ package dev.funnel;
  * more than the guess waits for the first pass's summary and then goes on as a larger one does
  * ({@code decodeWaits} 2: two waits, and the launches after the first pass again). A small one
  * whose every buffer is stored raw (partitions of a row or a few), after a read of that codec with
- * no frame, parses once with no decoder, as an uncompressed read does (no launch more); a frame
- * found then sends it on as one of two passes ({@code decodeWaits} 2). A larger one
+ * no frame, parses once with no decoder, as an uncompressed read does (no launch more, and its
+ * partitions, tables and output in one device allocation); a frame found then sends it on as one
+ * of two passes ({@code decodeWaits} 2), and a frame in its first non-empty partition sends it
+ * there at once ({@code decodeWaits} 1). A larger one
  * whose partitions lie back to back in the pinned pool (from 8 MiB) is copied, unpacked and
  * decoded in parts ({@code overlapParts}), each part decoded once it is unpacked, into room
  * guessed alike, before the wait for the first pass ({@code decodeWaits} 1); when the room falls
