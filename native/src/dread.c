@@ -907,9 +907,10 @@ static void learn_decoded(struct funnel_table *t, int codec, int64_t bytes, int6
  * `zguess` (GO_GATED), the second pass, decoding into `zguess` bytes at
  * t->zscratch, gated by the first's summary. With none (GO_RAW), the
  * read's one pass (FUNNEL_DP_RAW): the read guesses it holds no frame
- * (neither the device's last read of its codec held one nor the partition
- * its template was made from does, as one writer's partitions of a row or
- * a few do not: every buffer stored raw), so it parses as a plain read
+ * (neither the device's last read of its codec held one, as the read
+ * found when it began, funnel__dpath_guess_raw, nor the partition its
+ * template was made from does, as one writer's partitions of a row or a
+ * few do not: every buffer stored raw), so it parses as a plain read
  * does, with no decoder and no first pass; a frame leaves its partition,
  * and the read goes on as one of two passes, from the first pass's args
  * and summary, which the head uploaded as written. */
@@ -1062,8 +1063,11 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     /* ... or, to go in one go, from the guess of its decoded buffers (none
      * in one pass): a small read's tables, decoded buffers and output in
      * one allocation, when the decoded buffers it then holds with the
-     * output are as few bytes as an uncompressed read's partitions may be */
-    if (st == FUNNEL_OK && (zguess > 0 || raw) && zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES)
+     * output are as few bytes as an uncompressed read's partitions may be
+     * (and in one pass, when its partitions are, as a plain read's) */
+    const bool z_block = zguess > 0 ? zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES
+                                    : raw && bytes <= FUNNEL__ONE_BLOCK_MAX_BYTES;
+    if (st == FUNNEL_OK && z_block)
       st = alloc_z_block(t, l, zguess, output_bound(schema, bytes + zguess), stream, error);
     if (st == FUNNEL_OK && t->dp_scratch == 0)
       st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);

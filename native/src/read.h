@@ -291,7 +291,7 @@ int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count
 
 /* Whether a small read of `codec` bodies guesses that every buffer it
  * holds is raw or empty (no frame): the device's last read of the codec
- * held none (dread.c, arm_one_go). */
+ * held none (dread.c, learn_decoded; the read's one pass, arm_one_go). */
 bool funnel__dpath_guess_raw(const struct funnel_device *dev, int codec);
 
 /* The device path: places the partitions (transfer.c), allocates the

@@ -62,16 +62,20 @@ static bool in_out_block(const struct funnel_table *t, uint64_t at) {
   return t->out_block != 0 && at >= t->out_block && at <= t->out;
 }
 
-/* Whether device address `at` is the room the early copies set aside in
- * scratch's allocation (t->reserved): it goes with scratch, never alone. */
+/* Whether device address `at` is the room set aside after the
+ * partitions' copies in scratch's allocation (t->reserved: by the early
+ * copies, or by the device path when it made that allocation; scratch's
+ * own address when the partitions have no copy there, read in place):
+ * a handle there other than scratch itself goes with scratch, never
+ * alone. */
 static bool in_reserved(const struct funnel_table *t, uint64_t at) {
   return at != 0 && at == t->reserved;
 }
 
-/* Frees an input's allocation, unless it goes with the output or with
- * scratch. */
+/* Frees an input's allocation, unless it goes with the output or, for a
+ * handle other than scratch, with scratch. */
 static void free_input(struct funnel_table *t, uint64_t *at) {
-  if (in_out_block(t, *at) || in_reserved(t, *at)) return;
+  if (in_out_block(t, *at) || (at != &t->scratch && in_reserved(t, *at))) return;
   funnel__dev_free(&t->dev->be, *at, t->dev->stream);
   *at = 0;
 }

@@ -171,7 +171,7 @@ void funnel__table_drop_attempt(struct funnel_table *t, bool keep_early);
  * host path reads instead, or a read in one go whose gate shut): the
  * handles that lie in it but the allocation's base forgotten, out with
  * them; the allocation goes as the input it begins with (scratch or
- * dp_scratch). The tables in the room the early copies set aside
+ * dp_scratch). The tables in the room set aside in scratch's allocation
  * (dp_scratch at t->reserved) stay, for a read that goes on: they go with
  * scratch, and are never freed alone. */
 void funnel__table_forget_out_room(struct funnel_table *t);
