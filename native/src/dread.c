@@ -991,6 +991,182 @@ static int after_shut_gate(struct funnel_table *t, const struct dp_layout *l, ui
   return FUNNEL_OK;
 }
 
+/* What an attempt decided before its passes (funnel__dpath_parse): where
+ * its partitions go, and for a read of compressed bodies its way. */
+struct attempt {
+  struct funnel__transfer tr;
+  uint64_t summary_back; /* where the kernels send the sums back (0: copied back) */
+  int64_t capacity;      /* the output's bound */
+  /* a small read in one go (one_go_fits): guessing no frame, one pass
+   * (`raw`); else both passes, into `zguess` bytes of room for the decoded
+   * buffers; 0 and false: two passes, a wait between */
+  bool raw;
+  int64_t zguess;
+  int64_t zroom;   /* a read decoding while copied: room made before its first pass */
+  int64_t zexpect; /* the decoded bytes the guesses expect */
+};
+
+/* The attempt's start: its arena's records, the plan's head, the
+ * transfer's layout, the tables' layout and their host block (pinned and
+ * mapped when the pool has room: the kernel writes the sums there
+ * itself). */
+static int begin_attempt(struct funnel_table *t, const struct funnel__read_options *o,
+                         const struct funnel_partition *parts, int64_t n,
+                         const struct funnel__schema *schema, bool z, struct funnel__dpath **out,
+                         struct attempt *at, struct funnel_error *error) {
+  struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
+  /* room for a staging block each (pageable partitions when the pool has
+   * no room for one block of them all) and this attempt's; written as
+   * they are taken, so not cleared */
+  t->staged = funnel__arena_alloc(&t->arena, ((size_t)n + 4) * sizeof(*t->staged));
+  if (d == NULL || t->staged == NULL) return OUT_OF_MEMORY(error);
+  t->plan = (struct funnel__plan){.schema = schema, .raw = parts, .n_parts = n};
+  t->stats.device_parsed = n;
+  FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &at->tr, error));
+  d->l = lay_out_read(n, schema, z);
+  d->host = funnel__pool_alloc(&t->dev->pool, d->l.host);
+  at->summary_back = 0;
+  if (d->host != NULL) {
+    funnel__table_hold_staged(t, d->host, d->l.host);
+    at->summary_back = funnel__pool_device_address(&t->dev->pool, d->host);
+    if (at->summary_back != 0) at->summary_back += (uint64_t)d->l.summary_back;
+  } else {
+    d->host = funnel__arena_alloc(&t->arena, (size_t)d->l.host);
+  }
+  if (d->host == NULL) return OUT_OF_MEMORY(error);
+  *out = d;
+  return FUNNEL_OK;
+}
+
+/* The attempt's device memory: its tables, its output unless it is
+ * compressed (sized once unpacked) or goes in one go (sized from the
+ * guess), the partitions' scratch, and the room a read in one go or one
+ * decoding while copied makes for its decoded buffers (at->zguess,
+ * at->zroom: 0, and at->raw false, when the device has no room for them). */
+static int alloc_attempt(struct funnel_table *t, const struct funnel__read_options *o,
+                         const struct dp_layout *l, size_t count, int64_t bytes,
+                         const struct funnel__schema *schema, bool z, struct attempt *at,
+                         void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  int st = FUNNEL_OK;
+  if ((!z || at->raw) && t->reserve > 0 &&
+      t->reserve == funnel__dpath_reserve(o, count, bytes, z, schema) &&
+      (t->reserved != 0 || t->scratch == 0)) {
+    /* one allocation: the partitions' (the early copies made it, or it is
+     * made here for the transfer's scratch), then the tables, the output */
+    if (t->reserved == 0) {
+      const int64_t room = funnel__align_up(at->tr.scratch_size, FUNNEL__ALIGN);
+      st = funnel__dev_alloc(be, (size_t)(room + t->reserve), stream, &t->scratch, error);
+      if (st != FUNNEL_OK) return st;
+      t->reserved = t->scratch + (uint64_t)room;
+    }
+    t->dp_scratch = t->reserved;
+    t->out = t->reserved + (uint64_t)funnel__align_up(l->device, FUNNEL__ALIGN);
+    t->out_bytes = at->capacity;
+    t->out_block = t->scratch;
+  } else {
+    /* a read of LZ4 bodies knows its output's bound once unpacked */
+    if (!z) st = funnel__alloc_out(t, o, at->capacity, stream, error);
+    if (st == FUNNEL_OK && !at->tr.early && at->tr.scratch_size > 0)
+      st = funnel__dev_alloc(be, (size_t)at->tr.scratch_size, stream, &t->scratch, error);
+    /* ... or, to go in one go, from the guess of its decoded buffers (none
+     * in one pass): a small read's tables, decoded buffers and output in
+     * one allocation, when the decoded buffers it then holds with the
+     * output are as few bytes as an uncompressed read's partitions may be
+     * (and in one pass, when its partitions are, as a plain read's) */
+    const bool z_block = at->zguess > 0 ? at->zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES
+                                        : at->raw && bytes <= FUNNEL__ONE_BLOCK_MAX_BYTES;
+    if (st == FUNNEL_OK && z_block)
+      st = alloc_z_block(t, l, at->zguess, output_bound(schema, bytes + at->zguess), stream,
+                         error);
+    if (st == FUNNEL_OK && t->dp_scratch == 0)
+      st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
+    if (st != FUNNEL_OK) return st;
+  }
+  if (at->zguess > 0 || at->raw) {
+    at->capacity = output_bound(schema, bytes + at->zguess);
+    if (t->out_block == 0) {
+      if (at->zguess > 0)
+        st = funnel__dev_alloc(be, (size_t)at->zguess, stream, &t->zscratch, error);
+      if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, at->capacity, stream, error);
+    }
+    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* two passes, each sized */
+      funnel__error_clear(error);
+      funnel__dev_free(be, t->zscratch, stream);
+      t->zscratch = 0;
+      at->zguess = 0;
+      at->raw = false;
+      st = FUNNEL_OK;
+    }
+    if (st != FUNNEL_OK) return st;
+  }
+  if (at->zroom > 0) {
+    st = funnel__dev_alloc(be, (size_t)at->zroom, stream, &t->zscratch, error);
+    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* decoded after the first pass */
+      funnel__error_clear(error);
+      at->zroom = 0;
+      st = FUNNEL_OK;
+    }
+  }
+  return st;
+}
+
+/* A read of compressed bodies after its one go, or from the start: its
+ * first pass (unless the one go made it), the wait for its sums, then its
+ * decoded buffers and output allocated to their size and the second pass's
+ * args armed (*zbytes: the decoded bytes). *left: the device left the read
+ * to the host (leave_to_host has ended the attempt). */
+static int size_decoded(struct funnel_table *t, const struct funnel__read_options *o,
+                        struct funnel__dpath *d, struct attempt *at, int codec, int64_t bytes,
+                        bool made, bool placed, void *stream, int64_t *zbytes, bool *left,
+                        struct funnel_error *error) {
+  const struct dp_layout *l = &d->l;
+  const int64_t n = t->plan.n_parts;
+  struct funnel_backend *be = &t->dev->be;
+  struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
+  const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
+  *left = false;
+  if (!made) {
+    const uint64_t zgate = at->zroom > 0 ? t->dp_scratch + (uint64_t)l->args2 : 0;
+    FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &at->tr, l, d->host, stream, zgate, placed, error));
+  }
+  t->stats.decode_waits++;
+  *left = s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES;
+  if (*left) return leave_to_host(t, s, n, error);
+  *zbytes = s->zbytes;
+  learn_decoded(t, codec, bytes, *zbytes, s->zframes);
+  /* decoded while copied when the room held every job (the gate was
+   * open for each part's then: its sums only grow); else decoded now,
+   * into room of the size the first pass counted */
+  t->zdecoded = at->zroom > 0 && *zbytes <= at->zroom;
+  int st = FUNNEL_OK;
+  if (!t->zdecoded) {
+    funnel__dev_free(be, t->zscratch, stream); /* the room that fell short, if any */
+    t->zscratch = 0;
+    if (*zbytes > 0) st = funnel__dev_alloc(be, (size_t)*zbytes, stream, &t->zscratch, error);
+  }
+  at->capacity = output_bound(t->plan.schema, bytes + *zbytes);
+  if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, at->capacity, stream, error);
+  /* no room for the decoded buffers and the output's bound: the host
+   * path, which needs the output alone (and names a bomb) */
+  if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) {
+    funnel__error_clear(error);
+    *left = true;
+    return leave_to_host(t, s, n, error);
+  }
+  if (st != FUNNEL_OK) return st;
+  a->zmode = FUNNEL_DP_DECODED;
+  a->zscratch = t->zscratch;
+  a->out = t->out;
+  a->out_capacity = at->capacity;
+  a->summary_back = at->summary_back;
+  struct funnel__dp_summary *fresh = (struct funnel__dp_summary *)(d->host + l->summary);
+  memset(fresh, 0, (size_t)l->summary_bytes);
+  fresh->first_left = n;
+  count_decoded(t, s);
+  return FUNNEL_OK;
+}
+
 int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_options *o,
                         const struct funnel_partition *parts, size_t count, int64_t bytes,
                         int codec, const struct funnel__schema *schema, void *stream,
@@ -998,35 +1174,10 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
   *out = NULL;
   const bool z = codec != FUNNEL__CODEC_NONE; /* LZ4 bodies (funnel__dpath_wanted) */
   const int64_t n = (int64_t)count;
-  const int n_cols = schema->n_fields;
-  struct funnel__plan *plan = &t->plan;
-  struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
-  /* room for a staging block each (pageable partitions when the pool has
-   * no room for one block of them all) and this attempt's; written as
-   * they are taken, so not cleared */
-  t->staged = funnel__arena_alloc(&t->arena, ((size_t)n + 4) * sizeof(*t->staged));
-  if (d == NULL || t->staged == NULL) return OUT_OF_MEMORY(error);
-  *plan = (struct funnel__plan){.schema = schema, .raw = parts, .n_parts = n};
-  t->stats.device_parsed = n;
-
-  struct funnel__transfer tr;
-  FUNNEL_RETURN_NOT_OK(funnel__layout_transfer(t, o, &tr, error));
-  d->l = lay_out_read(n, schema, z);
+  struct funnel__dpath *d = NULL;
+  struct attempt at = {.capacity = output_bound(schema, bytes)};
+  FUNNEL_RETURN_NOT_OK(begin_attempt(t, o, parts, n, schema, z, &d, &at, error));
   const struct dp_layout *l = &d->l;
-  d->host = funnel__pool_alloc(&t->dev->pool, l->host);
-  /* pinned and mapped: the kernel writes the sums there itself */
-  uint64_t summary_back = 0;
-  if (d->host != NULL) {
-    funnel__table_hold_staged(t, d->host, l->host);
-    summary_back = funnel__pool_device_address(&t->dev->pool, d->host);
-    if (summary_back != 0) summary_back += (uint64_t)l->summary_back;
-  } else {
-    d->host = funnel__arena_alloc(&t->arena, (size_t)l->host);
-  }
-  if (d->host == NULL) return OUT_OF_MEMORY(error);
-  struct funnel_backend *be = &t->dev->be;
-  int64_t capacity = output_bound(schema, bytes);
-  int64_t zexpect = 0;
   /* a read in parts (transfer.c's early copy) makes two passes, its first
    * part by part as the parts are copied, decoding each into room made
    * now when it can (t->zaux) */
@@ -1035,94 +1186,36 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
    * makes (the early copies set its tables and output aside, t->reserve,
    * or the device's last read of the codec held none); else both passes,
    * into room guessed for the decoded buffers */
-  const bool go = z && !zparts && one_go_fits(o, bytes, summary_back);
-  bool raw = go && (t->reserve > 0 || funnel__dpath_guess_raw(t->dev, codec));
-  int64_t zguess = go && !raw ? room_guess(t, codec, bytes, &zexpect) : 0;
-  int64_t zroom = zparts ? room_guess(t, codec, bytes, &zexpect) : 0;
-  int st = FUNNEL_OK;
-  if ((!z || raw) && t->reserve > 0 &&
-      t->reserve == funnel__dpath_reserve(o, count, bytes, z, schema) &&
-      (t->reserved != 0 || t->scratch == 0)) {
-    /* one allocation: the partitions' (the early copies made it, or it is
-     * made here for the transfer's scratch), then the tables, the output */
-    if (t->reserved == 0) {
-      const int64_t room = funnel__align_up(tr.scratch_size, FUNNEL__ALIGN);
-      st = funnel__dev_alloc(be, (size_t)(room + t->reserve), stream, &t->scratch, error);
-      if (st != FUNNEL_OK) return st;
-      t->reserved = t->scratch + (uint64_t)room;
-    }
-    t->dp_scratch = t->reserved;
-    t->out = t->reserved + (uint64_t)funnel__align_up(l->device, FUNNEL__ALIGN);
-    t->out_bytes = capacity;
-    t->out_block = t->scratch;
-  } else {
-    /* a read of LZ4 bodies knows its output's bound once unpacked */
-    if (!z) st = funnel__alloc_out(t, o, capacity, stream, error);
-    if (st == FUNNEL_OK && !tr.early && tr.scratch_size > 0)
-      st = funnel__dev_alloc(be, (size_t)tr.scratch_size, stream, &t->scratch, error);
-    /* ... or, to go in one go, from the guess of its decoded buffers (none
-     * in one pass): a small read's tables, decoded buffers and output in
-     * one allocation, when the decoded buffers it then holds with the
-     * output are as few bytes as an uncompressed read's partitions may be
-     * (and in one pass, when its partitions are, as a plain read's) */
-    const bool z_block = zguess > 0 ? zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES
-                                    : raw && bytes <= FUNNEL__ONE_BLOCK_MAX_BYTES;
-    if (st == FUNNEL_OK && z_block)
-      st = alloc_z_block(t, l, zguess, output_bound(schema, bytes + zguess), stream, error);
-    if (st == FUNNEL_OK && t->dp_scratch == 0)
-      st = funnel__dev_alloc(be, (size_t)l->device, stream, &t->dp_scratch, error);
-    if (st != FUNNEL_OK) return st;
-  }
-  if (zguess > 0 || raw) {
-    capacity = output_bound(schema, bytes + zguess);
-    if (t->out_block == 0) {
-      if (zguess > 0) st = funnel__dev_alloc(be, (size_t)zguess, stream, &t->zscratch, error);
-      if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
-    }
-    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* two passes, each sized */
-      funnel__error_clear(error);
-      funnel__dev_free(be, t->zscratch, stream);
-      t->zscratch = 0;
-      zguess = 0;
-      raw = false;
-      st = FUNNEL_OK;
-    }
-    if (st != FUNNEL_OK) return st;
-  }
-  if (zroom > 0) {
-    st = funnel__dev_alloc(be, (size_t)zroom, stream, &t->zscratch, error);
-    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) { /* decoded after the first pass */
-      funnel__error_clear(error);
-      zroom = 0;
-      st = FUNNEL_OK;
-    }
-    if (st != FUNNEL_OK) return st;
-  }
-  const bool tmpl_frames = write_head(t, &tr, parts, n, schema, l, z ? 0 : capacity,
-                                      t->dp_scratch, z ? 0 : summary_back, codec, d->host);
-  if (zroom > 0) arm_room(l, d->host, zroom);
-  plan->raw = NULL; /* the caller's array: placed, and not kept past the read */
-  struct funnel__dp_args *a = (struct funnel__dp_args *)(d->host + l->args);
+  const bool go = z && !zparts && one_go_fits(o, bytes, at.summary_back);
+  at.raw = go && (t->reserve > 0 || funnel__dpath_guess_raw(t->dev, codec));
+  at.zguess = go && !at.raw ? room_guess(t, codec, bytes, &at.zexpect) : 0;
+  at.zroom = zparts ? room_guess(t, codec, bytes, &at.zexpect) : 0;
+  FUNNEL_RETURN_NOT_OK(alloc_attempt(t, o, l, count, bytes, schema, z, &at, stream, error));
+  const bool tmpl_frames = write_head(t, &at.tr, parts, n, schema, l, z ? 0 : at.capacity,
+                                      t->dp_scratch, z ? 0 : at.summary_back, codec, d->host);
+  if (at.zroom > 0) arm_room(l, d->host, at.zroom);
+  t->plan.raw = NULL; /* the caller's array: placed, and not kept past the read */
+  const struct funnel__dp_args *a = (const struct funnel__dp_args *)(d->host + l->args);
   const struct funnel__dp_summary *s = (const struct funnel__dp_summary *)(d->host + l->summary_back);
-  int64_t zbytes = 0;
   bool placed = false; /* the copies and the head enqueued by a pass in one go */
-  if (raw && tmpl_frames) {
+  if (at.raw && tmpl_frames) {
     /* the partition the template was made from holds a frame: two
      * passes, the first sizing the decoded buffers (room guessed from a
      * read of none would fall short, and cost a second wait) */
     drop_one_go_room(t, stream);
-    raw = false;
+    at.raw = false;
   }
-  if (zguess > 0 || raw) {
+  if (at.zguess > 0 || at.raw) {
     /* both passes at once; the second's summary comes back unless its
      * gate was shut, and then the two passes' way goes on from the first;
      * or, guessing no frame, one pass, which a frame sends that way too */
-    arm_one_go(t, l, d->host, capacity, summary_back, zguess);
-    const int64_t lanes = concat_lanes(bytes + zexpect, n, n_cols, l->n_var, a->tmpl.length);
-    FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes,
-                                       raw ? GO_RAW : GO_GATED, stream, error));
+    arm_one_go(t, l, d->host, at.capacity, at.summary_back, at.zguess);
+    const int64_t lanes =
+        concat_lanes(bytes + at.zexpect, n, schema->n_fields, l->n_var, a->tmpl.length);
+    FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &at.tr, l, d->host, l->n_var, lanes,
+                                       at.raw ? GO_RAW : GO_GATED, stream, error));
     /* the one pass found a frame: its summary came, but the first pass's is to come */
-    const bool frames = raw && !s->laid_out && s->zframes > 0;
+    const bool frames = at.raw && !s->laid_out && s->zframes > 0;
     if (s->sent && !frames) {
       /* zbytes comes with the layout's summary (funnel__dp_layout_end) */
       if (!s->laid_out) return leave_to_host(t, s, n, error);
@@ -1135,53 +1228,25 @@ int funnel__dpath_parse(struct funnel_table *t, const struct funnel__read_option
     if (frames) {
       /* its first pass is still to make, the partitions and head in place */
       drop_one_go_room(t, stream);
-      zguess = 0;
+      at.zguess = 0;
       placed = true;
     } else {
       FUNNEL_RETURN_NOT_OK(after_shut_gate(t, l, d->host, stream, error));
     }
   }
+  int64_t zbytes = 0;
   if (z) {
-    /* the first pass (unless made); then the decoded buffers and the
-     * output, sized */
-    if (zguess == 0) {
-      const uint64_t zgate = zroom > 0 ? t->dp_scratch + (uint64_t)l->args2 : 0;
-      FUNNEL_RETURN_NOT_OK(unpack_on_device(t, &tr, l, d->host, stream, zgate, placed, error));
-    }
-    t->stats.decode_waits++;
-    if (s->left > 0 || s->zbytes > FUNNEL__MAX_OUTPUT_BYTES) return leave_to_host(t, s, n, error);
-    zbytes = s->zbytes;
-    learn_decoded(t, codec, bytes, zbytes, s->zframes);
-    /* decoded while copied when the room held every job (the gate was
-     * open for each part's then: its sums only grow); else decoded now,
-     * into room of the size the first pass counted */
-    t->zdecoded = zroom > 0 && zbytes <= zroom;
-    if (!t->zdecoded) {
-      funnel__dev_free(be, t->zscratch, stream); /* the room that fell short, if any */
-      t->zscratch = 0;
-      if (zbytes > 0) st = funnel__dev_alloc(be, (size_t)zbytes, stream, &t->zscratch, error);
-    }
-    capacity = output_bound(schema, bytes + zbytes);
-    if (st == FUNNEL_OK) st = funnel__alloc_out(t, o, capacity, stream, error);
-    /* no room for the decoded buffers and the output's bound: the host
-     * path, which needs the output alone (and names a bomb) */
-    if (st == FUNNEL_ERR_DEVICE_OUT_OF_MEMORY) {
-      funnel__error_clear(error);
-      return leave_to_host(t, s, n, error);
-    }
-    if (st != FUNNEL_OK) return st;
-    a->zmode = FUNNEL_DP_DECODED;
-    a->zscratch = t->zscratch;
-    a->out = t->out;
-    a->out_capacity = capacity;
-    a->summary_back = summary_back;
-    struct funnel__dp_summary *fresh = (struct funnel__dp_summary *)(d->host + l->summary);
-    memset(fresh, 0, (size_t)l->summary_bytes);
-    fresh->first_left = n;
-    count_decoded(t, s);
+    /* the first pass (unless the one go made it, its gate shut); then the
+     * decoded buffers and the output, sized */
+    bool left;
+    FUNNEL_RETURN_NOT_OK(size_decoded(t, o, d, &at, codec, bytes, at.zguess > 0, placed, stream,
+                                      &zbytes, &left, error));
+    if (left) return FUNNEL_OK;
   }
-  const int64_t lanes = concat_lanes(bytes + zbytes, n, n_cols, l->n_var, a->tmpl.length);
-  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &tr, l, d->host, l->n_var, lanes, GO_ARGS, stream, error));
+  const int64_t lanes =
+      concat_lanes(bytes + zbytes, n, schema->n_fields, l->n_var, a->tmpl.length);
+  FUNNEL_RETURN_NOT_OK(run_on_device(t, o, &at.tr, l, d->host, l->n_var, lanes, GO_ARGS, stream,
+                                     error));
   if (!s->laid_out) return leave_to_host(t, s, n, error);
   *out = d;
   return FUNNEL_OK;

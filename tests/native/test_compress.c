@@ -2071,6 +2071,38 @@ static void missing_library_is_named(void) {
   CHECK_EQ_I64(WEXITSTATUS(status), 0);
 }
 
+/* A read of `ps` on `rd` with a fault at call k of `kind`
+ * (funnel__fault_arm), after a read of `guess` with none (what the
+ * device's guess for it learns); *hit: the fault was made. Returns the
+ * read's status and its table in *t (for the caller to free); *live0: what
+ * was alive before it (check_nothing_alive). */
+static int read_with_fault(struct funnel_reader *rd, const struct parts *guess,
+                           const struct parts *ps, int kind, int64_t k, bool *hit,
+                           struct funnel_table **t, struct funnel__live *live0) {
+  struct funnel_error err;
+  *t = NULL;
+  if (CHECK_OK(funnel_reader_read_async(rd, guess->p, (size_t)guess->n, 0, t, &err), &err))
+    CHECK_OK(funnel_table_wait(*t, &err), &err);
+  funnel_table_free(*t);
+  *live0 = funnel__live_now();
+  *t = NULL;
+  funnel__fault_arm(kind, k);
+  int st = funnel_reader_read_async(rd, ps->p, (size_t)ps->n, 0, t, &err);
+  if (st == FUNNEL_OK) st = funnel_table_wait(*t, &err);
+  *hit = funnel__fault_calls(kind) >= k;
+  funnel__fault_arm(kind, 0);
+  return st;
+}
+
+/* Nothing alive that was not before a read (read_with_fault), its table freed. */
+static void check_nothing_alive(const struct funnel__live *live0) {
+  const struct funnel__live now = funnel__live_now();
+  CHECK_EQ_I64(now.allocs, live0->allocs);
+  CHECK_EQ_I64(now.host_allocs, live0->host_allocs);
+  CHECK_EQ_I64(now.events, live0->events);
+  CHECK_EQ_I64(now.streams, live0->streams);
+}
+
 /* A fault at every allocation, copy, launch and event of a read in one go
  * whose gate shuts (its guess from random values, then repeating values
  * that decode to more: the z block's tables kept for the second pass, its
@@ -2100,17 +2132,10 @@ static void faults_in_a_read_whose_gate_shuts_leave_nothing(void) {
   for (int kind = 0; kind < FUNNEL__N_FAULTS; kind++) {
     for (int64_t k = 1;; k++) {
       check_context("fault %d at call %lld", kind, (long long)k);
-      struct funnel_table *t = NULL; /* the guess, from random values */
-      if (CHECK_OK(funnel_reader_read_async(rd, pr.p, (size_t)pr.n, 0, &t, &err), &err))
-        CHECK_OK(funnel_table_wait(t, &err), &err);
-      funnel_table_free(t);
-      const struct funnel__live live0 = funnel__live_now();
-      t = NULL;
-      funnel__fault_arm(kind, k);
-      int st = funnel_reader_read_async(rd, pp.p, (size_t)pp.n, 0, &t, &err);
-      if (st == FUNNEL_OK) st = funnel_table_wait(t, &err);
-      const bool hit = funnel__fault_calls(kind) >= k;
-      funnel__fault_arm(kind, 0);
+      struct funnel_table *t; /* the guess, from random values */
+      struct funnel__live live0;
+      bool hit;
+      const int st = read_with_fault(rd, &pr, &pp, kind, k, &hit, &t, &live0);
       injected[kind] += hit;
       if (st == FUNNEL_OK) {
         struct funnel_read_stats s;
@@ -2118,11 +2143,7 @@ static void faults_in_a_read_whose_gate_shuts_leave_nothing(void) {
         table_check_read(t, &repeating);
       }
       funnel_table_free(t);
-      const struct funnel__live now = funnel__live_now();
-      CHECK_EQ_I64(now.allocs, live0.allocs);
-      CHECK_EQ_I64(now.host_allocs, live0.host_allocs);
-      CHECK_EQ_I64(now.events, live0.events);
-      CHECK_EQ_I64(now.streams, live0.streams);
+      check_nothing_alive(&live0);
       if (!hit || k > 1000) break;
     }
   }
@@ -2202,17 +2223,10 @@ static void faults_in_a_read_guessing_no_frame_leave_nothing(void) {
         for (int64_t k = 1;; k++) {
           check_context("%s, %s, fault %d at call %lld", READS[r].what, where, kind,
                         (long long)k);
-          struct funnel_table *t = NULL; /* the guess: no frame */
-          if (CHECK_OK(funnel_reader_read_async(rd, raw.p, (size_t)raw.n, 0, &t, &err), &err))
-            CHECK_OK(funnel_table_wait(t, &err), &err);
-          funnel_table_free(t);
-          const struct funnel__live live0 = funnel__live_now();
-          t = NULL;
-          funnel__fault_arm(kind, k);
-          int st = funnel_reader_read_async(rd, ps.p, (size_t)ps.n, 0, &t, &err);
-          if (st == FUNNEL_OK) st = funnel_table_wait(t, &err);
-          const bool hit = funnel__fault_calls(kind) >= k;
-          funnel__fault_arm(kind, 0);
+          struct funnel_table *t; /* the guess: no frame */
+          struct funnel__live live0;
+          bool hit;
+          const int st = read_with_fault(rd, &raw, &ps, kind, k, &hit, &t, &live0);
           injected[kind] += hit;
           CHECK(hit || st == FUNNEL_OK);
           if (st == FUNNEL_OK) {
@@ -2226,11 +2240,7 @@ static void faults_in_a_read_guessing_no_frame_leave_nothing(void) {
             table_check_read(t, src);
           }
           funnel_table_free(t);
-          const struct funnel__live now = funnel__live_now();
-          CHECK_EQ_I64(now.allocs, live0.allocs);
-          CHECK_EQ_I64(now.host_allocs, live0.host_allocs);
-          CHECK_EQ_I64(now.events, live0.events);
-          CHECK_EQ_I64(now.streams, live0.streams);
+          check_nothing_alive(&live0);
           if (!hit || k > 1000) break;
         }
       }
