@@ -1012,8 +1012,9 @@ struct attempt {
  * itself). */
 static int begin_attempt(struct funnel_table *t, const struct funnel__read_options *o,
                          const struct funnel_partition *parts, int64_t n,
-                         const struct funnel__schema *schema, bool z, struct funnel__dpath **out,
-                         struct attempt *at, struct funnel_error *error) {
+                         const struct funnel__schema *schema, bool z,
+                         struct funnel__dpath **attempt, struct attempt *at,
+                         struct funnel_error *error) {
   struct funnel__dpath *d = funnel__arena_calloc(&t->arena, 1, sizeof(*d));
   /* room for a staging block each (pageable partitions when the pool has
    * no room for one block of them all) and this attempt's; written as
@@ -1034,7 +1035,7 @@ static int begin_attempt(struct funnel_table *t, const struct funnel__read_optio
     d->host = funnel__arena_alloc(&t->arena, (size_t)d->l.host);
   }
   if (d->host == NULL) return OUT_OF_MEMORY(error);
-  *out = d;
+  *attempt = d;
   return FUNNEL_OK;
 }
 
