@@ -629,6 +629,85 @@ static bool plan_staged_parse(struct funnel_table *t, const struct funnel__trans
   return true;
 }
 
+/* run_on_device's decoding, on the work `w` holds: a read in one go
+ * whose both passes go at once (`gated`) makes its first pass, then
+ * every buffer's job, unless the gate is shut; a second pass uploads its
+ * args and the summary again, then decodes every buffer's job, a warp a
+ * job, the SKIPs done at once (unless they were, while the partitions
+ * were copied). */
+static int enqueue_decoding(struct funnel_table *t, struct funnel__work *w,
+                            const struct dp_layout *l, const uint8_t *host, bool gated,
+                            int nested, void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const int64_t n = t->plan.n_parts;
+  const struct funnel__dp_args *a =
+      (const struct funnel__dp_args *)(host + (gated ? l->args2 : l->args));
+  const int zstage = decoder_stage(t, (int)a->zcodec);
+  const uint64_t zjobs = t->dp_scratch + (uint64_t)l->zjobs;
+  int st = FUNNEL_OK;
+  if (gated) {
+    st = funnel__work_enqueued(w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
+                                                           t->dp_scratch, n, l->parse_lanes,
+                                                           stream, error));
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(
+          w, funnel__dev_launch_dpath_from(be, zstage, zjobs,
+                                           (int64_t)(t->dp_scratch + (uint64_t)l->args2),
+                                           n * a->n_buffers, (int64_t)t->zscratch, stream,
+                                           error));
+    return st;
+  }
+  st = funnel__work_enqueued(
+      w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->args, host + l->args,
+                                    sizeof(*a), stream, error));
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(
+        w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->summary,
+                                      host + l->summary, (size_t)l->summary_bytes, stream, error));
+  if (st == FUNNEL_OK && !t->zdecoded)
+    st = funnel__work_enqueued(w, funnel__dev_launch_dpath(be, zstage, zjobs, n * a->n_buffers,
+                                                           (int64_t)t->zscratch, stream, error));
+  return st;
+}
+
+/* run_on_device's end, on the work `w` holds, after the pass that lays
+ * the output out (args `a`, at device address `args`): the sums back (by a
+ * copy unless that kernel writes them where the host reads them), their
+ * event, the kernel's start when it is timed, the concat of every piece
+ * and then one item a column (the last string offset; a flat read with
+ * string columns by the kernel held to fewer registers), and its end. */
+static int enqueue_concat(struct funnel_table *t, const struct funnel__read_options *o,
+                          struct funnel__work *w, const struct dp_layout *l, const uint8_t *host,
+                          const struct funnel__dp_args *a, uint64_t args, int n_var, int nested,
+                          int64_t lanes, void *stream, struct funnel_error *error) {
+  struct funnel_backend *be = &t->dev->be;
+  const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
+  int st = FUNNEL_OK;
+  if (a->summary_back == 0)
+    st = funnel__work_enqueued(
+        w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back, a->summary,
+                                      (size_t)l->summary_bytes, stream, error));
+  if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(w, funnel__dev_event_record(be, t->ev_sums, stream, error));
+  if (st == FUNNEL_OK && o->time_kernel) {
+    /* made once a read: the second pass of a read in one go whose gate
+     * shut records the first pass's again */
+    if (t->ev_start == NULL) st = funnel__dev_event_create_timed(be, &t->ev_start, error);
+    if (st == FUNNEL_OK && t->ev_end == NULL)
+      st = funnel__dev_event_create_timed(be, &t->ev_end, error);
+    if (st == FUNNEL_OK)
+      st = funnel__work_enqueued(w, funnel__dev_event_record(be, t->ev_start, stream, error));
+  }
+  const int concat = FUNNEL_DP_CONCAT | (nested ? nested : n_var > 0 ? FUNNEL_DP_STAGE_VAR : 0);
+  if (st == FUNNEL_OK)
+    st = funnel__work_enqueued(w, funnel__dev_launch_dpath(be, concat, args, n * n_cols + n_cols,
+                                                           lanes, stream, error));
+  if (st == FUNNEL_OK && t->ev_end != NULL)
+    st = funnel__dev_event_record(be, t->ev_end, stream, error);
+  return st;
+}
+
 /* How run_on_device goes: on args, a plain read's or a second pass's; on
  * args2, a read of compressed bodies in one go (dpath.h, arm_one_go): both
  * passes, the second gated by the first, or one pass, which reads every
@@ -653,7 +732,7 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   struct funnel__work w;
   FUNNEL_RETURN_NOT_OK(funnel__work_begin(&w, be, stream, &t->event, error));
   w.enqueued = funnel__early(t);
-  const int64_t n = t->plan.n_parts, n_cols = t->plan.schema->n_fields;
+  const int64_t n = t->plan.n_parts;
   const int nested = l->slices >= 0 ? FUNNEL_DP_STAGE_NESTED : 0; /* its kernels */
   /* the args of the pass that lays the output out, and where they lie */
   const bool gated = go == GO_GATED, one_go = go != GO_ARGS;
@@ -661,8 +740,6 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   const struct funnel__dp_args *a = (const struct funnel__dp_args *)(host + at);
   const uint64_t args = t->dp_scratch + (uint64_t)at;
   const bool decoded = a->zmode == FUNNEL_DP_DECODED && !one_go; /* the second of two passes */
-  /* the decoder of the read's codec */
-  const int zstage = decoder_stage(t, (int)a->zcodec);
   /* the parse while the partitions are copied: pinned ones, the early
    * copy's parts (the head goes up there), or staged ones, a part after
    * each round that completes it (the head goes up first) */
@@ -691,33 +768,8 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   }
   if (st == FUNNEL_OK && overlapped)
     st = parse_overlapped(t, &w, l, host, nested, stream, 0, &lost, error);
-  if (st == FUNNEL_OK && gated) {
-    /* the first pass, then every buffer's job, unless the gate is shut */
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested,
-                                                            t->dp_scratch, n, l->parse_lanes,
-                                                            stream, error));
-    if (st == FUNNEL_OK)
-      st = funnel__work_enqueued(
-          &w, funnel__dev_launch_dpath_from(be, zstage,
-                                            t->dp_scratch + (uint64_t)l->zjobs, (int64_t)args,
-                                            n * a->n_buffers, (int64_t)t->zscratch, stream, error));
-  }
-  if (st == FUNNEL_OK && decoded) {
-    st = funnel__work_enqueued(
-        &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->args, host + l->args,
-                                       sizeof(*a), stream, error));
-    if (st == FUNNEL_OK)
-      st = funnel__work_enqueued(
-          &w, funnel__dev_copy_h2d_async(be, t->dp_scratch + (uint64_t)l->summary,
-                                         host + l->summary, (size_t)l->summary_bytes, stream,
-                                         error));
-    /* every buffer's job: a warp a job, the SKIPs done at once (unless
-     * they were, while the partitions were copied) */
-    if (st == FUNNEL_OK && !t->zdecoded)
-      st = funnel__work_enqueued(
-          &w, funnel__dev_launch_dpath(be, zstage, t->dp_scratch + (uint64_t)l->zjobs,
-                                       n * a->n_buffers, (int64_t)t->zscratch, stream, error));
-  }
+  if (st == FUNNEL_OK && (gated || decoded))
+    st = enqueue_decoding(t, &w, l, host, gated, nested, stream, error);
   const int gate = gated ? FUNNEL_DP_STAGE_GATED : 0;
   if (st == FUNNEL_OK && whole)
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_PARSE | nested | gate,
@@ -725,33 +777,8 @@ static int run_on_device(struct funnel_table *t, const struct funnel__read_optio
   if (st == FUNNEL_OK && !(whole && FUNNEL__DP_PARSE_SCANS(n, 0, n)))
     st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, FUNNEL_DP_SCAN | nested | gate,
                                                             args, 1 + n_var, n, stream, error));
-  /* the sums come back by a copy unless the kernel that lays the output
-   * out writes them where the host reads them */
-  if (st == FUNNEL_OK && a->summary_back == 0)
-    st = funnel__work_enqueued(
-        &w, funnel__dev_copy_d2h_async(be, (uint8_t *)host + l->summary_back, a->summary,
-                                       (size_t)l->summary_bytes, stream, error));
-  if (st == FUNNEL_OK && t->ev_sums == NULL) st = funnel__dev_event_take(be, &t->ev_sums, error);
   if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_sums, stream, error));
-  if (st == FUNNEL_OK && o->time_kernel) {
-    /* made once a read: the second pass of a read in one go whose gate
-     * shut records the first pass's again */
-    if (t->ev_start == NULL) st = funnel__dev_event_create_timed(be, &t->ev_start, error);
-    if (st == FUNNEL_OK && t->ev_end == NULL)
-      st = funnel__dev_event_create_timed(be, &t->ev_end, error);
-    if (st == FUNNEL_OK)
-      st = funnel__work_enqueued(&w, funnel__dev_event_record(be, t->ev_start, stream, error));
-  }
-  /* every piece, then one item a column (the last string offset); a flat
-   * read with string columns by the kernel held to fewer registers */
-  const int concat = FUNNEL_DP_CONCAT | (nested ? nested : n_var > 0 ? FUNNEL_DP_STAGE_VAR : 0);
-  if (st == FUNNEL_OK)
-    st = funnel__work_enqueued(&w, funnel__dev_launch_dpath(be, concat, args,
-                                                            n * n_cols + n_cols, lanes, stream,
-                                                            error));
-  if (st == FUNNEL_OK && t->ev_end != NULL)
-    st = funnel__dev_event_record(be, t->ev_end, stream, error);
+    st = enqueue_concat(t, o, &w, l, host, a, args, n_var, nested, lanes, stream, error);
   bool abandoned;
   st = funnel__work_finish(&w, st, false, &abandoned, error);
   abandoned |= lost;
