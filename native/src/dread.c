@@ -1098,13 +1098,12 @@ static int alloc_attempt(struct funnel_table *t, const struct funnel__read_optio
     if (st == FUNNEL_OK && !at->tr.early && at->tr.scratch_size > 0)
       st = funnel__dev_alloc(be, (size_t)at->tr.scratch_size, stream, &t->scratch, error);
     /* ... or, to go in one go, from the guess of its decoded buffers (none
-     * in one pass): a small read's tables, decoded buffers and output in
-     * one allocation, when the decoded buffers it then holds with the
-     * output are as few bytes as an uncompressed read's partitions may be
-     * (and in one pass, when its partitions are, as a plain read's) */
-    const bool z_block = at->zguess > 0 ? at->zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES
-                                        : at->raw && bytes <= FUNNEL__ONE_BLOCK_MAX_BYTES;
-    if (st == FUNNEL_OK && z_block)
+     * in one pass, over FUNNEL__ONE_BLOCK_MAX_BYTES of partitions): a small
+     * read's tables, decoded buffers and output in one allocation, when the
+     * decoded buffers it then holds with the output are as few bytes as an
+     * uncompressed read's partitions may be */
+    if (st == FUNNEL_OK && (at->zguess > 0 || at->raw) &&
+        at->zguess <= FUNNEL__ONE_BLOCK_MAX_BYTES)
       st = alloc_z_block(t, l, at->zguess, output_bound(schema, bytes + at->zguess), stream,
                          error);
     if (st == FUNNEL_OK && t->dp_scratch == 0)

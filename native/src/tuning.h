@@ -55,7 +55,9 @@
  * of compressed bodies in one go whose decoded buffers are guessed at most
  * this many bytes makes one allocation for its tables, decoded buffers and
  * output alike (dread.c, alloc_z_block); one that guesses it holds no
- * frame (every buffer raw) is laid out as a plain read is, in one. */
+ * frame (every buffer raw) is laid out as a plain read is, in one with
+ * its partitions, or (over this many bytes, up to
+ * FUNNEL__LZ4_ONE_GO_MAX_BYTES) its tables and output in one. */
 #define FUNNEL__ONE_BLOCK_MAX_BYTES ((int64_t)2 << 20)
 /* A device-path read of LZ4 bodies of at most this many bytes of
  * partitions makes both its passes in one go (dpath.h, dread.c), its

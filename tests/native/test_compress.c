@@ -600,6 +600,64 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
   write_codec = 0;
 }
 
+/* The device allocations of reads that guess they hold no frame (after a
+ * read of partitions of a row), of random int64s, which writers store
+ * raw: up to FUNNEL__ONE_BLOCK_MAX_BYTES of partitions, one (partitions,
+ * tables and output); from there to FUNNEL__LZ4_ONE_GO_MAX_BYTES, two (the
+ * partitions', then the tables and output together; a review: three, had
+ * they been laid out as a plain read of that size); each in one pass, no
+ * wait. LZ4 and ZSTD as Arrow Java writes them, pinned and malloc'd, the
+ * device path forced (AUTO leaves ZSTD partitions of over 16 KiB to the
+ * host). */
+static void raw_reads_allocate_by_their_size(void) {
+  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
+  static const struct iw_schema wide_schema = {1, wide, 0};
+  decode_where = FUNNEL_DECODE_DEVICE;
+  struct table_src ones = table_random(&one_go_schema, 100, 100, 61);
+  static const struct {
+    int64_t rows; /* of 100 partitions */
+    int64_t allocs;
+  } READS[] = {{2000, 1}, {3500, 2}};
+  for (int run = 0; run < 4; run++) {
+    const int pinned = run & 1;
+    write_codec = 1 + run / 2;
+    const struct iw_options *java = write_codec == 1 ? &java_lz4 : &java_zstd;
+    struct funnel_device *dev = NULL;
+    struct funnel_error err;
+    if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
+    for (size_t r = 0; r < sizeof(READS) / sizeof(READS[0]); r++) {
+      check_context("%s, %lld rows a partition, %s", write_codec == 1 ? "lz4" : "zstd",
+                    (long long)READS[r].rows, pinned ? "pinned" : "malloc'd");
+      struct parts raw = cut(&ones, 100, 1, java, 0, pinned ? dev : NULL);
+      read_and_check(dev, &raw, &ones, 100); /* the guess: no frame */
+      struct table_src big = table_random(&wide_schema, 100 * READS[r].rows, 0, 62);
+      struct parts ps = cut(&big, 100, 1, java, 0, pinned ? dev : NULL);
+      int64_t bytes = 0;
+      for (int i = 0; i < ps.n; i++) bytes += (int64_t)ps.p[i].length;
+      CHECK((bytes > ((int64_t)2 << 20)) == (READS[r].allocs == 2));
+      CHECK(bytes < ((int64_t)4 << 20));
+      const int64_t whole = device_path_reads, decoded = decoded_on_device;
+      last_decode_waits = last_allocs = -1;
+      parse_where = FUNNEL_PARSE_DEVICE;
+      read_and_check(dev, &ps, &big, 100);
+      parse_where = FUNNEL_PARSE_AUTO;
+      CHECK_EQ_I64(device_path_reads - whole, 1);
+      CHECK_EQ_I64(decoded_on_device - decoded, 0); /* every buffer raw */
+      CHECK_EQ_I64(last_decode_waits, 0);
+      CHECK_EQ_I64(last_allocs, READS[r].allocs);
+      parts_free(&ps);
+      parts_free(&raw);
+      table_src_free(&big);
+    }
+    CHECK_EQ_I64(funnel_device_pinned_in_use(dev), 0);
+    funnel_device_close(dev);
+  }
+  table_src_free(&ones);
+  check_context("%s", "");
+  decode_where = FUNNEL_DECODE_AUTO;
+  write_codec = 0;
+}
+
 /* ps's partitions moved into one block of the device's pinned pool, back
  * to back at 8-byte boundaries (freed with funnel_device_pinned_free of
  * *size bytes); ps's own memory freed. */
@@ -2280,6 +2338,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(decoded_long_fixed_width_pieces_on_the_device),
       CHECK_TEST(compressed_reads_go_in_one_go_from_a_guess),
       CHECK_TEST(raw_reads_in_one_go_launch_no_decoder),
+      CHECK_TEST(raw_reads_allocate_by_their_size),
       CHECK_TEST(faults_in_a_read_whose_gate_shuts_leave_nothing),
       CHECK_TEST(faults_in_a_read_guessing_no_frame_leave_nothing),
       CHECK_TEST(compressed_reads_decode_while_copied),
