@@ -341,6 +341,18 @@ static const struct iw_options java_lz4 = {.compression = 1, .lz4_style = IW_LZ4
                                            .raw_fallback = 1, .empty_prefix = 1};
 static const struct iw_options java_zstd = {.compression = 2, .raw_fallback = 1,
                                             .empty_prefix = 1, .zstd_level = 3};
+/* one int64 column that is never null */
+static const struct iw_field wide_fields[] = {
+    {.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
+static const struct iw_schema wide_schema = {1, wide_fields, 0};
+
+/* A test loop's run 0 to 3: LZ4, then ZSTD, as Arrow Java writes them
+ * (write_codec set), each from malloc'd, then pinned memory (*pinned). */
+static const struct iw_options *java_run(int run, int *pinned) {
+  *pinned = run & 1;
+  write_codec = 1 + run / 2;
+  return write_codec == 1 ? &java_lz4 : &java_zstd;
+}
 
 /* A small read of LZ4 bodies by the device path makes both passes in one
  * go (and of ZSTD bodies, the steps run again with them), from a guess
@@ -365,13 +377,10 @@ static const struct iw_options java_zstd = {.compression = 2, .raw_fallback = 1,
  * pinned memory. */
 static void compressed_reads_go_in_one_go_from_a_guess(void) {
   const int ROWS = 60; /* repeating values that decode to at most 2.6 times their bytes */
-  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
-  static const struct iw_schema wide_schema = {1, wide, 0};
   decode_where = FUNNEL_DECODE_DEVICE;
   for (int run = 0; run < 4; run++) {
-    const int pinned = run & 1;
-    write_codec = 1 + run / 2;
-    const struct iw_options *java = write_codec == 1 ? &java_lz4 : &java_zstd;
+    int pinned;
+    const struct iw_options *java = java_run(run, &pinned);
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
@@ -526,9 +535,8 @@ static void compressed_reads_go_in_one_go_from_a_guess(void) {
 static void raw_reads_in_one_go_launch_no_decoder(void) {
   decode_where = FUNNEL_DECODE_DEVICE;
   for (int run = 0; run < 4; run++) {
-    const int pinned = run & 1;
-    write_codec = 1 + run / 2;
-    const struct iw_options *java = write_codec == 1 ? &java_lz4 : &java_zstd;
+    int pinned;
+    const struct iw_options *java = java_run(run, &pinned);
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
@@ -610,8 +618,6 @@ static void raw_reads_in_one_go_launch_no_decoder(void) {
  * device path forced (AUTO leaves ZSTD partitions of over 16 KiB to the
  * host). */
 static void raw_reads_allocate_by_their_size(void) {
-  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
-  static const struct iw_schema wide_schema = {1, wide, 0};
   decode_where = FUNNEL_DECODE_DEVICE;
   struct table_src ones = table_random(&one_go_schema, 100, 100, 61);
   static const struct {
@@ -619,9 +625,8 @@ static void raw_reads_allocate_by_their_size(void) {
     int64_t allocs;
   } READS[] = {{2000, 1}, {3500, 2}};
   for (int run = 0; run < 4; run++) {
-    const int pinned = run & 1;
-    write_codec = 1 + run / 2;
-    const struct iw_options *java = write_codec == 1 ? &java_lz4 : &java_zstd;
+    int pinned;
+    const struct iw_options *java = java_run(run, &pinned);
     struct funnel_device *dev = NULL;
     struct funnel_error err;
     if (!CHECK_OK(check_device_open(&dev, &err), &err)) return;
@@ -715,8 +720,6 @@ static void compressed_reads_decode_while_copied(void) {
       {.type = FUNNEL_TYPE_UTF8, .name = "s", .nullable = 1},
       {.type = FUNNEL_TYPE_INT32, .name = "i", .nullable = 0}};
   static const struct iw_schema schema = {3, fields, 0};
-  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
-  static const struct iw_schema wide_schema = {1, wide, 0};
   /* (writing, parts): each writing in the default 4 parts, then 2 and 8 */
   static const int RUNS[][2] = {{0, 4}, {1, 4}, {2, 4}, {0, 2}, {1, 8}};
   decode_where = FUNNEL_DECODE_DEVICE;
@@ -896,8 +899,6 @@ static void compressed_reads_decode_while_copied(void) {
  * host: here the device decodes, as FUNNEL_DECODE_DEVICE says, so
  * funnel__device_pays, which AUTO's decoding asks on a GPU, is not.) */
 static void large_lz4_read(int parts, int64_t rows, size_t n_settings, bool lead) {
-  static const struct iw_field wide[] = {{.type = FUNNEL_TYPE_INT64, .name = "a", .nullable = 0}};
-  static const struct iw_schema schema = {1, wide, 0};
   static const struct {
     const char *name, *large, *pool;
     bool pageable_first;
@@ -907,7 +908,7 @@ static void large_lz4_read(int parts, int64_t rows, size_t n_settings, bool lead
       {"FUNNEL_LZ4_LARGE_DEVICE=0", "0", NULL, false},
       {"a pool of 12 MiB", NULL, "12582912", false},
   };
-  struct table_src src = table_random(&schema, parts * rows, 0, 195);
+  struct table_src src = table_random(&wide_schema, parts * rows, 0, 195);
   for (int64_t r = 0; r < src.rows; r++) memset(src.cols[0].values + 8 * r + 4, 0, 4);
   decode_where = FUNNEL_DECODE_DEVICE;
   for (size_t k = 0; k < n_settings; k++) {
