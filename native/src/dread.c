@@ -125,11 +125,13 @@ static int64_t output_bound(const struct funnel__schema *schema, int64_t bytes) 
   return bound > FUNNEL__MAX_OUTPUT_BYTES ? FUNNEL__MAX_OUTPUT_BYTES : bound;
 }
 
+/* a compressed read small enough for one block goes in one go */
+_Static_assert(FUNNEL__ONE_BLOCK_MAX_BYTES <= FUNNEL__LZ4_ONE_GO_MAX_BYTES,
+               "one block's reads must fit the one go");
+
 int64_t funnel__dpath_reserve(const struct funnel__read_options *o, size_t count, int64_t bytes,
                               bool compressed, const struct funnel__schema *schema) {
-  if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES ||
-      (compressed && bytes > FUNNEL__LZ4_ONE_GO_MAX_BYTES))
-    return 0;
+  if (o->shareable || bytes > FUNNEL__ONE_BLOCK_MAX_BYTES) return 0;
   const struct dp_layout l = lay_out_read((int64_t)count, schema, compressed);
   return funnel__align_up(l.device, FUNNEL__ALIGN) +
          funnel__align_up(output_bound(schema, bytes), FUNNEL__ALIGN);
