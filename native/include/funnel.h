@@ -364,9 +364,9 @@ enum funnel_transfer {
 
 /* Where a read parses the partitions' IPC headers (FUNNEL_OPTION_PARSE). */
 enum funnel_parse {
-  /* DEVICE for many small partitions (at least 128, or 48 of LZ4 or ZSTD
-   * bodies the device decodes, of at most 256 KiB on average, 16 KiB for
-   * ZSTD ones), HOST otherwise; the
+  /* DEVICE for many small partitions (at least 128, or 64 of at most 16
+   * KiB on average, or 48 of LZ4 or ZSTD bodies the device decodes, of at
+   * most 256 KiB on average, 16 KiB for ZSTD ones), HOST otherwise; the
    * default unless FUNNEL_PARSE=host|device in the environment when the
    * device opened says otherwise */
   FUNNEL_PARSE_AUTO = 0,

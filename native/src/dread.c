@@ -193,7 +193,9 @@ bool funnel__dpath_wanted(struct funnel_table *t, const struct funnel__read_opti
     return false;
   const int64_t bytes = scan->bytes, first = scan->first;
   const int64_t min_parts =
-      codec == FUNNEL__CODEC_NONE ? FUNNEL__DPATH_MIN_PARTS : FUNNEL__DPATH_MIN_PARTS_LZ4;
+      codec != FUNNEL__CODEC_NONE                         ? FUNNEL__DPATH_MIN_PARTS_LZ4
+      : bytes <= FUNNEL__DPATH_SMALL_AVG * (int64_t)count ? FUNNEL__DPATH_MIN_PARTS_SMALL
+                                                          : FUNNEL__DPATH_MIN_PARTS;
   const int64_t max_avg =
       codec == FUNNEL__CODEC_ZSTD ? FUNNEL__DPATH_MAX_AVG_ZSTD : FUNNEL__DPATH_MAX_AVG;
   /* LZ4 bodies of larger partitions too (FUNNEL_LZ4_LARGE_DEVICE=0 says

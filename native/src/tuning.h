@@ -37,6 +37,19 @@
  * FUNNEL__DP_CONCAT_MAX_LANES lanes at most (a warp once its pieces are
  * 2,048 or more) */
 #define FUNNEL__DPATH_MIN_PARTS 128
+/* ... and from this many of at most FUNNEL__DPATH_SMALL_AVG bytes on
+ * average: the host path's cost grows with the partitions and their
+ * columns, the device path's barely, so small partitions pay for the wait
+ * sooner. The crossover on the H100 (ci/gpu-grids crossover, session 62,
+ * the device path forced against the host path forced, plain, pinned and
+ * pageable): partitions of 2.7 to 9.7 KB (10x27 and 4x100, mixed and
+ * strings) took 0.55 to 0.84 of the host path's time at 64 and 0.44 to
+ * 0.77 at 96, where AUTO had taken the host path; at 48 one shape was
+ * still slower (4x100 strings pinned, 1.25), at 32 several (up to 1.02);
+ * partitions of 35 KB (10x625 mixed) were still faster on the host at 96
+ * (pinned 1.31), and cross at 128 (0.50). */
+#define FUNNEL__DPATH_MIN_PARTS_SMALL 64
+#define FUNNEL__DPATH_SMALL_AVG ((int64_t)16 << 10)
 /* ... and of this many of LZ4 bodies the device decodes (dread.c): the
  * host path's decoding into images costs more a partition than its plain
  * parse. Measured on the H100 host (bench/RESULTS.md, session 30; lz4-java

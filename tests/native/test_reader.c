@@ -906,6 +906,56 @@ static void read_many_partitions_on_the_device(int64_t n, uint64_t seed) {
 static void read_3000_partitions_on_the_device(void) { read_many_partitions_on_the_device(3000, 96); }
 static void read_9000_partitions_on_the_device(void) { read_many_partitions_on_the_device(9000, 93); }
 
+/* FUNNEL_PARSE_AUTO takes the device path by the partitions' count and
+ * their size on average (dread.c, funnel__dpath_wanted; tuning.h,
+ * FUNNEL__DPATH_MIN_PARTS and _SMALL): from 64 partitions of at most 16
+ * KiB, from 128 of more. Each read is checked whole, and the partitions'
+ * average is checked to lie on the side of 16 KiB the case is about. */
+static void read_auto_takes_the_device_path_by_count_and_size(void) {
+  static const struct {
+    int n;
+    int64_t rows;   /* each partition's */
+    int large;      /* over 16 KiB on average */
+    int on_device;
+  } cases[] = {
+      {63, 20, 0, 0},   {64, 20, 0, 1},    {127, 20, 0, 1},   {64, 2000, 1, 0},
+      {127, 2000, 1, 0}, {128, 2000, 1, 1},  {200, 20, 0, 1},
+  };
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    check_context("%d partitions of %lld rows", cases[k].n, (long long)cases[k].rows);
+    const int n = cases[k].n;
+    int64_t *rows = malloc((size_t)n * sizeof(int64_t));
+    for (int i = 0; i < n; i++) rows[i] = cases[k].rows;
+    struct table_src src = table_random(&small_schema, (int64_t)n * cases[k].rows, 100, 500 + k);
+    struct shape sh = {.n_parts = n, .part_rows = rows, .max_batches = 1, .framing = STREAM,
+                       .empty_framing = ZERO_BYTES};
+    struct parts ps = make_parts(&src, &sh, 600 + k);
+    int64_t bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (int64_t)ps.p[i].length;
+    if (!CHECK_EQ_I64(bytes > ((int64_t)16 << 10) * n, cases[k].large))
+      fprintf(stderr, "  %lld bytes a partition\n", (long long)(bytes / n));
+    struct funnel_reader *rd = reader_new(NULL, 0);
+    struct funnel_table *t = NULL;
+    struct funnel_error err;
+    if (CHECK_OK(funnel_reader_read_async(rd, ps.p, ps.n, 0, &t, &err), &err)) {
+      CHECK_OK(funnel_table_wait(t, &err), &err);
+      check_stats(t, &ps);
+      struct funnel_read_stats st;
+      if (CHECK_OK(funnel_table_stats(t, &st, &err), &err)) {
+        CHECK_EQ_I64(st.device_parsed, cases[k].on_device ? n : 0);
+        CHECK_EQ_I64(check_on_device(&st), cases[k].on_device);
+      }
+      table_check_read(t, &src);
+      funnel_table_free(t);
+    }
+    funnel_reader_free(rd);
+    parts_free(&ps);
+    table_src_free(&src);
+    free(rows);
+  }
+  check_context("%s", "");
+}
+
 /* ----------------------------------------------------------- round trips */
 
 static void read_every_type_one_partition(void) {
@@ -1441,6 +1491,7 @@ int main(int argc, char **argv) {
       CHECK_TEST(read_long_fixed_width_pieces_at_every_alignment),
       CHECK_TEST(read_3000_partitions_on_the_device),
       CHECK_TEST(read_9000_partitions_on_the_device),
+      CHECK_TEST(read_auto_takes_the_device_path_by_count_and_size),
       CHECK_TEST(read_every_type_one_partition),
       CHECK_TEST(read_every_type_two_partitions),
       CHECK_TEST(read_every_type_200_partitions),

@@ -230,8 +230,9 @@ public final class FunnelReader implements AutoCloseable {
   /** Where a read parses the partitions' IPC headers (funnel.h's enum funnel_parse). */
   public enum Parse {
     /**
-     * {@link #DEVICE} for many small partitions (at least 128, or 48 of LZ4 or ZSTD bodies the
-     * device decodes, of at most 256 KiB on average, 16 KiB for ZSTD ones), {@link #HOST}
+     * {@link #DEVICE} for many small partitions (at least 128, or 64 of at most 16 KiB on average,
+     * or 48 of LZ4 or ZSTD bodies the device decodes, of at most 256 KiB on average, 16 KiB for
+     * ZSTD ones), {@link #HOST}
      * otherwise; the default, unless {@code FUNNEL_PARSE=host|device} was in the environment when
      * the device opened.
      */
