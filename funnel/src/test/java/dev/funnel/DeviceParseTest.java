@@ -246,42 +246,47 @@ class DeviceParseTest extends DeviceTestCase {
   }
 
   @Test
-  void autoParsesOnDeviceFrom128SmallPartitions() {
+  void autoParsesOnDeviceFrom64SmallPartitions() {
     assumeTrue(System.getenv("FUNNEL_PARSE") == null, "FUNNEL_PARSE decides what AUTO does");
-    List<byte[]> parts = singleBatchPartitions(128, new Random(65), allocator);
+    List<byte[]> parts = singleBatchPartitions(64, new Random(65), allocator);
     try (FunnelReader reader = new FunnelReader(device).setParse(FunnelReader.Parse.AUTO)) {
       try (DeviceTable table = read(reader, parts)) {
-        assertTrue(table.stats().parsedOnDevice(), "128 partitions: " + table.stats().toJson());
-        assertEquals(128, table.stats().deviceParsed());
+        assertTrue(table.stats().parsedOnDevice(), "64 partitions: " + table.stats().toJson());
+        assertEquals(64, table.stats().deviceParsed());
         assertTableMatches(table, parts, null, allocator);
       }
-      List<byte[]> fewer = parts.subList(0, 127);
+      List<byte[]> fewer = parts.subList(0, 63);
       try (DeviceTable table = read(reader, fewer)) {
-        assertEquals(0, table.stats().deviceParsed(), "127 partitions: " + table.stats().toJson());
+        assertEquals(0, table.stats().deviceParsed(), "63 partitions: " + table.stats().toJson());
         assertTableMatches(table, fewer, null, allocator);
       }
     }
   }
 
+  /** Partitions of over 16 KiB on average go to the device path from 128, as larger ones do. */
   @Test
-  void autoParsesOnHostWhenPartitionsAverageOver256KiB() {
+  void autoParsesOnDeviceFrom128PartitionsOver16KiB() {
     assumeTrue(System.getenv("FUNNEL_PARSE") == null, "FUNNEL_PARSE decides what AUTO does");
     Schema blobs = new Schema(List.of(nullable("blob", ArrowType.Binary.INSTANCE)));
-    // a one-row partition is `fixed` bytes and its value (a multiple of 8: no padding)
     int fixed = blobPartition(blobs, 8, 0).length - 8;
     for (int extra : new int[] {0, 8}) {
-      int value = (256 << 10) - fixed + extra;
+      int value = (16 << 10) - fixed + extra;
       List<byte[]> parts = new ArrayList<>();
       for (int p = 0; p < 128; p++) {
         parts.add(blobPartition(blobs, value, p));
-        assertEquals((256 << 10) + extra, parts.get(p).length, "partition " + p + "'s bytes");
+        assertEquals((16 << 10) + extra, parts.get(p).length, "partition " + p + "'s bytes");
       }
-      try (FunnelReader reader = new FunnelReader(device);
-          DeviceTable table = read(reader, parts)) {
-        ReadStats s = table.stats();
-        assertEquals(extra == 0, s.parsedOnDevice(), "averaging 256 KiB + " + extra + ": " + s.toJson());
-        assertEquals(extra == 0 ? 128 : 0, s.deviceParsed(), s.toJson());
-        assertTableMatches(table, parts, null, allocator);
+      try (FunnelReader reader = new FunnelReader(device)) {
+        for (int n : new int[] {63, 64, 127, 128}) {
+          List<byte[]> some = parts.subList(0, n);
+          try (DeviceTable table = read(reader, some)) {
+            ReadStats s = table.stats();
+            boolean device = n >= 128 || (n >= 64 && extra == 0);
+            assertEquals(device ? n : 0, s.deviceParsed(),
+                n + " partitions of 16 KiB + " + extra + ": " + s.toJson());
+            assertTableMatches(table, some, null, allocator);
+          }
+        }
       }
     }
   }
