@@ -47,7 +47,9 @@
  * 0.77 at 96, where AUTO had taken the host path; at 48 one shape was
  * still slower (4x100 strings pinned, 1.25), at 32 several (up to 1.02);
  * partitions of 35 KB (10x625 mixed) were still faster on the host at 96
- * (pinned 1.31), and cross at 128 (0.50). */
+ * (pinned 1.31), and cross at 128 (0.50). With this threshold, the same
+ * small reads at 64 and 96 partitions took 0.27 to 0.97 of the host
+ * path's time (geomean pinned 0.57, pageable 0.63; bench/RESULTS.md). */
 #define FUNNEL__DPATH_MIN_PARTS_SMALL 64
 #define FUNNEL__DPATH_SMALL_AVG ((int64_t)16 << 10)
 /* ... and of this many of LZ4 bodies the device decodes (dread.c): the
