@@ -268,6 +268,7 @@ class DeviceParseTest extends DeviceTestCase {
   void autoParsesOnDeviceFrom128PartitionsOver16KiB() {
     assumeTrue(System.getenv("FUNNEL_PARSE") == null, "FUNNEL_PARSE decides what AUTO does");
     Schema blobs = new Schema(List.of(nullable("blob", ArrowType.Binary.INSTANCE)));
+    // a one-row partition is `fixed` bytes and its value (a multiple of 8: no padding)
     int fixed = blobPartition(blobs, 8, 0).length - 8;
     for (int extra : new int[] {0, 8}) {
       int value = (16 << 10) - fixed + extra;
@@ -287,6 +288,29 @@ class DeviceParseTest extends DeviceTestCase {
             assertTableMatches(table, some, null, allocator);
           }
         }
+      }
+    }
+  }
+
+  @Test
+  void autoParsesOnHostWhenPartitionsAverageOver256KiB() {
+    assumeTrue(System.getenv("FUNNEL_PARSE") == null, "FUNNEL_PARSE decides what AUTO does");
+    Schema blobs = new Schema(List.of(nullable("blob", ArrowType.Binary.INSTANCE)));
+    // a one-row partition is `fixed` bytes and its value (a multiple of 8: no padding)
+    int fixed = blobPartition(blobs, 8, 0).length - 8;
+    for (int extra : new int[] {0, 8}) {
+      int value = (256 << 10) - fixed + extra;
+      List<byte[]> parts = new ArrayList<>();
+      for (int p = 0; p < 128; p++) {
+        parts.add(blobPartition(blobs, value, p));
+        assertEquals((256 << 10) + extra, parts.get(p).length, "partition " + p + "'s bytes");
+      }
+      try (FunnelReader reader = new FunnelReader(device);
+          DeviceTable table = read(reader, parts)) {
+        ReadStats s = table.stats();
+        assertEquals(extra == 0, s.parsedOnDevice(), "averaging 256 KiB + " + extra + ": " + s.toJson());
+        assertEquals(extra == 0 ? 128 : 0, s.deviceParsed(), s.toJson());
+        assertTableMatches(table, parts, null, allocator);
       }
     }
   }
