@@ -267,16 +267,8 @@ class DeviceParseTest extends DeviceTestCase {
   @Test
   void autoParsesOnDeviceFrom128PartitionsOver16KiB() {
     assumeTrue(System.getenv("FUNNEL_PARSE") == null, "FUNNEL_PARSE decides what AUTO does");
-    Schema blobs = new Schema(List.of(nullable("blob", ArrowType.Binary.INSTANCE)));
-    // a one-row partition is `fixed` bytes and its value (a multiple of 8: no padding)
-    int fixed = blobPartition(blobs, 8, 0).length - 8;
     for (int extra : new int[] {0, 8}) {
-      int value = (16 << 10) - fixed + extra;
-      List<byte[]> parts = new ArrayList<>();
-      for (int p = 0; p < 128; p++) {
-        parts.add(blobPartition(blobs, value, p));
-        assertEquals((16 << 10) + extra, parts.get(p).length, "partition " + p + "'s bytes");
-      }
+      List<byte[]> parts = blobPartitions(128, (16 << 10) + extra);
       try (FunnelReader reader = new FunnelReader(device)) {
         for (int n : new int[] {63, 64, 127, 128}) {
           List<byte[]> some = parts.subList(0, n);
@@ -295,16 +287,8 @@ class DeviceParseTest extends DeviceTestCase {
   @Test
   void autoParsesOnHostWhenPartitionsAverageOver256KiB() {
     assumeTrue(System.getenv("FUNNEL_PARSE") == null, "FUNNEL_PARSE decides what AUTO does");
-    Schema blobs = new Schema(List.of(nullable("blob", ArrowType.Binary.INSTANCE)));
-    // a one-row partition is `fixed` bytes and its value (a multiple of 8: no padding)
-    int fixed = blobPartition(blobs, 8, 0).length - 8;
     for (int extra : new int[] {0, 8}) {
-      int value = (256 << 10) - fixed + extra;
-      List<byte[]> parts = new ArrayList<>();
-      for (int p = 0; p < 128; p++) {
-        parts.add(blobPartition(blobs, value, p));
-        assertEquals((256 << 10) + extra, parts.get(p).length, "partition " + p + "'s bytes");
-      }
+      List<byte[]> parts = blobPartitions(128, (256 << 10) + extra);
       try (FunnelReader reader = new FunnelReader(device);
           DeviceTable table = read(reader, parts)) {
         ReadStats s = table.stats();
@@ -313,6 +297,19 @@ class DeviceParseTest extends DeviceTestCase {
         assertTableMatches(table, parts, null, allocator);
       }
     }
+  }
+
+  /** n one-row partitions of one binary column, each exactly `bytes` bytes (checked). */
+  private List<byte[]> blobPartitions(int n, int bytes) {
+    Schema blobs = new Schema(List.of(nullable("blob", ArrowType.Binary.INSTANCE)));
+    // a one-row partition is `fixed` bytes and its value (a multiple of 8: no padding)
+    int fixed = blobPartition(blobs, 8, 0).length - 8;
+    List<byte[]> parts = new ArrayList<>();
+    for (int p = 0; p < n; p++) {
+      parts.add(blobPartition(blobs, bytes - fixed, p));
+      assertEquals(bytes, parts.get(p).length, "partition " + p + "'s bytes");
+    }
+    return parts;
   }
 
   static Stream<Arguments> leftToHost() {
